@@ -1,0 +1,39 @@
+//! The seam between a request and its results: [`SearchBackend`], with the
+//! in-process [`NativeBackend`] and the [`RgBackend`] that spawns a real `rg`.
+//!
+//! Both answer the same question the same way: what would
+//! `rg <the argv of contract.md §2>`, run in the request's workdir with stdin
+//! `/dev/null`, print and exit with. Anything above this layer (the tools, the
+//! CLI, the conformance suite) holds a `&dyn SearchBackend` and cannot tell the
+//! two apart.
+
+pub mod native;
+pub mod rg;
+
+use crate::outcome::{GlobResults, GrepResults, Outcome};
+use crate::request::{GlobRequest, GrepRequest};
+
+pub use native::NativeBackend;
+pub use rg::RgBackend;
+
+/// Runs the two fixed invocations. Object safe: tools hold `&dyn SearchBackend`.
+pub trait SearchBackend: Send + Sync {
+    /// A short name for logs and test labels: `native` or `rg`.
+    fn name(&self) -> &'static str;
+
+    /// List files as `rg --files … --sort=modified` would (`contract.md` §2).
+    fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults>;
+
+    /// Search contents as `rg --json --regexp=…` would (`contract.md` §2).
+    fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults>;
+}
+
+/// The closed set of backends the CLI and the tools can be asked for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendKind {
+    /// The in-process engine (the default; needs no `rg` binary).
+    #[default]
+    Native,
+    /// A real `rg` process.
+    Rg,
+}

@@ -1,0 +1,29 @@
+//! Cooperative cancellation shared by a call and the work it started.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// A cancellation flag shared between a caller and the work it started.
+///
+/// Cloning gives another handle to the same flag. The native engine checks it
+/// in the walker and between buffers of a file; the rg backend kills rg's
+/// process group when it is set.
+#[derive(Clone, Debug, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    /// A new token that is not cancelled.
+    pub fn new() -> CancelToken {
+        CancelToken::default()
+    }
+
+    /// Cancel every holder of this token. Idempotent.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    /// Whether [`CancelToken::cancel`] was called on any handle.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}

@@ -1,0 +1,206 @@
+//! The `dsh-search` command line (`contract.md` §8).
+//!
+//! This module only parses; each subcommand lives in the file that owns its
+//! layer: [`raw`] (rg's own output), [`tools`] (the model-facing glob, grep
+//! and `call`), [`files`] (read, write, edit), [`bench`].
+
+pub mod bench;
+pub mod files;
+pub mod raw;
+pub mod tools;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::backend::BackendKind;
+
+/// dsh-search: the glob and grep tools of a coding agent, in-process.
+#[derive(Debug, Parser)]
+#[command(name = "dsh-search", version, about)]
+pub struct Cli {
+    /// Options shared by every subcommand.
+    #[command(flatten)]
+    pub common: Common,
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every subcommand takes.
+#[derive(Clone, Debug, Args)]
+pub struct Common {
+    /// The search backend: the in-process engine or a real `rg`.
+    #[arg(long, global = true, value_enum, default_value_t = BackendArg::Native)]
+    pub backend: BackendArg,
+    /// The workdir (rg's current directory); defaults to the current directory.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// A JSON file with the tools' and the guard's configuration keys.
+    #[arg(long, global = true, value_name = "FILE.json")]
+    pub config: Option<PathBuf>,
+    /// The session id: owner of spills, read observations and guard counters.
+    #[arg(long, global = true, value_name = "ID")]
+    pub session: Option<String>,
+}
+
+/// `--backend` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// The in-process engine.
+    Native,
+    /// A real `rg` process.
+    Rg,
+}
+
+impl From<BackendArg> for BackendKind {
+    fn from(b: BackendArg) -> BackendKind {
+        match b {
+            BackendArg::Native => BackendKind::Native,
+            BackendArg::Rg => BackendKind::Rg,
+        }
+    }
+}
+
+/// `--format` values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// The result's content, as the model sees it, and a newline.
+    #[default]
+    Text,
+    /// The whole result object.
+    Json,
+    /// What `rg` itself prints, on stdout and stderr, with its exit code.
+    Raw,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List files whose paths match a glob.
+    Glob(GlobArgs),
+    /// Search file contents with a regex.
+    Grep(GrepArgs),
+    /// Read a text file with line numbers.
+    Read(ReadArgs),
+    /// Create or replace a file with standard input.
+    Write(WriteArgs),
+    /// Replace literal text in a file.
+    Edit(EditArgs),
+    /// Call any tool with JSON arguments.
+    Call(CallArgs),
+    /// Print the tool definitions (names, descriptions, schemas, prompts).
+    Definitions,
+    /// Benchmark both backends side by side.
+    Bench(bench::BenchArgs),
+}
+
+/// `dsh-search glob`.
+#[derive(Debug, Args)]
+pub struct GlobArgs {
+    /// The glob pattern.
+    pub pattern: String,
+    /// The directory (or file) to search.
+    pub path: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// `dsh-search grep`.
+#[derive(Debug, Args)]
+pub struct GrepArgs {
+    /// The regular expression.
+    pub pattern: String,
+    /// The file or directory to search.
+    pub path: Option<String>,
+    /// One glob filter for which files to search.
+    #[arg(long, value_name = "GLOB")]
+    pub include: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// `dsh-search read`.
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    /// The file to read.
+    pub file: String,
+    /// 1-based first line.
+    #[arg(long)]
+    pub offset: Option<f64>,
+    /// Maximum number of lines.
+    #[arg(long)]
+    pub limit: Option<f64>,
+}
+
+/// `dsh-search write` (content on standard input).
+#[derive(Debug, Args)]
+pub struct WriteArgs {
+    /// The file to write.
+    pub file: String,
+}
+
+/// `dsh-search edit`.
+#[derive(Debug, Args)]
+pub struct EditArgs {
+    /// The file to edit.
+    pub file: String,
+    /// The literal text to replace.
+    #[arg(long = "old", allow_hyphen_values = true)]
+    pub old: String,
+    /// The replacement.
+    #[arg(long = "new", allow_hyphen_values = true)]
+    pub new: String,
+    /// Replace every occurrence.
+    #[arg(long)]
+    pub replace_all: bool,
+}
+
+/// `dsh-search call`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool name: glob, grep, read, write or edit.
+    pub tool: String,
+    /// The tool's arguments as a JSON object.
+    pub arguments: String,
+    /// Output format (`raw` is not available here).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+impl Common {
+    /// The workdir: `--cwd`, else the process's current directory.
+    pub fn workdir(&self) -> std::io::Result<PathBuf> {
+        match &self.cwd {
+            Some(dir) => Ok(dir.clone()),
+            None => std::env::current_dir(),
+        }
+    }
+}
+
+/// Parse the process's arguments and run; returns the process exit code.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match &cli.command {
+        Command::Glob(a) if a.format == Format::Raw => raw::glob(&cli.common, a),
+        Command::Grep(a) if a.format == Format::Raw => raw::grep(&cli.common, a),
+        Command::Glob(a) => tools::glob(&cli.common, a),
+        Command::Grep(a) => tools::grep(&cli.common, a),
+        Command::Call(a) => tools::call(&cli.common, a),
+        Command::Definitions => tools::definitions(&cli.common),
+        Command::Read(a) => files::read(&cli.common, a),
+        Command::Write(a) => files::write(&cli.common, a),
+        Command::Edit(a) => files::edit(&cli.common, a),
+        Command::Bench(a) => bench::run(&cli.common, a),
+    };
+    ExitCode::from(code)
+}
+
+/// Print a CLI-level failure (not a tool result) and return exit status 2.
+pub(crate) fn fail(msg: impl std::fmt::Display) -> u8 {
+    eprintln!("dsh-search: {msg}");
+    2
+}

@@ -1,0 +1,98 @@
+//! What a backend returns for a request: rg's exit status, its stderr lines
+//! and the results (`contract.md` §2, raw level).
+
+use std::io::{self, Write};
+
+use crate::event::Event;
+
+/// How a search ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// rg's exit code: 0 (something found, no error), 1 (nothing found, no
+    /// error) or 2 (an error, results may be partial).
+    Exited(i32),
+    /// The call's [`CancelToken`](crate::CancelToken) was set before the
+    /// search finished; the results are partial.
+    Cancelled,
+    /// stdout crossed the request's raw-output budget; the work was stopped
+    /// and the results are partial.
+    OverBudget,
+    /// rg was killed by a signal it did not get from us (rg backend only).
+    /// The signal's name (`SIGKILL`), when known.
+    Signaled(Option<String>),
+    /// The search could not start: rg missing, an unusable workdir, a NUL in
+    /// an argument. The text says why, for logs; the tools show their own.
+    LaunchFailed(String),
+}
+
+impl Status {
+    /// The exit code, when the search ran to completion.
+    pub fn exit_code(&self) -> Option<i32> {
+        match *self {
+            Status::Exited(code) => Some(code),
+            _ => None,
+        }
+    }
+}
+
+/// The outcome of one request on one backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome<T> {
+    /// How the search ended.
+    pub status: Status,
+    /// rg's stderr, one entry per line, without the line terminator.
+    pub stderr: Vec<String>,
+    /// What rg printed on stdout, as typed values.
+    pub results: T,
+}
+
+/// The files a glob listed, in rg's order, as raw path bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GlobResults {
+    /// One entry per listed file, exactly as rg prints it (without `\n`).
+    pub files: Vec<Vec<u8>>,
+}
+
+impl GlobResults {
+    /// Write what `rg --files` prints: each path's bytes and `\n`.
+    pub fn write_raw<W: Write>(&self, mut w: W) -> io::Result<()> {
+        for f in &self.files {
+            w.write_all(f)?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    /// The number of bytes [`GlobResults::write_raw`] writes.
+    pub fn raw_len(&self) -> u64 {
+        self.files.iter().map(|f| f.len() as u64 + 1).sum()
+    }
+}
+
+/// The events a grep printed, in output order, summary last.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GrepResults {
+    /// `begin`, `match`, `end` per file with a match, then `summary`.
+    pub events: Vec<Event>,
+}
+
+impl GrepResults {
+    /// Write what `rg --json` prints: one JSON line per event.
+    pub fn write_raw<W: Write>(&self, mut w: W) -> io::Result<()> {
+        let mut buf = Vec::with_capacity(4096);
+        for e in &self.events {
+            buf.clear();
+            e.write_json(&mut buf);
+            w.write_all(&buf)?;
+        }
+        Ok(())
+    }
+
+    /// The matches, in output order.
+    pub fn matches(&self) -> impl Iterator<Item = &crate::event::Match> {
+        self.events.iter().filter_map(|e| match e {
+            Event::Match(m) => Some(m),
+            _ => None,
+        })
+    }
+}
