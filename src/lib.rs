@@ -14,6 +14,7 @@ pub mod backend;
 pub mod cancel;
 pub mod cli;
 pub mod event;
+pub mod fs;
 pub mod outcome;
 pub mod request;
 pub mod tool;

@@ -1,0 +1,3 @@
+//! File primitives for the file tools (no model concerns).
+
+pub mod literal;
