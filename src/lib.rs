@@ -11,6 +11,7 @@
 //! 4. The model-facing tools built on them.
 
 pub mod backend;
+pub mod bench;
 pub mod cancel;
 pub mod cli;
 pub mod event;

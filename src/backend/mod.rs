@@ -37,3 +37,12 @@ pub enum BackendKind {
     /// A real `rg` process.
     Rg,
 }
+
+/// A shared backend of the given kind (the rg backend finds its binary from
+/// the environment: `DSH_SEARCH_RG`, else `PATH`).
+pub fn make_backend(kind: BackendKind) -> std::sync::Arc<dyn SearchBackend> {
+    match kind {
+        BackendKind::Native => std::sync::Arc::new(NativeBackend::new()),
+        BackendKind::Rg => std::sync::Arc::new(RgBackend::default()),
+    }
+}

@@ -1,14 +1,221 @@
 //! `dsh-search bench`: both backends side by side on the same tree.
 
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Command;
+
 use clap::Args;
 
 use super::Common;
+use crate::bench::{self, corpus::Tier, measure, report, Level};
 
 /// `dsh-search bench` options.
 #[derive(Debug, Args)]
-pub struct BenchArgs {}
+pub struct BenchArgs {
+    /// A tree to benchmark as it is (repeatable), e.g. the Linux tree.
+    #[arg(long = "tree", value_name = "DIR")]
+    pub trees: Vec<PathBuf>,
+    /// A generated tree: small (100 files), medium (10,000), large
+    /// (100,000, about 1 GB). Repeatable. Default: medium, when no --tree.
+    #[arg(long = "tier", value_name = "TIER")]
+    pub tiers: Vec<String>,
+    /// Where generated trees are cached.
+    #[arg(long, value_name = "DIR")]
+    pub corpus_dir: Option<PathBuf>,
+    /// Timed runs per backend and workload (after one warm-up each).
+    #[arg(long, default_value_t = 5)]
+    pub iterations: usize,
+    /// Only workloads whose label contains this text.
+    #[arg(long)]
+    pub only: Option<String>,
+    /// tool, raw or both.
+    #[arg(long, default_value = "both")]
+    pub level: String,
+    /// Also measure peak memory of each backend on the grep workloads.
+    #[arg(long)]
+    pub memory: bool,
+    /// Also measure how fast a native grep inside one file of this many MB
+    /// returns after its cancellation (e.g. 1024).
+    #[arg(long, value_name = "MB")]
+    pub cancel_file_mb: Option<u64>,
+    /// Write bench.md and bench.svg into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
 
 /// `dsh-search bench`.
-pub fn run(_common: &Common, _args: &BenchArgs) -> u8 {
-    super::fail("bench is not implemented yet")
+pub fn run(_common: &Common, args: &BenchArgs) -> u8 {
+    match run_inner(args) {
+        Ok(()) => 0,
+        Err(e) => super::fail(e),
+    }
+}
+
+fn run_inner(args: &BenchArgs) -> Result<(), String> {
+    let mut tiers = Vec::new();
+    for t in &args.tiers {
+        tiers.push(
+            Tier::parse(t)
+                .ok_or_else(|| format!("unknown tier {t:?}: use small, medium or large"))?,
+        );
+    }
+    if tiers.is_empty() && args.trees.is_empty() {
+        tiers.push(Tier::Medium);
+    }
+    let levels = match args.level.as_str() {
+        "tool" => vec![Level::Tool],
+        "raw" => vec![Level::Raw],
+        "both" => vec![Level::Tool, Level::Raw],
+        other => return Err(format!("unknown level {other:?}: use tool, raw or both")),
+    };
+    let corpus_dir = args.corpus_dir.clone().unwrap_or_else(default_corpus_dir);
+    let opts = bench::Options {
+        trees: args.trees.clone(),
+        tiers,
+        corpus_dir: corpus_dir.clone(),
+        iterations: args.iterations.max(1),
+        only: args.only.clone(),
+        levels,
+    };
+    let mut md = String::new();
+    md.push_str(&environment());
+    let rows = bench::run(&opts, &mut progress).map_err(|e| format!("benchmark failed: {e}"))?;
+    eprintln!();
+    md.push_str("\n## Time\n\n");
+    md.push_str(&report::table(&rows));
+    if args.memory {
+        md.push_str("\n## Peak memory\n\n");
+        md.push_str(&memory_table(&opts)?);
+    }
+    if let Some(mb) = args.cancel_file_mb {
+        let lat = bench::cancel_latency(&corpus_dir.join("cancel"), mb << 20, 5)
+            .map_err(|e| format!("cancel latency failed: {e}"))?;
+        md.push_str(&format!(
+            "\n## Cancellation\n\nnative grep inside one {mb} MB file, time from cancel to return: median {}, max {} ({} samples)\n",
+            report::human(measure::median(&lat)),
+            report::human(lat.iter().max().copied().unwrap_or_default()),
+            lat.len()
+        ));
+    }
+    print!("{md}");
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::write(dir.join("bench.md"), &md).map_err(|e| e.to_string())?;
+        let tool_rows: Vec<_> = rows
+            .iter()
+            .filter(|r| r.level == Level::Tool)
+            .cloned()
+            .collect();
+        let chart = if tool_rows.is_empty() {
+            &rows
+        } else {
+            &tool_rows
+        };
+        std::fs::write(
+            dir.join("bench.svg"),
+            report::svg(chart, "dsh-search: native / rg (tool level)"),
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn default_corpus_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("dsh-search").join("bench")
+}
+
+fn progress(name: &str, done: usize, total: usize) {
+    let width = 30;
+    let filled = done * width / total.max(1);
+    let mut err = std::io::stderr().lock();
+    let _ = write!(
+        err,
+        "\r\x1b[2K[{}{}] {done}/{total} {name}",
+        "#".repeat(filled),
+        " ".repeat(width - filled)
+    );
+    let _ = err.flush();
+}
+
+fn environment() -> String {
+    let rg = Command::new(std::env::var_os("DSH_SEARCH_RG").unwrap_or_else(|| "rg".into()))
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.lines().next().map(str::to_owned))
+        .unwrap_or_else(|| "rg not found".into());
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_default();
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    format!(
+        "# dsh-search bench\n\n- machine: {cpus} CPUs, {cpu}\n- {rg}\n- dsh-search {}\n",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+fn memory_table(opts: &bench::Options) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut out = String::from("| tree | workload | native peak RSS | rg backend: dsh-search + rg peak RSS |\n|---|---|---:|---:|\n");
+    let mut trees: Vec<(PathBuf, String)> = opts
+        .trees
+        .iter()
+        .map(|t| (t.clone(), t.display().to_string()))
+        .collect();
+    for t in &opts.tiers {
+        trees.push((
+            opts.corpus_dir.join(t.name()),
+            format!("generated {}", t.name()),
+        ));
+    }
+    for (tree, label) in trees {
+        for w in bench::workload::standard(
+            &tree,
+            &opts.corpus_dir.join("small"),
+            !label.starts_with('/'),
+        ) {
+            let bench::workload::Call::Grep {
+                pattern, include, ..
+            } = &w.call
+            else {
+                continue;
+            };
+            let mb = |b: u64| format!("{:.1} MB", b as f64 / 1_048_576.0);
+            let cmd = |backend: &str| {
+                let mut c = Command::new(&exe);
+                c.arg("grep")
+                    .arg("--backend")
+                    .arg(backend)
+                    .arg("--cwd")
+                    .arg(&w.tree);
+                if let Some(i) = include {
+                    c.arg("--include").arg(i);
+                }
+                c.arg("--").arg(pattern);
+                c
+            };
+            let (n, _) = measure::peak_rss(&mut cmd("native")).map_err(|e| e.to_string())?;
+            let (us, rg) = measure::peak_rss(&mut cmd("rg")).map_err(|e| e.to_string())?;
+            out.push_str(&format!(
+                "| {label} | {} | {} | {} + {} |\n",
+                w.name,
+                mb(n),
+                mb(us),
+                mb(rg)
+            ));
+        }
+    }
+    Ok(out)
 }

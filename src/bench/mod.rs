@@ -1,0 +1,255 @@
+//! `dsh-search bench`: the same calls through both backends on the same tree,
+//! in the same run, alternating, reported as medians and native/rg ratios
+//! (issue 6). Speed targets live here, never in tests.
+
+pub mod corpus;
+pub mod measure;
+pub mod report;
+pub mod workload;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::backend::{make_backend, BackendKind, SearchBackend};
+use crate::request::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
+use workload::{Call, Workload};
+
+/// At which level a workload is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    /// What a harness pays: the tool call, rendering included.
+    Tool,
+    /// The backend's outcome (for rg: spawn, read, parse).
+    Raw,
+}
+
+impl Level {
+    /// `tool` or `raw`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Tool => "tool",
+            Level::Raw => "raw",
+        }
+    }
+}
+
+/// One measured row.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The workload's label.
+    pub workload: String,
+    /// The tree's label.
+    pub tree: String,
+    /// Tool or raw level.
+    pub level: Level,
+    /// Median wall time of the native backend.
+    pub native: Duration,
+    /// Median wall time of the rg backend.
+    pub rg: Duration,
+    /// What the call found (for the reader to sanity-check the work).
+    pub note: String,
+}
+
+impl Row {
+    /// native / rg.
+    pub fn ratio(&self) -> f64 {
+        self.native.as_secs_f64() / self.rg.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Where a benchmark gets its trees and how long it runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Trees given by path (e.g. the Linux tree), used as they are.
+    pub trees: Vec<PathBuf>,
+    /// Generated tiers to include.
+    pub tiers: Vec<corpus::Tier>,
+    /// Where generated trees are cached.
+    pub corpus_dir: PathBuf,
+    /// Timed iterations per backend and workload.
+    pub iterations: usize,
+    /// Only workloads whose label contains this.
+    pub only: Option<String>,
+    /// Levels to measure.
+    pub levels: Vec<Level>,
+}
+
+/// Run every workload on every tree; rows in order.
+pub fn run(
+    opts: &Options,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> std::io::Result<Vec<Row>> {
+    let native: Arc<dyn SearchBackend> = make_backend(BackendKind::Native);
+    let rg: Arc<dyn SearchBackend> = make_backend(BackendKind::Rg);
+    let tiny = opts.corpus_dir.join("small");
+    corpus::generate(&tiny, corpus::Tier::Small, 1)?;
+    let mut trees: Vec<(PathBuf, String, bool)> = opts
+        .trees
+        .iter()
+        .map(|t| (t.clone(), label_of(t), false))
+        .collect();
+    for tier in &opts.tiers {
+        let dir = opts.corpus_dir.join(tier.name());
+        corpus::generate(&dir, *tier, 1)?;
+        trees.push((dir, format!("generated {}", tier.name()), true));
+    }
+    let mut jobs = Vec::new();
+    for (tree, label, generated) in &trees {
+        for w in workload::standard(tree, &tiny, *generated) {
+            if opts
+                .only
+                .as_ref()
+                .is_some_and(|o| !w.name.contains(o.as_str()))
+            {
+                continue;
+            }
+            for level in &opts.levels {
+                jobs.push((w.clone(), label.clone(), *level));
+            }
+        }
+    }
+    let total = jobs.len() * opts.iterations;
+    let mut done = 0;
+    let mut rows = Vec::new();
+    for (w, label, level) in jobs {
+        let name = format!("{} / {} / {}", label, w.name, level.name());
+        let note = describe(&*native, &w);
+        let (tn, tr) = measure::alternate(
+            opts.iterations,
+            || run_once(&*native, &w, level),
+            || run_once(&*rg, &w, level),
+            || {
+                done += 1;
+                progress(&name, done, total);
+            },
+        );
+        rows.push(Row {
+            workload: w.name.clone(),
+            tree: label,
+            level,
+            native: measure::median(&tn),
+            rg: measure::median(&tr),
+            note,
+        });
+    }
+    Ok(rows)
+}
+
+fn label_of(tree: &Path) -> String {
+    tree.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| tree.display().to_string())
+}
+
+/// One call at one level; the result is dropped (its cost included).
+fn run_once(backend: &dyn SearchBackend, w: &Workload, level: Level) {
+    match level {
+        Level::Raw => match &w.call {
+            Call::Glob { .. } => drop(backend.glob(&glob_request(w))),
+            Call::Grep { .. } => drop(backend.grep(&grep_request(w))),
+        },
+        Level::Tool => {
+            let out = tool_call(backend, w);
+            std::hint::black_box(out);
+        }
+    }
+}
+
+fn glob_request(w: &Workload) -> GlobRequest {
+    let Call::Glob { pattern, path } = &w.call else {
+        unreachable!("a glob workload")
+    };
+    let mut r = GlobRequest::new(pattern.clone(), &w.tree);
+    r.path = path.clone();
+    r.raw_budget = Some(DEFAULT_RAW_OUTPUT_MAX_BYTES);
+    r
+}
+
+fn grep_request(w: &Workload) -> GrepRequest {
+    let Call::Grep {
+        pattern,
+        path,
+        include,
+    } = &w.call
+    else {
+        unreachable!("a grep workload")
+    };
+    let mut r = GrepRequest::new(pattern.clone(), &w.tree);
+    r.path = path.clone();
+    r.include = include.clone();
+    r.raw_budget = Some(DEFAULT_RAW_OUTPUT_MAX_BYTES);
+    r
+}
+
+/// The tool-level call: the dispatch a harness uses, rendering included.
+fn tool_call(backend: &dyn SearchBackend, w: &Workload) -> String {
+    // Placeholder until the tool layer is wired: the raw call.
+    match &w.call {
+        Call::Glob { .. } => format!("{:?}", backend.glob(&glob_request(w)).status),
+        Call::Grep { .. } => format!("{:?}", backend.grep(&grep_request(w)).status),
+    }
+}
+
+/// What the call finds, for the table's note column.
+fn describe(backend: &dyn SearchBackend, w: &Workload) -> String {
+    match &w.call {
+        Call::Glob { .. } => {
+            let o = backend.glob(&glob_request(w));
+            format!("{} files, {:?}", o.results.files.len(), o.status)
+        }
+        Call::Grep { .. } => {
+            let o = backend.grep(&grep_request(w));
+            format!("{} matches, {:?}", o.results.matches().count(), o.status)
+        }
+    }
+}
+
+/// How long a native grep inside one large file takes to return after its
+/// cancellation, for `samples` cancellations at different points.
+/// Samples where the search had already finished before the cancellation
+/// are left out (their status is not `Cancelled`).
+pub fn cancel_latency(
+    file_dir: &Path,
+    size: u64,
+    samples: usize,
+) -> std::io::Result<Vec<Duration>> {
+    let path = file_dir.join("big.txt");
+    if std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) != size {
+        std::fs::create_dir_all(file_dir)?;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        let line = b"the quick brown fox jumps over the lazy dog 0123456789 abcdefghij\n";
+        let mut written = 0;
+        while written < size {
+            let n = line.len().min((size - written) as usize);
+            f.write_all(&line[..n])?;
+            written += n as u64;
+        }
+        f.flush()?;
+    }
+    let native = make_backend(BackendKind::Native);
+    let mut out = Vec::new();
+    for i in 0..samples {
+        let mut req = GrepRequest::new("zq_never_matches", file_dir);
+        req.path = Some("big.txt".into());
+        let cancel = req.cancel.clone();
+        let after = Duration::from_millis(100 + 75 * i as u64);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let b = native.clone();
+        let h = std::thread::spawn(move || {
+            let o = b.grep(&req);
+            tx.send(Instant::now()).ok();
+            o.status
+        });
+        std::thread::sleep(after);
+        let cancelled_at = Instant::now();
+        cancel.cancel();
+        let returned_at = rx.recv().expect("the search thread reports");
+        let status = h.join().expect("the search thread ends");
+        if status == crate::outcome::Status::Cancelled {
+            out.push(returned_at.saturating_duration_since(cancelled_at));
+        }
+    }
+    Ok(out)
+}
