@@ -215,6 +215,10 @@ fn stop(child: &mut Child, grace: Duration) -> std::io::Result<ExitStatus> {
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         if let Some(status) = child.try_wait()? {
+            // The leader is gone; anything left in its group (which keeps
+            // the group id reserved) would hold our pipes open, so it goes
+            // too. With no member left this is a harmless ESRCH.
+            let _ = kill_process_group(pid, Signal::KILL);
             return Ok(status);
         }
         thread::sleep(POLL);
