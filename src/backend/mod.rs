@@ -38,11 +38,11 @@ pub enum BackendKind {
     Rg,
 }
 
-/// A shared backend of the given kind (the rg backend finds its binary from
-/// the environment: `DSH_SEARCH_RG`, else `PATH`).
+/// The backend for `kind`: [`NativeBackend::new`], or an [`RgBackend`] that
+/// finds rg through `DSH_SEARCH_RG`, then `PATH`.
 pub fn make_backend(kind: BackendKind) -> std::sync::Arc<dyn SearchBackend> {
     match kind {
         BackendKind::Native => std::sync::Arc::new(NativeBackend::new()),
-        BackendKind::Rg => std::sync::Arc::new(RgBackend::default()),
+        BackendKind::Rg => std::sync::Arc::new(RgBackend::new()),
     }
 }
