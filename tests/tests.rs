@@ -1,1 +1,5 @@
 //! The one integration test binary.
+
+// The search tools over a scripted backend: ladder, rendering, spill, meta,
+// dispatch order, timeout.
+mod tools_fake;
