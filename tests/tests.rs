@@ -3,3 +3,6 @@
 // The search tools over a scripted backend: ladder, rendering, spill, meta,
 // dispatch order, timeout.
 mod tools_fake;
+
+// The tool definitions (names, descriptions, schemas, prompts) as data.
+mod tools_defs;
