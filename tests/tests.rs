@@ -6,3 +6,7 @@ mod tools_fake;
 
 // The tool definitions (names, descriptions, schemas, prompts) as data.
 mod tools_defs;
+
+// The glob and grep tools on both real backends: seed integration cases,
+// hostile inputs, timeout and cancellation.
+mod tools;
