@@ -297,7 +297,12 @@ backend_test!(hostile_paths_are_plain_paths, |ws, b| {
         "grep",
         json!({"pattern": "needle", "include": "--pre=touch"}),
     );
-    assert_eq!(r.content, "No matches found");
+    // A flag-shaped include is a glob that matches nothing, so nothing is
+    // searched: rg's own exit 2.
+    assert_eq!(
+        r.content,
+        "Error: grep search failed (exit 2): rg: No files were searched, which means ripgrep probably applied a filter you didn't expect.\nRunning with --debug will show why files are being skipped."
+    );
     assert!(!ws.exists("pwned"));
 });
 
