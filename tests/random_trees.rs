@@ -1,0 +1,1 @@
+//! Seeded random trees and patterns against the real rg (filled in below).
