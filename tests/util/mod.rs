@@ -130,30 +130,52 @@ impl Report {
         self.cases += 1;
         let call = case.resolved(tree.root());
         let cwd = tree.root().join(&case.cwd);
+        let selfcheck = std::env::var_os("DSH_SEARCH_SELFCHECK").is_some_and(|v| v == "1");
         let (expected, actuals): (Raw, Vec<(&str, Raw)>) = match mode {
+            // Harness check: rg against a second run of itself must always
+            // agree, whatever the engine's state.
+            Mode::InProcess if selfcheck => (
+                rg::run_rg(env, &call, &cwd),
+                vec![("rg again", rg::run_rg(env, &call, &cwd))],
+            ),
+            Mode::Nobody if selfcheck => (
+                rg::run_rg_nobody(env, &call, &cwd),
+                vec![("rg again (uid 65534)", rg::run_rg_nobody(env, &call, &cwd))],
+            ),
             Mode::InProcess => {
                 let native = NativeBackend::new();
                 let rgb = RgBackend::default();
                 (
                     rg::run_rg(env, &call, &cwd),
                     vec![
-                        ("rg backend", rg::run_backend(&rgb as &dyn SearchBackend, &call, &cwd)),
-                        ("native", rg::run_backend(&native as &dyn SearchBackend, &call, &cwd)),
+                        (
+                            "rg backend",
+                            rg::run_backend(&rgb as &dyn SearchBackend, &call, &cwd),
+                        ),
+                        (
+                            "native",
+                            rg::run_backend(&native as &dyn SearchBackend, &call, &cwd),
+                        ),
                     ],
                 )
             }
             Mode::Nobody => (
                 rg::run_rg_nobody(env, &call, &cwd),
                 vec![
-                    ("cli rg (uid 65534)", rg::run_cli_nobody(env, "rg", &call, &cwd)),
-                    ("cli native (uid 65534)", rg::run_cli_nobody(env, "native", &call, &cwd)),
+                    (
+                        "cli rg (uid 65534)",
+                        rg::run_cli_nobody(env, "rg", &call, &cwd),
+                    ),
+                    (
+                        "cli native (uid 65534)",
+                        rg::run_cli_nobody(env, "native", &call, &cwd),
+                    ),
                 ],
             ),
         };
         for (who, actual) in actuals {
             if let Some(d) = rg::diff(&call, &expected, &actual) {
-                self.failures
-                    .push(format!("[{who}] {label}\n{d}"));
+                self.failures.push(format!("[{who}] {label}\n{d}"));
             }
         }
     }

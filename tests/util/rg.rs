@@ -39,7 +39,10 @@ pub const GLOBAL_EXCLUDES: &str = "*.globalignored\nglobal-dir/\n";
 #[derive(Clone, Debug)]
 pub enum Call {
     /// `glob(pattern, path?)`.
-    Glob { pattern: String, path: Option<String> },
+    Glob {
+        pattern: String,
+        path: Option<String>,
+    },
     /// `grep(pattern, path?, include?)`.
     Grep {
         pattern: String,
@@ -414,7 +417,11 @@ pub fn normalize_grep(stdout: &[u8]) -> Vec<u8> {
     }
     blocks.sort_by(|a, b| a[0].cmp(&b[0]));
     let mut out = Vec::new();
-    for l in stray.iter().chain(blocks.iter().flatten()).chain(summary.iter()) {
+    for l in stray
+        .iter()
+        .chain(blocks.iter().flatten())
+        .chain(summary.iter())
+    {
         out.extend_from_slice(l);
     }
     out
@@ -455,7 +462,10 @@ pub fn diff(call: &Call, expected: &Raw, actual: &Raw) -> Option<String> {
         out += &format!("  status: rg {} / got {}\n", e.status, a.status);
     }
     if e.stderr != a.stderr {
-        out += &format!("  stderr (sorted lines):\n    rg : {:?}\n    got: {:?}\n", e.stderr, a.stderr);
+        out += &format!(
+            "  stderr (sorted lines):\n    rg : {:?}\n    got: {:?}\n",
+            e.stderr, a.stderr
+        );
     }
     if e.stdout != a.stdout {
         let el = show_lines(&e.stdout);
@@ -500,8 +510,25 @@ pub fn describe(call: &Call, cwd_rel: &str) -> String {
     let shown: Vec<&String> = argv
         .iter()
         .filter(|a| !VCS_EXCLUDES.contains(&a.as_str()))
-        .filter(|a| !["--no-config", "--files", "--sort=modified", "--no-ignore", "--hidden", "--json"].contains(&a.as_str()))
+        .filter(|a| {
+            ![
+                "--no-config",
+                "--files",
+                "--sort=modified",
+                "--no-ignore",
+                "--hidden",
+                "--json",
+            ]
+            .contains(&a.as_str())
+        })
         .collect();
     let cwd = if cwd_rel.is_empty() { "." } else { cwd_rel };
-    format!("cwd={cwd} rg {}", shown.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(" "))
+    format!(
+        "cwd={cwd} rg {}",
+        shown
+            .iter()
+            .map(|s| format!("{s:?}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    )
 }

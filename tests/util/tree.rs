@@ -175,8 +175,7 @@ impl Tree {
                     let path = rel(&root, p);
                     parent_dirs(&path);
                     sockets.push(
-                        UnixListener::bind(&path)
-                            .unwrap_or_else(|e| panic!("bind {path:?}: {e}")),
+                        UnixListener::bind(&path).unwrap_or_else(|e| panic!("bind {path:?}: {e}")),
                     );
                 }
                 Spec::Mode(p, m) => modes.push((rel(&root, p), *m)),
