@@ -9,3 +9,6 @@ mod conformance;
 
 // Seeded random trees and patterns against the real rg (DSH_SEARCH_SEED).
 mod random_trees;
+
+// The rg backend and the CLI raw mode against a real rg.
+mod rg_backend;

@@ -264,6 +264,10 @@ pub fn env() -> Option<&'static Env> {
 fn run_process(program: &Path, args: &[OsString], cwd: &Path, nobody: bool) -> Raw {
     let mut cmd = if nobody {
         let mut c = Command::new("setpriv");
+        // The CLI's rg backend must find a copy uid 65534 can execute.
+        if let Some(bin) = program.parent() {
+            c.env("DSH_SEARCH_RG", bin.join("rg"));
+        }
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
         c.arg(program);
         c
