@@ -94,6 +94,7 @@ pub fn loud(msg: &str) {
 /// Collects the failures of one test, so every case runs before it panics.
 pub struct Report {
     name: String,
+    context: String,
     cases: usize,
     failures: Vec<String>,
 }
@@ -110,6 +111,7 @@ impl Report {
     pub fn new(name: &str) -> Report {
         Report {
             name: name.into(),
+            context: String::new(),
             cases: 0,
             failures: Vec::new(),
         }
@@ -123,7 +125,7 @@ impl Report {
     }
 
     fn run(&mut self, env: &Env, tree: &Tree, case: &Case, mode: &Mode) {
-        let label = format!("{}: {}", self.name, case.label());
+        let label = format!("{}{}: {}", self.name, self.context, case.label());
         if !selected(&label) {
             return;
         }
@@ -180,6 +182,16 @@ impl Report {
         }
     }
 
+    /// A suffix for the labels of the next cases (e.g. ` tree=3`).
+    pub fn set_context(&mut self, context: String) {
+        self.context = context;
+    }
+
+    /// How many failures were recorded so far.
+    pub fn failures(&self) -> usize {
+        self.failures.len()
+    }
+
     /// Record a failure found outside the case table.
     pub fn fail(&mut self, msg: String) {
         self.failures.push(msg);
@@ -203,7 +215,7 @@ impl Report {
         }
         const SHOWN: usize = 40;
         let mut msg = format!(
-            "{}: {} of {} case runs differ from rg (rerun one with DSH_SEARCH_CASE=<substring of its label>)\n\n",
+            "{}: {} failures in {} cases (rerun one with DSH_SEARCH_CASE=<substring of its label>)\n\n",
             self.name,
             self.failures.len(),
             self.cases
