@@ -233,8 +233,12 @@ fn ignore_files_outside_a_repo() {
     ];
     let mut cases = Vec::new();
     for cwd in ["", "sub", "sub/deeper"] {
-        for path in [None, Some("."), Some(".."), Some("ig.txt")] {
+        for path in [None, Some("."), Some("ig.txt")] {
             cases.push(grep("needle", path, None).cwd(cwd));
+        }
+        if !cwd.is_empty() {
+            // Never `..` from the root: that would walk all of /tmp.
+            cases.push(grep("needle", Some(".."), None).cwd(cwd));
         }
         cases.push(grep("needle", None, Some("*.txt")).cwd(cwd));
         cases.push(glob("*", None).cwd(cwd));
@@ -291,7 +295,10 @@ fn repositories() {
     ] {
         cases.push(grep("needle", None, None).cwd(cwd));
         cases.push(grep("needle", Some("."), None).cwd(cwd));
-        cases.push(grep("needle", Some(".."), None).cwd(cwd));
+        if !cwd.is_empty() {
+            // Never `..` from the root: that would walk all of /tmp.
+            cases.push(grep("needle", Some(".."), None).cwd(cwd));
+        }
         cases.push(grep("needle", None, Some("*.log")).cwd(cwd));
         cases.push(glob("*", None).cwd(cwd));
     }

@@ -175,6 +175,15 @@ impl Report {
                 ],
             ),
         };
+        if std::env::var_os("DSH_SEARCH_SHOW").is_some_and(|v| v == "1") {
+            let c = rg::canonical(&call, &expected);
+            loud(&format!(
+                "--- {label}\n{}\nstderr: {:?}\n{}\n",
+                String::from_utf8_lossy(&c.stdout),
+                c.stderr,
+                c.status
+            ));
+        }
         for (who, actual) in actuals {
             if let Some(d) = rg::diff(&call, &expected, &actual) {
                 self.failures.push(format!("[{who}] {label}\n{d}"));
