@@ -119,6 +119,15 @@ fn assert_gone(pids: &[u32]) {
     }
 }
 
+/// Run `call` on a thread and return its result; a guard against a hang
+/// (a call that never returns fails the test), not a timed assertion.
+fn returns<T: Send + 'static>(call: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || tx.send(call()).unwrap());
+    rx.recv_timeout(Duration::from_secs(120))
+        .expect("the call did not return")
+}
+
 fn mkfifo(path: &Path) {
     let ok = Command::new("mkfifo").arg(path).status().unwrap().success();
     assert!(ok, "mkfifo {}", path.display());
@@ -490,7 +499,7 @@ fn cancel_stops_rg_blocked_on_a_fifo() {
     mkfifo(&work.join("fifo"));
     let req = GrepRequest::new("x", &work).path("fifo");
     let cancel = req.cancel.clone();
-    let call = thread::spawn(move || rg().grep(&req));
+    let call = thread::spawn(move || returns(move || rg().grep(&req)));
     // rg blocks opening a FIFO nobody writes to: it would never finish.
     let pids = wait_for_procs(&work);
     cancel.cancel();
@@ -526,7 +535,7 @@ fn sigkill_follows_an_ignored_sigterm_and_reaches_the_group() {
     });
     let req = GlobRequest::new("*", &work);
     let cancel = req.cancel.clone();
-    let call = thread::spawn(move || stubborn.glob(&req));
+    let call = thread::spawn(move || returns(move || stubborn.glob(&req)));
     let start = Instant::now();
     let pids = loop {
         let pids = procs_in(&work);
@@ -570,7 +579,7 @@ fn over_budget_stops_an_endless_grep() {
     });
     let mut req = GrepRequest::new("needle", &work).path("fifo");
     req.raw_budget = Some(100_000);
-    let out = rg().grep(&req);
+    let out = returns(move || rg().grep(&req));
     assert_eq!(out.status, Status::OverBudget);
     let mut raw = Vec::new();
     out.results.write_raw(&mut raw).unwrap();
@@ -726,4 +735,39 @@ fn cli_raw_broken_pipe_exits_0() {
         .unwrap();
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "0\n");
     assert_eq!(String::from_utf8(out.stderr).unwrap(), "");
+}
+
+#[test]
+fn a_straggler_holding_the_pipes_is_killed_with_the_group() {
+    let dir = tmp();
+    let work = dir.path().join("w");
+    std::fs::create_dir(&work).unwrap();
+    let work = canon(&work);
+    // The leader dies of SIGTERM; its child ignores it and keeps stdout open.
+    let body = "(trap '' TERM; exec sleep 1000) &\nwait";
+    let leader = RgBackend::with_config(RgConfig {
+        path: Some(script(dir.path(), "leader", body)),
+        grace: Duration::from_secs(600),
+    });
+    let req = GlobRequest::new("*", &work);
+    let cancel = req.cancel.clone();
+    let call = thread::spawn(move || returns(move || leader.glob(&req)));
+    let start = Instant::now();
+    while procs_in(&work).len() < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "script did not start"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+    cancel.cancel();
+    assert_eq!(call.join().unwrap().status, Status::Cancelled);
+    let start = Instant::now();
+    while !procs_in(&work).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the straggler survived"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
 }

@@ -72,7 +72,7 @@ fn push_path(args: &mut Vec<String>, path: Option<&str>) {
 impl fmt::Display for RgCommand {
     /// `cd <cwd> && <rg> <args…> < /dev/null`, each word quoted for a POSIX
     /// shell when it needs it. The child's environment is the scrubbed
-    /// parent environment (see [`super::process`]), which this text omits.
+    /// parent environment (`process.rs`), which this text omits.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "cd {} && ", quote(self.cwd.as_os_str()))?;
         write!(f, "{}", quote(self.program.as_os_str()))?;

@@ -1,8 +1,8 @@
 //! The backend that spawns a real `rg`.
 //!
-//! Each call runs `rg` with the argv of `contract.md` §2 ([`command`]),
-//! drains and stops it ([`process`]) and parses its stdout into the same
-//! typed results the native engine produces ([`json`]).
+//! Each call runs `rg` with the argv of `contract.md` §2 (`command.rs`),
+//! drains and stops it (`process.rs`) and parses its stdout into the same
+//! typed results the native engine produces (`json.rs`).
 //!
 //! # Malformed `--json` output
 //!

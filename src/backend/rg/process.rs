@@ -6,6 +6,14 @@
 //! reaches everything it started. stdout and stderr are drained by one
 //! thread each so neither pipe can fill and stall rg (ripgrep
 //! `cli/src/process.rs: CommandReader` does the same for `--pre`).
+//!
+//! stdout is bounded by the request's budget; stderr is kept whole (the
+//! seed's seam keeps a 65,536-byte tail, `seed-reference.md` §1.4; capping
+//! it is the tool layer's choice, which sees the lines).
+//!
+//! A normal exit waits for both pipes to close: rg starts no processes of
+//! its own (`--no-config` keeps `--pre` out), so its exit closes them. A
+//! stop kills the whole process group, so nothing can hold them open.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
@@ -215,6 +223,10 @@ fn stop(child: &mut Child, grace: Duration) -> std::io::Result<ExitStatus> {
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         if let Some(status) = child.try_wait()? {
+            // The leader is gone; anything left in its group (which keeps
+            // the group id reserved) would hold our pipes open, so it goes
+            // too. With no member left this is a harmless ESRCH.
+            let _ = kill_process_group(pid, Signal::KILL);
             return Ok(status);
         }
         thread::sleep(POLL);
