@@ -195,6 +195,19 @@ fn loud(msg: &str) {
 
 fn init() -> Result<Env, String> {
     let (rg, version) = locate_rg()?;
+    // The control dir lives as long as the test process (statics are never
+    // dropped), so each run first removes those of test processes that have
+    // ended.
+    if let Ok(rd) = fs::read_dir(std::env::temp_dir()) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("dsh-conf-env-") {
+                if !Path::new("/proc").join(pid).exists() {
+                    let _ = fs::remove_dir_all(e.path());
+                }
+            }
+        }
+    }
     let ctl = std::env::temp_dir().join(format!("dsh-conf-env-{}", std::process::id()));
     let _ = fs::remove_dir_all(&ctl);
     let home = ctl.join("home");
