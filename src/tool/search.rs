@@ -148,6 +148,14 @@ fn ladder<T>(
                 ),
             ))
         }
+        // The rg backend's --json line that was not one of rg's messages
+        // (seed §2.1): the whole search fails.
+        Status::Malformed(detail) => {
+            return Err(search_error(
+                "SEARCH_FAILED",
+                format!("{tool} received malformed ripgrep --json output ({detail})"),
+            ))
+        }
         Status::Exited(code) => *code,
         Status::Cancelled | Status::LaunchFailed(_) => unreachable!("handled above"),
     };
