@@ -889,6 +889,16 @@ fn signals_overflow_launch_and_cancel() {
 }
 
 #[test]
+fn malformed_json_fails_the_whole_grep() {
+    let r = grep_error(failed(Status::Malformed("a line is not JSON".into()), &[]));
+    assert_eq!(
+        r.content,
+        "Error: grep received malformed ripgrep --json output (a line is not JSON)"
+    );
+    assert_eq!(code(&r).as_deref(), Some("SEARCH_FAILED"));
+}
+
+#[test]
 fn raw_budget_and_request_are_passed_through() {
     let mut c = config();
     c.search.raw_output_max_bytes = 16;

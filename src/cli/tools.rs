@@ -6,10 +6,12 @@
 
 use std::io::Write;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
 use super::{CallArgs, Common, Format, GlobArgs, GrepArgs};
+use crate::backend::rg::RgConfig;
 use crate::backend::{BackendKind, NativeBackend, RgBackend, SearchBackend};
 use crate::config::Config;
 use crate::spill::LocalSpillStore;
@@ -67,11 +69,14 @@ fn load_config(common: &Common) -> Result<Config, String> {
     }
 }
 
-/// The backend `--backend` names.
-pub fn make_backend(kind: BackendKind) -> Arc<dyn SearchBackend> {
+/// The backend `--backend` names; rg gets the configured `graceMs`.
+pub fn backend_for(kind: BackendKind, config: &Config) -> Arc<dyn SearchBackend> {
     match kind {
         BackendKind::Native => Arc::new(NativeBackend::new()),
-        BackendKind::Rg => Arc::new(RgBackend::default()),
+        BackendKind::Rg => Arc::new(RgBackend::with_config(RgConfig {
+            path: None,
+            grace: Duration::from_millis(config.search.grace_ms),
+        })),
     }
 }
 
@@ -81,7 +86,7 @@ pub fn make_tools(common: &Common) -> Result<Tools, String> {
     let config = load_config(common)?;
     let store = LocalSpillStore::new(config.spill.root.clone())
         .map_err(|e| format!("cannot use the spill root: {e}"))?;
-    let backend = make_backend(common.backend.into());
+    let backend = backend_for(common.backend.into(), &config);
     Ok(Tools::new(config, backend).with_spill_store(Arc::new(store)))
 }
 
