@@ -23,3 +23,6 @@ mod tools_defs;
 // The glob and grep tools on both real backends: seed integration cases,
 // hostile inputs, timeout and cancellation.
 mod tools;
+
+// The tools' command line: formats, exit statuses, config, spill.
+mod tools_cli;
