@@ -643,13 +643,15 @@ fn glob_root_is_the_display_form_of_path() {
     }
 }
 
-fn strs<'a>(s: &[&'a str]) -> Vec<String> {
+fn strs(s: &[&str]) -> Vec<String> {
     s.iter().map(|x| x.to_string()).collect()
 }
 
 #[test]
 fn sampling_table() {
-    let cases: &[(&[&str], usize, &str, &[&str], usize, usize)] = &[
+    // (input, max, root, items, shown, total)
+    type Case<'a> = (&'a [&'a str], usize, &'a str, &'a [&'a str], usize, usize);
+    let cases: &[Case] = &[
         (
             &["v/a", "v/b", "v/c", "v/d", "src/e", "guide/f"],
             3,
