@@ -26,3 +26,6 @@ mod tools;
 
 // The tools' command line: formats, exit statuses, config, spill.
 mod tools_cli;
+
+// Tool-level parity: the same result object on both backends over fixture trees.
+mod tools_parity;
