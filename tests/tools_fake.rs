@@ -481,6 +481,38 @@ fn meta_byte_cap_drops_trailing_groups_but_never_the_last() {
     assert_eq!(meta["truncated"], false);
 }
 
+#[test]
+fn glob_meta_byte_cap() {
+    let names: Vec<String> = (0..10)
+        .map(|i| format!("{i:02}{}", "p".repeat(40)))
+        .collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut c = config();
+    c.search.search_meta_max_bytes = 200;
+    let s = setup_with(
+        c,
+        Fake {
+            glob: Mutex::new(Some(files(&refs))),
+            ..Fake::default()
+        },
+        FakeSpill::default(),
+    );
+    let r = s.tools.call("glob", &json!({"pattern": "*"}), &ctx());
+    // The text is untouched (10 paths fit the 100-path cap); the meta keeps
+    // as many leading paths as fit in 200 bytes, flagged truncated.
+    assert_eq!(r.content, names.join("\n"));
+    let meta = r.meta.unwrap();
+    let paths = meta["paths"].as_array().unwrap();
+    assert!(!paths.is_empty() && paths.len() < 10, "{meta}");
+    assert_eq!(paths[0], names[0].as_str());
+    assert_eq!(meta["truncated"], true);
+    assert_eq!(meta["total"], 10);
+    let len = serde_json::to_vec(&meta).unwrap().len();
+    assert!(len <= 200, "{len}");
+    // One more path would not have fit.
+    assert!(len + 1 + names[paths.len()].len() + 2 > 200);
+}
+
 // ---- glob rendering ----
 
 fn glob_with(paths: &[&str], max: u64, sample: bool) -> Setup {

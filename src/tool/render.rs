@@ -320,3 +320,68 @@ pub fn glob_meta(value: &GlobValue, config: &SearchConfig) -> Value {
     );
     json!({ "shape": "paths", "paths": paths, "truncated": truncated || dropped, "total": total })
 }
+
+/// The call title a UI shows for a search call (§3.8):
+/// `Glob <pattern>[ in <path>]`, `Grep <pattern>[ in <path>][ (<include>)]`.
+/// `None` for other tools or arguments without a string pattern.
+pub fn call_title(tool: &str, args: &Value) -> Option<String> {
+    let s = |k: &str| args.get(k).and_then(Value::as_str);
+    let pattern = s("pattern")?;
+    let mut title = match tool {
+        "glob" => format!("Glob {pattern}"),
+        "grep" => format!("Grep {pattern}"),
+        _ => return None,
+    };
+    if let Some(path) = s("path") {
+        title.push_str(&format!(" in {path}"));
+    }
+    if tool == "grep" {
+        if let Some(include) = s("include") {
+            title.push_str(&format!(" ({include})"));
+        }
+    }
+    Some(title)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles() {
+        let t = |tool, v: Value| call_title(tool, &v);
+        assert_eq!(t("glob", json!({"pattern": "*.ts"})).unwrap(), "Glob *.ts");
+        assert_eq!(
+            t("glob", json!({"pattern": "*", "path": "src"})).unwrap(),
+            "Glob * in src"
+        );
+        assert_eq!(
+            t(
+                "grep",
+                json!({"pattern": "x", "path": "src", "include": "*.rs"})
+            )
+            .unwrap(),
+            "Grep x in src (*.rs)"
+        );
+        assert_eq!(
+            t("grep", json!({"pattern": "x", "include": "*.rs"})).unwrap(),
+            "Grep x (*.rs)"
+        );
+        assert_eq!(t("read", json!({"pattern": "x"})), None);
+        assert_eq!(t("grep", json!({})), None);
+    }
+
+    #[test]
+    fn format_keeps_first_seen_order() {
+        let m = |p: &str, n, l: &str| GrepMatch {
+            path: p.into(),
+            line_number: n,
+            line: l.into(),
+        };
+        let ms = [m("b.ts", 2, "x"), m("a.ts", 1, "y"), m("b.ts", 5, "z")];
+        assert_eq!(
+            format_grep_matches(&ms),
+            "b.ts\nLine 2: x\nLine 5: z\n\na.ts\nLine 1: y"
+        );
+    }
+}
