@@ -9,11 +9,12 @@ pub mod workload;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backend::{make_backend, BackendKind, SearchBackend};
+use crate::config::Config;
 use crate::request::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
+use crate::tool::{CallContext, Tools};
 use workload::{Call, Workload};
 
 /// At which level a workload is measured.
@@ -81,8 +82,8 @@ pub fn run(
     opts: &Options,
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> std::io::Result<Vec<Row>> {
-    let native: Arc<dyn SearchBackend> = make_backend(BackendKind::Native);
-    let rg: Arc<dyn SearchBackend> = make_backend(BackendKind::Rg);
+    let native = Tools::new(Config::default(), make_backend(BackendKind::Native));
+    let rg = Tools::new(Config::default(), make_backend(BackendKind::Rg));
     let tiny = opts.corpus_dir.join("small");
     corpus::generate(&tiny, corpus::Tier::Small, 1)?;
     let mut trees: Vec<(PathBuf, String, bool)> = opts
@@ -115,11 +116,11 @@ pub fn run(
     let mut rows = Vec::new();
     for (w, label, level) in jobs {
         let name = format!("{} / {} / {}", label, w.name, level.name());
-        let note = describe(&*native, &w);
+        let note = describe(native.backend(), &w);
         let (tn, tr) = measure::alternate(
             opts.iterations,
-            || run_once(&*native, &w, level),
-            || run_once(&*rg, &w, level),
+            || run_once(&native, &w, level),
+            || run_once(&rg, &w, level),
             || {
                 done += 1;
                 progress(&name, done, total);
@@ -144,15 +145,15 @@ fn label_of(tree: &Path) -> String {
 }
 
 /// One call at one level; the result is dropped (its cost included).
-fn run_once(backend: &dyn SearchBackend, w: &Workload, level: Level) {
+fn run_once(tools: &Tools, w: &Workload, level: Level) {
+    let backend = tools.backend();
     match level {
         Level::Raw => match &w.call {
             Call::Glob { .. } => drop(backend.glob(&glob_request(w))),
             Call::Grep { .. } => drop(backend.grep(&grep_request(w))),
         },
         Level::Tool => {
-            let out = tool_call(backend, w);
-            std::hint::black_box(out);
+            std::hint::black_box(tool_call(tools, w));
         }
     }
 }
@@ -183,13 +184,12 @@ fn grep_request(w: &Workload) -> GrepRequest {
     r
 }
 
-/// The tool-level call: the dispatch a harness uses, rendering included.
-fn tool_call(backend: &dyn SearchBackend, w: &Workload) -> String {
-    // Placeholder until the tool layer is wired: the raw call.
-    match &w.call {
-        Call::Glob { .. } => format!("{:?}", backend.glob(&glob_request(w)).status),
-        Call::Grep { .. } => format!("{:?}", backend.grep(&grep_request(w)).status),
-    }
+/// The tool-level call: the dispatch a harness uses (argument checks,
+/// ladder, rendering), as a nested call so that no spill file is written
+/// per iteration.
+fn tool_call(tools: &Tools, w: &Workload) -> String {
+    let ctx = CallContext::new(&w.tree).nested();
+    tools.call(w.call.tool(), &w.call.args(), &ctx).content
 }
 
 /// What the call finds, for the table's note column.
