@@ -17,6 +17,7 @@ pub mod event;
 pub mod fs;
 pub mod outcome;
 pub mod request;
+pub mod session;
 pub mod tool;
 
 pub use backend::{BackendKind, NativeBackend, RgBackend, SearchBackend};
