@@ -15,7 +15,7 @@ mod text;
 use std::fmt;
 use std::path::PathBuf;
 
-pub use error::{FsError, FsErrorCode};
+pub use error::{io_message, FsError, FsErrorCode};
 pub use local::LocalFs;
 pub use resolve::has_dotdot_segment;
 pub use text::{decode_strict, js_trim, NotText, TextDecoder, BINARY_SNIFF_BYTES};

@@ -3,6 +3,7 @@
 //! (`contract.md` §5).
 
 pub mod context;
+pub mod files;
 pub mod result;
 
 pub use context::CallContext;
