@@ -645,6 +645,111 @@ fn sessions_are_isolated() {
     ok(&ws.call_as(Some("a"), "edit", args));
 }
 
+/// A filesystem that counts the stats the tools make.
+struct CountingFs {
+    inner: LocalFs,
+    stats: std::sync::atomic::AtomicUsize,
+}
+
+impl FileSystem for CountingFs {
+    fn resolve(
+        &self,
+        path: &str,
+        cwd: &Path,
+    ) -> Result<dsh_search::fs::ResolvedPath, dsh_search::fs::FsError> {
+        self.inner.resolve(path, cwd)
+    }
+    fn stat(
+        &self,
+        t: &dsh_search::fs::ResolvedPath,
+    ) -> Result<Option<dsh_search::fs::Stat>, dsh_search::fs::FsError> {
+        self.stats.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.stat(t)
+    }
+    fn read_text(
+        &self,
+        t: &dsh_search::fs::ResolvedPath,
+    ) -> Result<String, dsh_search::fs::FsError> {
+        self.inner.read_text(t)
+    }
+    fn stream_text(
+        &self,
+        t: &dsh_search::fs::ResolvedPath,
+        sink: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<(), dsh_search::fs::FsError> {
+        self.inner.stream_text(t, sink)
+    }
+    fn write_text(
+        &self,
+        t: &dsh_search::fs::ResolvedPath,
+        c: &str,
+        i: &WriteIntent,
+    ) -> Result<dsh_search::fs::WriteOutcome, dsh_search::fs::FsError> {
+        self.inner.write_text(t, c, i)
+    }
+    fn edit_text(
+        &self,
+        t: &dsh_search::fs::ResolvedPath,
+        e: &dsh_search::fs::LiteralEdit,
+        g: Option<&dsh_search::fs::Version>,
+    ) -> Result<dsh_search::fs::EditOutcome, dsh_search::fs::FsError> {
+        self.inner.edit_text(t, e, g)
+    }
+    fn list_dir(
+        &self,
+        t: &dsh_search::fs::ResolvedPath,
+    ) -> Result<Vec<dsh_search::fs::DirEntry>, dsh_search::fs::FsError> {
+        self.inner.list_dir(t)
+    }
+}
+
+#[test]
+fn stat_budget_read_one_write_and_edit_zero() {
+    let ws = Ws::new();
+    ws.put("a.txt", "x\n");
+    let fs = CountingFs {
+        inner: LocalFs::new(),
+        stats: Default::default(),
+    };
+    let ctx = ws.ctx(Some("s"));
+    let stats = || fs.stats.load(std::sync::atomic::Ordering::SeqCst);
+    let p = Some(&ws.policy);
+    files::read(&ws.cfg, &fs, p, &json!({"file_path": "a.txt"}), &ctx).unwrap();
+    assert_eq!(stats(), 1);
+    let args = json!({"file_path": "a.txt", "old_string": "x", "new_string": "y"});
+    files::edit(&ws.cfg, &fs, p, &args, &ctx).unwrap();
+    files::write(
+        &ws.cfg,
+        &fs,
+        p,
+        &json!({"file_path": "a.txt", "content": "z"}),
+        &ctx,
+    )
+    .unwrap();
+    assert_eq!(stats(), 1);
+    // A missing read costs one stat, the recovering write none.
+    assert!(files::read(&ws.cfg, &fs, p, &json!({"file_path": "m.txt"}), &ctx).is_err());
+    files::write(
+        &ws.cfg,
+        &fs,
+        p,
+        &json!({"file_path": "m.txt", "content": "z"}),
+        &ctx,
+    )
+    .unwrap();
+    assert_eq!(stats(), 2);
+}
+
+#[test]
+fn absolute_paths_ignore_the_workdir() {
+    let ws = Ws::new();
+    ws.put("abs.txt", "a\n");
+    let ctx = CallContext::new("/nonexistent/dir");
+    let args = json!({"file_path": ws.p("abs.txt")});
+    let (content, _) = files::read(&ws.cfg, &ws.fs, None, &args, &ctx).unwrap();
+    assert!(content.starts_with(&format!("<path>{}</path>", ws.p("abs.txt"))));
+}
+
 // ---- LocalFs -------------------------------------------------------------
 
 fn version(fs: &LocalFs, root: &Path, rel: &str) -> String {

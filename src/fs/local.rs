@@ -613,6 +613,75 @@ fn file_lock(dir: &Path, key: &Path) -> io::Result<File> {
 mod tests {
     use super::*;
 
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn staging_is_private_and_removed_on_drop() {
+        let tmp = tempfile::tempdir().unwrap();
+        let staging = Staging::create(tmp.path()).unwrap();
+        let mode = std::fs::metadata(&staging.dir)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+        std::fs::write(staging.dir.join("content"), "x").unwrap();
+        drop(staging);
+        assert!(entries(tmp.path()).is_empty());
+    }
+
+    #[test]
+    fn new_file_is_owner_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("f");
+        assert!(stage_and_publish(&path, b"x", 0o600, Publish::Rename).is_ok());
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(entries(tmp.path()), ["f"]);
+    }
+
+    #[test]
+    fn failed_rename_leaves_no_staging() {
+        // Renaming a file over a non-empty directory fails.
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("d");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("inner"), "").unwrap();
+        assert!(matches!(
+            stage_and_publish(&target, b"x", 0o600, Publish::Rename),
+            Err(PublishError::Io(_))
+        ));
+        assert_eq!(entries(tmp.path()), ["d"]);
+    }
+
+    #[test]
+    fn dead_writers_staging_is_swept_live_ones_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let dead_dir = tmp
+            .path()
+            .join(format!("{STAGING_PREFIX}{dead}.aaaaaaaaaaaa"));
+        let mine = tmp.path().join(format!(
+            "{STAGING_PREFIX}{}.bbbbbbbbbbbb",
+            std::process::id()
+        ));
+        for d in [&dead_dir, &mine] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("content"), "partial").unwrap();
+        }
+        sweep_dead_staging(tmp.path());
+        assert!(!dead_dir.exists());
+        assert!(mine.exists());
+    }
+
     #[test]
     fn crlf_majority() {
         assert!(is_crlf("a\r\nb\r\nc\n"));
