@@ -919,3 +919,49 @@ fn list_dir_in_name_order() {
         "FS_NOT_DIRECTORY"
     );
 }
+
+#[test]
+fn concurrent_edits_one_is_stale() {
+    for round in 0..10 {
+        let ws = Arc::new(Ws::new());
+        ws.put("e.txt", "left right\n");
+        ok(&ws.read("e.txt"));
+        let barrier = Arc::new(Barrier::new(2));
+        let handles: Vec<_> = [("left", "L"), ("right", "R")]
+            .into_iter()
+            .map(|(old, new)| {
+                let (ws, barrier) = (Arc::clone(&ws), Arc::clone(&barrier));
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let args = json!({"file_path": "e.txt", "old_string": old, "new_string": new});
+                    ws.call("edit", args)
+                })
+            })
+            .collect();
+        let results: Vec<ToolResult> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let stale: Vec<_> = results.iter().filter(|r| r.is_error).collect();
+        assert_eq!(stale.len(), 1, "round {round}: {results:?}");
+        assert_eq!(err(stale[0]).1, Some("FS_STALE_VERSION"));
+        let got = String::from_utf8(ws.get("e.txt")).unwrap();
+        assert!(got == "L right\n" || got == "left R\n", "{got}");
+    }
+}
+
+#[test]
+fn dangling_symlink_targets() {
+    let ws = Ws::new();
+    std::os::unix::fs::symlink(ws.path("nowhere"), ws.path("dangling")).unwrap();
+    // Create-only (a session that never read it): the link is not replaced.
+    let r = ws.call("write", json!({"file_path": "dangling", "content": "x"}));
+    let msg = format!(
+        "Error: cannot write \"{}\": not a regular file",
+        ws.p("dangling")
+    );
+    assert_eq!(err(&r), (msg.as_str(), Some("FS_NOT_REGULAR_FILE")));
+    assert!(std::fs::symlink_metadata(ws.path("dangling"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // Reading it finds nothing.
+    assert_eq!(err(&ws.read("dangling")).1, Some("FS_NOT_FOUND"));
+}
