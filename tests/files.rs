@@ -965,3 +965,28 @@ fn dangling_symlink_targets() {
     // Reading it finds nothing.
     assert_eq!(err(&ws.read("dangling")).1, Some("FS_NOT_FOUND"));
 }
+
+#[test]
+fn before_text_and_diff_basis_limit_in_utf8_bytes() {
+    let ws = Ws::new();
+    let fs = LocalFs::new().with_diff_basis_max_bytes(4);
+    let t = fs.resolve("d.txt", &ws.root).unwrap();
+    let out = fs.write_text(&t, "abc", &WriteIntent::None).unwrap();
+    assert_eq!((out.operation.as_str(), out.before), ("create", None));
+    let out = fs.write_text(&t, "a\r\nb", &WriteIntent::None).unwrap();
+    assert_eq!(out.before.as_deref(), Some("abc"));
+    assert_eq!(out.after, "a\nb");
+    // The old file is 4 bytes: at the limit, no basis.
+    let out = fs.write_text(&t, "x", &WriteIntent::None).unwrap();
+    assert_eq!(out.before, None);
+    // Two characters, four UTF-8 bytes: at the limit.
+    let out = fs
+        .write_text(&t, "\u{e9}\u{e9}", &WriteIntent::None)
+        .unwrap();
+    assert_eq!(out.before, None);
+    // An old binary file has no text basis.
+    ws.put("b.bin", b"\0\0");
+    let t = fs.resolve("b.bin", &ws.root).unwrap();
+    let out = fs.write_text(&t, "t", &WriteIntent::None).unwrap();
+    assert_eq!((out.operation.as_str(), out.before), ("update", None));
+}
