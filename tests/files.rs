@@ -973,9 +973,10 @@ fn before_text_and_diff_basis_limit_in_utf8_bytes() {
     let t = fs.resolve("d.txt", &ws.root).unwrap();
     let out = fs.write_text(&t, "abc", &WriteIntent::None).unwrap();
     assert_eq!((out.operation.as_str(), out.before), ("create", None));
-    let out = fs.write_text(&t, "a\r\nb", &WriteIntent::None).unwrap();
+    let out = fs.write_text(&t, "a\r\n", &WriteIntent::None).unwrap();
     assert_eq!(out.before.as_deref(), Some("abc"));
-    assert_eq!(out.after, "a\nb");
+    assert_eq!(out.after, "a\n");
+    std::fs::write(ws.path("d.txt"), "abcd").unwrap();
     // The old file is 4 bytes: at the limit, no basis.
     let out = fs.write_text(&t, "x", &WriteIntent::None).unwrap();
     assert_eq!(out.before, None);
