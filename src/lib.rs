@@ -13,11 +13,16 @@
 pub mod backend;
 pub mod cancel;
 pub mod cli;
+pub mod config;
 pub mod event;
 pub mod fs;
 pub mod outcome;
 pub mod request;
+<<<<<<< HEAD
 pub mod session;
+=======
+pub mod spill;
+>>>>>>> tools
 pub mod tool;
 
 pub use backend::{BackendKind, NativeBackend, RgBackend, SearchBackend};
