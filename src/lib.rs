@@ -18,11 +18,8 @@ pub mod event;
 pub mod fs;
 pub mod outcome;
 pub mod request;
-<<<<<<< HEAD
 pub mod session;
-=======
 pub mod spill;
->>>>>>> tools
 pub mod tool;
 
 pub use backend::{BackendKind, NativeBackend, RgBackend, SearchBackend};
