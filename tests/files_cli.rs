@@ -311,3 +311,22 @@ fn writer_killed_mid_write_leaves_old_file_and_no_litter() {
     assert_eq!(rg_files(&cli.ws), ["big.txt", "other.txt"]);
     let _ = std::fs::remove_file(&input);
 }
+
+#[test]
+fn relative_cwd_resolves_against_the_process_directory() {
+    let cli = Cli::new();
+    std::fs::write(cli.ws.join("r.txt"), "r\n").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_dsh-search"))
+        .args(["--cwd", "ws", "read", "r.txt"])
+        .current_dir(cli.ws.parent().unwrap())
+        .env("DSH_SEARCH_STATE_DIR", &cli.state)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (text, code) = out(o);
+    assert_eq!(code, 0);
+    assert!(
+        text.starts_with(&format!("<path>{}</path>\n", cli.p("r.txt"))),
+        "{text}"
+    );
+}

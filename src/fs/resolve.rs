@@ -26,11 +26,13 @@ pub(crate) fn resolve(path: &str, cwd: &Path) -> Result<ResolvedPath, FsError> {
             "file_path must be a non-empty string",
         ));
     }
+    // A relative workdir can only mean one relative to the process.
+    let cwd = std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let dotdot = has_dotdot_segment(path) || has_dotdot_segment(&cwd.to_string_lossy());
     let base = if dotdot {
-        std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf())
+        std::fs::canonicalize(&cwd).unwrap_or(cwd)
     } else {
-        cwd.to_path_buf()
+        cwd
     };
     let display = lexical_join(&base, Path::new(path));
     let shown = display.to_string_lossy().into_owned();
