@@ -991,3 +991,44 @@ fn before_text_and_diff_basis_limit_in_utf8_bytes() {
     let out = fs.write_text(&t, "t", &WriteIntent::None).unwrap();
     assert_eq!((out.operation.as_str(), out.before), ("update", None));
 }
+
+#[test]
+fn file_tools_through_the_dispatch() {
+    use dsh_search::tool::Tools;
+    let ws = Ws::new();
+    ws.put("a.txt", "alpha\n");
+    let tools = Tools::new(
+        Default::default(),
+        Arc::new(dsh_search::NativeBackend::new()),
+    );
+    let ctx = ws.ctx(Some("s"));
+    let r = tools.call("read", &json!({"file_path": "a.txt", "offset": "2"}), &ctx);
+    assert_eq!(
+        err(&r),
+        (
+            "Error: invalid arguments: \"offset\" must be a number",
+            Some("INVALID_ARGS")
+        )
+    );
+    let edit = json!({"file_path": "a.txt", "old_string": "alpha", "new_string": "beta"});
+    assert_eq!(
+        err(&tools.call("edit", &edit, &ctx)).1,
+        Some("FS_NOT_OBSERVED")
+    );
+    ok(&tools.call("read", &json!({"file_path": "a.txt"}), &ctx));
+    let r = tools.call("edit", &edit, &ctx);
+    assert_eq!(
+        ok(&r),
+        format!("The file {} has been updated successfully.", ws.p("a.txt"))
+    );
+    assert_eq!(ws.get("a.txt"), b"beta\n");
+    // The bare provider on request.
+    let bare = Tools::new(
+        Default::default(),
+        Arc::new(dsh_search::NativeBackend::new()),
+    )
+    .without_observation_policy();
+    let w = json!({"file_path": "a.txt", "content": "gamma\n"});
+    ok(&bare.call("write", &w, &ctx));
+    assert_eq!(ws.get("a.txt"), b"gamma\n");
+}

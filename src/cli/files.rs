@@ -7,7 +7,7 @@
 //! `~/.local/state/dsh-search`), so `read` then `edit` as two commands
 //! behaves like two calls of one session.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
@@ -15,16 +15,7 @@ use serde_json::{json, Map, Value};
 use super::{Common, EditArgs, ReadArgs, WriteArgs};
 use crate::fs::LocalFs;
 use crate::session::Sessions;
-use crate::tool::files::{self, FilesConfig, ObservationPolicy};
-use crate::tool::{CallContext, ToolError, ToolResult};
-
-type ToolFn = fn(
-    &FilesConfig,
-    &dyn crate::fs::FileSystem,
-    Option<&ObservationPolicy>,
-    &Value,
-    &CallContext,
-) -> Result<(String, Value), ToolError>;
+use crate::tool::{CallContext, Tools};
 
 /// `dsh-search read`.
 pub fn read(common: &Common, args: &ReadArgs) -> u8 {
@@ -36,7 +27,7 @@ pub fn read(common: &Common, args: &ReadArgs) -> u8 {
     if let Some(l) = args.limit {
         a.insert("limit".into(), json!(l));
     }
-    run(common, files::read, &Value::Object(a))
+    run(common, "read", &Value::Object(a))
 }
 
 /// `dsh-search write`.
@@ -50,7 +41,7 @@ pub fn write(common: &Common, args: &WriteArgs) -> u8 {
     };
     run(
         common,
-        files::write,
+        "write",
         &json!({ "file_path": args.file, "content": content }),
     )
 }
@@ -65,67 +56,43 @@ pub fn edit(common: &Common, args: &EditArgs) -> u8 {
     if args.replace_all {
         a["replace_all"] = json!(true);
     }
-    run(common, files::edit, &a)
+    run(common, "edit", &a)
 }
 
-fn run(common: &Common, tool: ToolFn, args: &Value) -> u8 {
-    let cfg = match load_config(common) {
-        Ok(cfg) => cfg,
-        Err(msg) => return super::fail(msg),
+/// One call through the tools' dispatch (schema, guard, the tool).
+fn run(common: &Common, tool: &str, args: &Value) -> u8 {
+    let tools = match super::tools::make_tools(common) {
+        Ok(t) => t,
+        Err(e) => return super::fail(e),
     };
-    let workdir = match common.workdir() {
+    let workdir = match common.workdir().and_then(std::path::absolute) {
         Ok(dir) => dir,
-        Err(e) => return super::fail(format!("cannot determine the current directory: {e}")),
+        Err(e) => return super::fail(format!("cannot determine the working directory: {e}")),
     };
+    let mut ctx = CallContext::new(workdir);
+    ctx.session_id = common.session.clone();
+    let result = tools.call(tool, args, &ctx);
+    super::tools::print(&result.content);
+    super::tools::exit_code(&result)
+}
+
+/// The file tools' side of the command line's [`Tools`]: the local disk
+/// with cross-process locks, and for `--session` the observation policy
+/// over the persistent session store (without it: the bare provider).
+pub fn configure(mut tools: Tools, common: &Common) -> Result<Tools, String> {
     let state_dir = Sessions::default_state_dir();
-    let mut fs = LocalFs::new();
+    let mut fs = LocalFs::new().with_diff_basis_max_bytes(tools.config().fs.diff_basis_max_bytes);
     if let Some(dir) = &state_dir {
         fs = fs.with_lock_dir(dir.join("locks"));
     }
-    let mut ctx = CallContext::new(workdir);
-    let policy = match &common.session {
-        Some(id) => {
-            let Some(dir) = state_dir else {
-                return super::fail(
-                    "--session needs a state directory: set DSH_SEARCH_STATE_DIR, XDG_STATE_HOME or HOME",
-                );
-            };
-            ctx = ctx.session(id.clone());
-            Some(ObservationPolicy::new(Arc::new(Sessions::persistent(dir))))
+    tools = tools.with_filesystem(Arc::new(fs));
+    Ok(match &common.session {
+        Some(_) => {
+            let dir = state_dir.ok_or(
+                "--session needs a state directory: set DSH_SEARCH_STATE_DIR, XDG_STATE_HOME or HOME",
+            )?;
+            tools.with_sessions(Arc::new(Sessions::persistent(dir)))
         }
-        None => None,
-    };
-    let result = match tool(&cfg, &fs, policy.as_ref(), args, &ctx) {
-        Ok((content, value)) => ToolResult::ok(content, value),
-        Err(e) => ToolResult::error(e),
-    };
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{}", result.content);
-    let _ = out.flush();
-    if result.is_error {
-        2
-    } else {
-        0
-    }
-}
-
-/// The file tools' keys from `--config`; other keys belong to other tools.
-fn load_config(common: &Common) -> Result<FilesConfig, String> {
-    let mut cfg = FilesConfig::default();
-    let Some(path) = &common.config else {
-        return Ok(cfg);
-    };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let value: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not valid JSON: {e}", path.display()))?;
-    let Value::Object(map) = value else {
-        return Err(format!("{} must hold a JSON object", path.display()));
-    };
-    for key in FilesConfig::KEYS {
-        if let Some(v) = map.get(key) {
-            cfg.set(key, v)?;
-        }
-    }
-    Ok(cfg)
+        None => tools.without_observation_policy(),
+    })
 }

@@ -87,7 +87,8 @@ pub fn make_tools(common: &Common) -> Result<Tools, String> {
     let store = LocalSpillStore::new(config.spill.root.clone())
         .map_err(|e| format!("cannot use the spill root: {e}"))?;
     let backend = backend_for(common.backend.into(), &config);
-    Ok(Tools::new(config, backend).with_spill_store(Arc::new(store)))
+    let tools = Tools::new(config, backend).with_spill_store(Arc::new(store));
+    super::files::configure(tools, common)
 }
 
 fn run(common: &Common, tool: &str, args: &Value, format: Format) -> u8 {
@@ -125,7 +126,7 @@ pub fn exit_code(result: &ToolResult) -> u8 {
 
 /// Print `text` and a newline; a closed stdout is not an error worth a
 /// message.
-fn print(text: &str) {
+pub(crate) fn print(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.write_all(b"\n");

@@ -175,8 +175,8 @@ impl ReadWindow {
         ReadWindow {
             offset,
             limit,
-            max_len: cfg.read_max_line_length,
-            max_bytes: cfg.read_max_bytes,
+            max_len: usize::try_from(cfg.read_max_line_length).unwrap_or(usize::MAX),
+            max_bytes: usize::try_from(cfg.read_max_bytes).unwrap_or(usize::MAX),
             line_no: 1,
             raw_nonempty: false,
             buf: String::new(),
