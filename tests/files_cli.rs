@@ -330,3 +330,28 @@ fn relative_cwd_resolves_against_the_process_directory() {
         "{text}"
     );
 }
+
+#[test]
+fn call_shares_the_session_store_and_validates() {
+    let cli = Cli::new();
+    std::fs::write(cli.ws.join("d.txt"), "x\n").unwrap();
+    let (text, code) = cli.run(&["--session", "q", "call", "read", r#"{"file_path":"d.txt"}"#]);
+    assert_eq!(code, 0, "{text}");
+    let (text, code) = cli.run(&[
+        "--session",
+        "q",
+        "edit",
+        "d.txt",
+        "--old",
+        "x",
+        "--new",
+        "y",
+    ]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(cli.get("d.txt"), "y\n");
+    let (text, code) = cli.run(&["call", "read", r#"{"file_path":"d.txt","limit":"1"}"#]);
+    assert_eq!(
+        (text.as_str(), code),
+        ("Error: invalid arguments: \"limit\" must be a number\n", 2)
+    );
+}
