@@ -1032,3 +1032,27 @@ fn file_tools_through_the_dispatch() {
     ok(&bare.call("write", &w, &ctx));
     assert_eq!(ws.get("a.txt"), b"gamma\n");
 }
+
+#[test]
+fn nul_in_path_and_symlink_loops_are_clear_errors() {
+    let ws = Ws::new();
+    let r = ws.read("a\0b");
+    let msg = format!(
+        "Error: cannot resolve \"{}\": the path contains a NUL byte",
+        ws.p("a\\0b")
+    );
+    assert_eq!(err(&r), (msg.as_str(), Some("FS_NOT_FOUND")));
+    std::os::unix::fs::symlink(ws.path("loop"), ws.path("loop")).unwrap();
+    let r = ws.read("loop");
+    let msg = format!(
+        "Error: cannot resolve \"{}\": Too many levels of symbolic links",
+        ws.p("loop")
+    );
+    assert_eq!(err(&r), (msg.as_str(), Some("FS_IO_ERROR")));
+    let r = ws.call("write", json!({"file_path": "loop", "content": "x"}));
+    assert_eq!(err(&r).1, Some("FS_IO_ERROR"));
+    assert!(std::fs::symlink_metadata(ws.path("loop"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}

@@ -37,6 +37,8 @@ pub(crate) fn resolve(path: &str, cwd: &Path) -> Result<ResolvedPath, FsError> {
     let display = lexical_join(&base, Path::new(path));
     let shown = display.to_string_lossy().into_owned();
     if path.contains('\0') {
+        // Shown escaped: a raw NUL in a message helps nobody.
+        let shown = shown.replace('\0', "\\0");
         return Err(FsError::cannot(
             FsErrorCode::NotFound,
             "resolve",
