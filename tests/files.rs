@@ -61,20 +61,29 @@ impl Ws {
         }
     }
 
+    /// The bare provider: no observation policy at all.
+    fn call_bare(&self, tool: &str, args: Value) -> ToolResult {
+        self.call_with(None, None, tool, args)
+    }
+
     fn call_as(&self, session: Option<&str>, tool: &str, args: Value) -> ToolResult {
+        self.call_with(Some(&self.policy), session, tool, args)
+    }
+
+    fn call_with(
+        &self,
+        policy: Option<&ObservationPolicy>,
+        session: Option<&str>,
+        tool: &str,
+        args: Value,
+    ) -> ToolResult {
         let f = match tool {
             "read" => files::read,
             "write" => files::write,
             "edit" => files::edit,
             _ => unreachable!(),
         };
-        match f(
-            &self.cfg,
-            &self.fs,
-            Some(&self.policy),
-            &args,
-            &self.ctx(session),
-        ) {
+        match f(&self.cfg, &self.fs, policy, &args, &self.ctx(session)) {
             Ok((content, value)) => ToolResult::ok(content, value),
             Err(e) => ToolResult::error(e),
         }
@@ -304,14 +313,13 @@ fn read_fifo_is_not_a_regular_file() {
     assert!(status.success());
     let r = ws.read("fifo");
     assert_eq!(err(&r).1, Some("FS_NOT_REGULAR_FILE"));
-    let r = ws.call_as(None, "write", json!({"file_path": "fifo", "content": "x"}));
+    let r = ws.call_bare("write", json!({"file_path": "fifo", "content": "x"}));
     let msg = format!(
         "Error: cannot write \"{}\": not a regular file",
         ws.p("fifo")
     );
     assert_eq!(err(&r), (msg.as_str(), Some("FS_NOT_REGULAR_FILE")));
-    let r = ws.call_as(
-        None,
+    let r = ws.call_bare(
         "edit",
         json!({"file_path": "fifo", "old_string": "a", "new_string": "b"}),
     );
@@ -549,8 +557,7 @@ fn edit_rejects_binary_and_invalid_utf8_untouched() {
     ws.put("bin", &late_nul);
     ws.put("latin1", b"caf\xe9\n");
     for (name, what) in [("bin", "binary file"), ("latin1", "invalid UTF-8 text")] {
-        let r = ws.call_as(
-            None,
+        let r = ws.call_bare(
             "edit",
             json!({"file_path": name, "old_string": "a", "new_string": "b"}),
         );
@@ -608,14 +615,8 @@ fn bare_deployment_and_no_session() {
     let args = json!({"file_path": "b.txt", "old_string": "y", "new_string": "z"});
     assert!(files::edit(&ws.cfg, &ws.fs, None, &args, &ctx).is_ok());
     assert_eq!(ws.get("b.txt"), b"z\n");
-    // A policy, but no session: the same bare semantics.
-    ok(&ws.call_as(
-        None,
-        "write",
-        json!({"file_path": "b.txt", "content": "w\n"}),
-    ));
-    let r = ws.call_as(
-        None,
+    // The bare provider: editing a missing file is stale (§10.17).
+    let r = ws.call_bare(
         "edit",
         json!({"file_path": "missing", "old_string": "a", "new_string": "b"}),
     );
@@ -624,12 +625,40 @@ fn bare_deployment_and_no_session() {
         ws.p("missing")
     );
     assert_eq!(err(&r), (msg.as_str(), Some("FS_STALE_VERSION")));
-    let r = ws.call_as(
-        None,
+    let r = ws.call_bare(
         "edit",
         json!({"file_path": "b.txt", "old_string": "q", "new_string": "b"}),
     );
     assert_eq!(err(&r).1, Some("FS_EDIT_NOT_FOUND"));
+    // A policy but no session: no owner (§6.4), so writes may only create
+    // and edits are unobserved; nothing is recorded.
+    let r = ws.call_as(
+        None,
+        "write",
+        json!({"file_path": "b.txt", "content": "w\n"}),
+    );
+    let msg = format!(
+        "Error: cannot overwrite existing \"{}\" without reading it first \u{2014} read the file, then retry",
+        ws.p("b.txt")
+    );
+    assert_eq!(err(&r), (msg.as_str(), Some("FS_NOT_OBSERVED")));
+    ok(&ws.call_as(None, "read", json!({"file_path": "b.txt"})));
+    let r = ws.call_as(
+        None,
+        "edit",
+        json!({"file_path": "b.txt", "old_string": "z", "new_string": "b"}),
+    );
+    let msg = format!(
+        "Error: edit requires reading \"{}\" first \u{2014} read the file, then retry",
+        ws.p("b.txt")
+    );
+    assert_eq!(err(&r), (msg.as_str(), Some("FS_NOT_OBSERVED")));
+    ok(&ws.call_as(
+        None,
+        "write",
+        json!({"file_path": "new.txt", "content": "n"}),
+    ));
+    assert_eq!(ws.get("b.txt"), b"z\n");
 }
 
 #[test]

@@ -5,10 +5,10 @@
 //! that finds no file records it absent. Successful writes and edits record
 //! the new version, so a session can keep editing what it wrote.
 //!
-//! A call without a session gets the bare provider: unconditional writes
-//! and edits, nothing recorded. (The seed refuses edits for an owner-less
-//! call under the policy; here no session means no policy, which is what
-//! the command line without `--session` and a plain library caller expect.)
+//! A call without a session has no owner (§6.4): nothing is recorded, a
+//! write may only create, and an edit is refused as unobserved. A caller that
+//! wants no policy at all (the bare deployment; the command line without
+//! `--session`) builds its tools without it.
 
 use std::sync::Arc;
 
@@ -47,7 +47,7 @@ impl ObservationPolicy {
         target: &ResolvedPath,
     ) -> Result<WriteIntent, FsError> {
         let Some(owner) = owner else {
-            return Ok(WriteIntent::None);
+            return Ok(WriteIntent::CreateIfAbsent);
         };
         Ok(match self.get(owner, target)? {
             Some(Observation::Present { version }) => {
@@ -63,11 +63,12 @@ impl ObservationPolicy {
         owner: Option<&str>,
         target: &ResolvedPath,
     ) -> Result<Option<Version>, FsError> {
-        let Some(owner) = owner else {
-            return Ok(None);
-        };
         let p = target.display_str();
-        match self.get(owner, target)? {
+        let observed = match owner {
+            Some(owner) => self.get(owner, target)?,
+            None => None,
+        };
+        match observed {
             Some(Observation::Present { version }) => Ok(Some(Version(version))),
             Some(Observation::Absent) => Err(FsError::cannot(
                 FsErrorCode::NotFound,
