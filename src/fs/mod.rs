@@ -18,7 +18,7 @@ use std::path::PathBuf;
 pub use error::{io_message, FsError, FsErrorCode};
 pub use local::LocalFs;
 pub use resolve::has_dotdot_segment;
-pub use text::{decode_strict, js_trim, NotText, TextDecoder, BINARY_SNIFF_BYTES};
+pub use text::{decode_strict, NotText, TextDecoder, BINARY_SNIFF_BYTES};
 
 /// A path as the tools know it after resolution.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -20,7 +20,7 @@ pub fn has_dotdot_segment(path: &str) -> bool {
 /// a symlink's lexical parent; the seed does the same before its lexical
 /// join.
 pub(crate) fn resolve(path: &str, cwd: &Path) -> Result<ResolvedPath, FsError> {
-    if super::js_trim(path).is_empty() {
+    if crate::tool::text::is_blank(path) {
         return Err(FsError::new(
             FsErrorCode::NotFound,
             "file_path must be a non-empty string",

@@ -105,28 +105,6 @@ impl TextDecoder {
     }
 }
 
-/// `s` without leading and trailing whitespace as JavaScript's
-/// `String.prototype.trim` defines it (`seed-reference.md` §4.2): ASCII
-/// whitespace, LF, CR, U+2028, U+2029, NBSP, the Zs spaces and U+FEFF, but
-/// not U+0085. The file tools' blank checks use it, as the seed's do.
-pub fn js_trim(s: &str) -> &str {
-    s.trim_matches(is_js_whitespace)
-}
-
-fn is_js_whitespace(c: char) -> bool {
-    matches!(
-        c,
-        '\u{9}' | '\u{A}' | '\u{B}' | '\u{C}' | '\u{D}' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200A}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202F}'
-                | '\u{205F}'
-                | '\u{3000}'
-                | '\u{FEFF}'
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,12 +117,6 @@ mod tests {
         }
         d.finish()?;
         Ok(out)
-    }
-
-    #[test]
-    fn js_trim_set() {
-        assert_eq!(js_trim("\u{FEFF}\u{3000} a \u{2028}"), "a");
-        assert_eq!(js_trim("\u{85}"), "\u{85}");
     }
 
     #[test]
