@@ -15,6 +15,7 @@ pub mod cancel;
 pub mod cli;
 pub mod event;
 pub mod fs;
+pub mod guard;
 pub mod outcome;
 pub mod request;
 pub mod tool;
