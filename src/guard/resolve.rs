@@ -166,11 +166,9 @@ pub(crate) fn nearest(wd: &Workdir, resolved: &Path) -> Option<Nearest> {
             continue;
         };
         if meta.is_dir() {
-            if missing.is_none() {
-                return None;
-            }
+            // The lexical path itself is a directory: nothing to point at.
+            let name = missing?.to_string_lossy();
             let dir = wd.display(anc);
-            let name = missing.map(|m| m.to_string_lossy()).unwrap_or_default();
             let closest = closest_entries(anc, &name)
                 .into_iter()
                 .map(|(entry, is_dir)| {
