@@ -639,3 +639,24 @@ fn a_missing_path_is_reported_before_the_block() {
         .unwrap()
         .starts_with("path \"nope\" does not exist"));
 }
+
+#[test]
+fn a_fifo_is_never_opened() {
+    let ws = Ws::new();
+    let fifo = ws.root.join("pipe");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let args = json!({"file_path": "pipe", "old_string": "zzz", "new_string": "x"});
+    assert_eq!(check(&ws, "edit", args), None);
+    assert_eq!(check(&ws, "read", json!({"file_path": "pipe"})), None);
+    assert_eq!(
+        check(&ws, "grep", json!({"pattern": "x", "path": "pipe"})),
+        None
+    );
+}

@@ -5,40 +5,50 @@ use std::sync::Mutex;
 
 /// The consecutive zero-result grep counts of each session and target.
 ///
-/// A count of 0 is the same as no entry; implementations drop such entries.
+/// Each method is one atomic step, so that concurrent calls of one session
+/// (threads, or CLI processes sharing a persisted state) never lose a count.
+/// A count of 0 is the same as no entry.
 pub trait ZeroResultStore: Send + Sync {
     /// The count of `target` (a resolved absolute path) in `session`.
     fn get(&self, session: &str, target: &str) -> u32;
-    /// Set the count of `target` in `session`.
-    fn set(&self, session: &str, target: &str, count: u32);
+    /// Add one to the count of `target` in `session`.
+    fn bump(&self, session: &str, target: &str);
+    /// Set the count of `target` in `session` back to 0.
+    fn reset(&self, session: &str, target: &str);
+}
+
+/// Add one to `target`'s entry in a session's map.
+pub(crate) fn bump_in(map: &mut BTreeMap<String, u32>, target: &str) {
+    let n = map.entry(target.to_string()).or_insert(0);
+    *n = n.saturating_add(1);
 }
 
 /// Counters kept in memory for the life of the process.
 #[derive(Debug, Default)]
 pub struct MemoryCounters(Mutex<BTreeMap<String, BTreeMap<String, u32>>>);
 
+impl MemoryCounters {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, BTreeMap<String, u32>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 impl ZeroResultStore for MemoryCounters {
     fn get(&self, session: &str, target: &str) -> u32 {
-        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let map = self.lock();
         map.get(session)
             .and_then(|s| s.get(target))
             .copied()
             .unwrap_or(0)
     }
 
-    fn set(&self, session: &str, target: &str, count: u32) {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if count == 0 {
-            if let Some(s) = map.get_mut(session) {
-                s.remove(target);
-                if s.is_empty() {
-                    map.remove(session);
-                }
-            }
-        } else {
-            map.entry(session.to_string())
-                .or_default()
-                .insert(target.to_string(), count);
+    fn bump(&self, session: &str, target: &str) {
+        bump_in(self.lock().entry(session.to_string()).or_default(), target);
+    }
+
+    fn reset(&self, session: &str, target: &str) {
+        if let Some(s) = self.lock().get_mut(session) {
+            s.remove(target);
         }
     }
 }

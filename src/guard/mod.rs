@@ -101,12 +101,11 @@ impl Guard {
         let Some((session, target)) = grep_target(args, ctx) else {
             return;
         };
-        let count = if result.content == NO_MATCHES {
-            self.counters.get(session, &target.key).saturating_add(1)
+        if result.content == NO_MATCHES {
+            self.counters.bump(session, &target.key);
         } else {
-            0
-        };
-        self.counters.set(session, &target.key, count);
+            self.counters.reset(session, &target.key);
+        }
     }
 
     /// glob and grep: the path must exist; grep must not be blocked.
@@ -214,10 +213,19 @@ fn grep_target<'a>(args: &Value, ctx: &'a CallContext) -> Option<(&'a str, Targe
 /// (binary: a NUL anywhere; invalid UTF-8), when it cannot be read, or when
 /// it has grown past `max` bytes since the stat.
 fn read_text(path: &std::path::Path, max: u64) -> Option<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // Non-blocking, and checked again after opening: a file swapped for a
+    // FIFO since the stat must not hang the guard.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(max.saturating_add(1))
+    file.take(max.saturating_add(1))
         .read_to_end(&mut bytes)
         .ok()?;
     if bytes.len() as u64 > max || bytes.contains(&0) {
