@@ -23,6 +23,11 @@ pub enum Status {
     /// The search could not start: rg missing, an unusable workdir, a NUL in
     /// an argument. The text says why, for logs; the tools show their own.
     LaunchFailed(String),
+    /// rg exited 0 but a `--json` line was not one of its messages (rg
+    /// backend only). The text is the reason, for the grep tool's
+    /// `grep received malformed ripgrep --json output (<reason>)`
+    /// (`seed-reference.md` §2.1); the results hold the events before it.
+    Malformed(String),
 }
 
 impl Status {

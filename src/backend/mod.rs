@@ -37,3 +37,12 @@ pub enum BackendKind {
     /// A real `rg` process.
     Rg,
 }
+
+/// The backend for `kind`: [`NativeBackend::new`], or an [`RgBackend`] that
+/// finds rg through `DSH_SEARCH_RG`, then `PATH`.
+pub fn make_backend(kind: BackendKind) -> std::sync::Arc<dyn SearchBackend> {
+    match kind {
+        BackendKind::Native => std::sync::Arc::new(NativeBackend::new()),
+        BackendKind::Rg => std::sync::Arc::new(RgBackend::new()),
+    }
+}

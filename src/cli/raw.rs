@@ -1,13 +1,88 @@
-//! `--format raw`: print exactly what rg prints for the invocation.
+//! `--format raw`: print exactly what rg prints for the invocation
+//! (`contract.md` §8): the stdout bytes, rg's stderr lines, rg's exit code.
+//!
+//! A search that did not run to an exit code (cancelled, over a budget, not
+//! started, killed by a signal, malformed `--json`) has no rg output to
+//! mirror: it prints `dsh-search: <why>` on stderr, after any stderr lines
+//! rg did print, and exits 2.
+
+use std::io::{self, BufWriter, Write};
 
 use super::{Common, GlobArgs, GrepArgs};
+use crate::backend::make_backend;
+use crate::outcome::{Outcome, Status};
+use crate::request::{GlobRequest, GrepRequest};
 
 /// `dsh-search glob --format raw`.
-pub fn glob(_common: &Common, _args: &GlobArgs) -> u8 {
-    super::fail("glob --format raw is not implemented yet")
+pub fn glob(common: &Common, args: &GlobArgs) -> u8 {
+    let workdir = match common.workdir() {
+        Ok(dir) => dir,
+        Err(e) => return super::fail(format_args!("cannot use the current directory: {e}")),
+    };
+    let mut req = GlobRequest::new(args.pattern.clone(), workdir);
+    req.path = args.path.clone();
+    let outcome = make_backend(common.backend.into()).glob(&req);
+    finish(&outcome, |w| outcome.results.write_raw(w))
 }
 
 /// `dsh-search grep --format raw`.
-pub fn grep(_common: &Common, _args: &GrepArgs) -> u8 {
-    super::fail("grep --format raw is not implemented yet")
+pub fn grep(common: &Common, args: &GrepArgs) -> u8 {
+    let workdir = match common.workdir() {
+        Ok(dir) => dir,
+        Err(e) => return super::fail(format_args!("cannot use the current directory: {e}")),
+    };
+    let mut req = GrepRequest::new(args.pattern.clone(), workdir);
+    req.path = args.path.clone();
+    req.include = args.include.clone();
+    let outcome = make_backend(common.backend.into()).grep(&req);
+    finish(&outcome, |w| outcome.results.write_raw(w))
+}
+
+/// Print stdout (only for a run that exited), then stderr, and return the
+/// exit code.
+fn finish<T>(
+    outcome: &Outcome<T>,
+    write_stdout: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> u8 {
+    let code = match &outcome.status {
+        Status::Exited(code) => Some(*code),
+        _ => None,
+    };
+    if code.is_some() {
+        match print_stdout(write_stdout) {
+            Ok(()) => {}
+            // rg exits 0 quietly when its reader goes away
+            // (ripgrep `core/main.rs`: "broken pipe" → exit 0).
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return 0,
+            Err(e) => return super::fail(format_args!("cannot write to standard output: {e}")),
+        }
+    }
+    print_stderr(&outcome.stderr);
+    match (code, &outcome.status) {
+        // rg's codes are 0, 1 and 2; anything else is clamped to an error.
+        (Some(code), _) => u8::try_from(code).unwrap_or(2),
+        (None, Status::Cancelled) => super::fail("the search was cancelled"),
+        (None, Status::OverBudget) => super::fail("the search was stopped at its output budget"),
+        (None, Status::Signaled(Some(sig))) => super::fail(format_args!("rg was killed by {sig}")),
+        (None, Status::Signaled(None)) => super::fail("rg was killed by a signal"),
+        (None, Status::LaunchFailed(why)) => super::fail(why),
+        (None, Status::Malformed(why)) => {
+            super::fail(format_args!("malformed ripgrep --json output ({why})"))
+        }
+        (None, Status::Exited(_)) => unreachable!("an exit code is Some"),
+    }
+}
+
+fn print_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+    let mut out = BufWriter::with_capacity(64 * 1024, io::stdout().lock());
+    write(&mut out)?;
+    out.flush()
+}
+
+fn print_stderr(lines: &[String]) {
+    let mut err = io::stderr().lock();
+    for line in lines {
+        // Nothing useful can be done when stderr itself is gone.
+        let _ = writeln!(err, "{line}");
+    }
 }

@@ -1,23 +1,175 @@
 //! The backend that spawns a real `rg`.
+//!
+//! Each call runs `rg` with the argv of `contract.md` §2 (`command.rs`),
+//! drains and stops it (`process.rs`) and parses its stdout into the same
+//! typed results the native engine produces (`json.rs`).
+//!
+//! # Malformed `--json` output
+//!
+//! A `--json` line that is not one of rg's messages turns a run that exited
+//! 0 into [`Status::Malformed`] with the reason (worded like the seed's
+//! details, `seed-reference.md` §2.1), and the events before that line. Runs
+//! that exited 1 or 2 keep their exit status: the failure ladder never reads
+//! stdout for them (§2.4 steps 7 and 9).
+
+mod command;
+mod json;
+mod process;
+
+use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::backend::SearchBackend;
-use crate::outcome::{GlobResults, GrepResults, Outcome};
+use crate::outcome::{GlobResults, GrepResults, Outcome, Status};
 use crate::request::{GlobRequest, GrepRequest};
+
+pub use command::{glob_args, grep_args, RgCommand};
+
+/// The environment variable naming the rg binary, read when no path is
+/// configured.
+pub const RG_ENV: &str = "DSH_SEARCH_RG";
+
+/// The default wait between SIGTERM and SIGKILL (`graceMs`,
+/// `seed-reference.md` §9.1).
+pub const DEFAULT_GRACE: Duration = Duration::from_millis(3000);
+
+/// How an [`RgBackend`] finds and stops rg.
+#[derive(Clone, Debug)]
+pub struct RgConfig {
+    /// The rg binary. By default, `None`: [`RG_ENV`], then `PATH`.
+    pub path: Option<PathBuf>,
+    /// Wait between SIGTERM and SIGKILL when a call is stopped. By default,
+    /// [`DEFAULT_GRACE`].
+    pub grace: Duration,
+}
+
+impl Default for RgConfig {
+    fn default() -> RgConfig {
+        RgConfig {
+            path: None,
+            grace: DEFAULT_GRACE,
+        }
+    }
+}
 
 /// Spawns a real `rg` with the argv of `contract.md` §2.
 #[derive(Clone, Debug, Default)]
-pub struct RgBackend {}
+pub struct RgBackend {
+    config: RgConfig,
+}
+
+impl RgBackend {
+    /// A backend that finds rg through [`RG_ENV`], then `PATH`, at each call.
+    pub fn new() -> RgBackend {
+        RgBackend::default()
+    }
+
+    /// A backend that runs the rg binary at `path`.
+    pub fn with_path(path: impl Into<PathBuf>) -> RgBackend {
+        RgBackend::with_config(RgConfig {
+            path: Some(path.into()),
+            ..RgConfig::default()
+        })
+    }
+
+    /// A backend with the given configuration.
+    pub fn with_config(config: RgConfig) -> RgBackend {
+        RgBackend { config }
+    }
+
+    /// The rg binary a call would run: the configured path, else
+    /// [`RG_ENV`] when set and non-empty, else the first executable `rg` on
+    /// `PATH`. A relative path is made absolute against the process's
+    /// current directory, since rg itself runs in the request's workdir.
+    pub fn locate(&self) -> Result<PathBuf, String> {
+        let found = match (&self.config.path, std::env::var_os(RG_ENV)) {
+            (Some(path), _) => path.clone(),
+            (None, Some(env)) if !env.is_empty() => PathBuf::from(env),
+            (None, _) => find_on_path().ok_or_else(|| {
+                format!(
+                    "rg was not found: set {RG_ENV} or put rg on PATH \
+                     (cargo install ripgrep --locked --version 15.2.0)"
+                )
+            })?,
+        };
+        std::path::absolute(&found)
+            .map_err(|e| format!("rg path {} is unusable: {e}", found.display()))
+    }
+
+    /// The command a glob request runs, or why it cannot run.
+    pub fn glob_command(&self, req: &GlobRequest) -> Result<RgCommand, String> {
+        Ok(RgCommand::new(
+            &self.locate()?,
+            glob_args(req),
+            &req.workdir,
+        ))
+    }
+
+    /// The command a grep request runs, or why it cannot run.
+    pub fn grep_command(&self, req: &GrepRequest) -> Result<RgCommand, String> {
+        Ok(RgCommand::new(
+            &self.locate()?,
+            grep_args(req),
+            &req.workdir,
+        ))
+    }
+}
+
+fn find_on_path() -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| dir.join("rg"))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+fn launch_failed<T: Default>(reason: String) -> Outcome<T> {
+    Outcome {
+        status: Status::LaunchFailed(reason),
+        stderr: Vec::new(),
+        results: T::default(),
+    }
+}
 
 impl SearchBackend for RgBackend {
     fn name(&self) -> &'static str {
         "rg"
     }
 
-    fn glob(&self, _req: &GlobRequest) -> Outcome<GlobResults> {
-        unimplemented!("rg glob")
+    fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults> {
+        let cmd = match self.glob_command(req) {
+            Ok(cmd) => cmd,
+            Err(reason) => return launch_failed(reason),
+        };
+        let run = process::run(&cmd, &req.cancel, req.raw_budget, self.config.grace);
+        Outcome {
+            status: run.status,
+            stderr: run.stderr,
+            results: GlobResults {
+                files: json::parse_files(&run.stdout),
+            },
+        }
     }
 
-    fn grep(&self, _req: &GrepRequest) -> Outcome<GrepResults> {
-        unimplemented!("rg grep")
+    fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults> {
+        let cmd = match self.grep_command(req) {
+            Ok(cmd) => cmd,
+            Err(reason) => return launch_failed(reason),
+        };
+        let run = process::run(&cmd, &req.cancel, req.raw_budget, self.config.grace);
+        let (events, malformed) = json::parse_json(&run.stdout);
+        let status = match (run.status, malformed) {
+            (Status::Exited(0), Some(detail)) => Status::Malformed(detail),
+            (status, _) => status,
+        };
+        Outcome {
+            status,
+            stderr: run.stderr,
+            results: GrepResults { events },
+        }
     }
 }
