@@ -13,11 +13,13 @@
 pub mod backend;
 pub mod cancel;
 pub mod cli;
+pub mod config;
 pub mod event;
 pub mod fs;
 pub mod guard;
 pub mod outcome;
 pub mod request;
+pub mod spill;
 pub mod tool;
 
 pub use backend::{BackendKind, NativeBackend, RgBackend, SearchBackend};

@@ -1,7 +1,37 @@
-//! The one integration test binary.
+//! The one integration test binary. One `mod` line per test module.
 
-/// The search-path guard: its rules, allow cases, counters and messages.
+// Shared helpers: fixture trees, running rg and the backends, comparison.
+mod util;
+
+// The native engine and the rg backend against the real rg 15.2.0, case table
+// over fixture trees (`contract.md` §2, `rg-semantics.md` §2).
+mod conformance;
+
+// Seeded random trees and patterns against the real rg (DSH_SEARCH_SEED).
+mod random_trees;
+
+// The rg backend and the CLI raw mode against a real rg.
+mod rg_backend;
+
+// The search tools over a scripted backend: ladder, rendering, spill, meta,
+// dispatch order, timeout.
+mod tools_fake;
+
+// The tool definitions (names, descriptions, schemas, prompts) as data.
+mod tools_defs;
+
+// The glob and grep tools on both real backends: seed integration cases,
+// hostile inputs, timeout and cancellation.
+mod tools;
+
+// The tools' command line: formats, exit statuses, config, spill.
+mod tools_cli;
+
+// Tool-level parity: the same result object on both backends over fixture trees.
+mod tools_parity;
+
+// The search-path guard: its rules, allow cases, counters and messages.
 mod guard;
 
-/// The rg backend and the CLI raw mode against a real rg.
-mod rg_backend;
+// The guard in the dispatch and on the command line.
+mod guard_dispatch;

@@ -1,24 +1,138 @@
 //! The model-facing tools on the command line: `glob`, `grep` (text and
-//! json formats), `call` and `definitions`.
+//! json formats), `call` and `definitions` (`contract.md` §8).
+//!
+//! A CLI call is a direct call: over-cap results spill to the local store
+//! (when `--session` names an owner) and the result carries its meta.
 
-use super::{CallArgs, Common, GlobArgs, GrepArgs};
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::{CallArgs, Common, Format, GlobArgs, GrepArgs};
+use crate::backend::rg::RgConfig;
+use crate::backend::{BackendKind, NativeBackend, RgBackend, SearchBackend};
+use crate::config::Config;
+use crate::guard::Guard;
+use crate::spill::LocalSpillStore;
+use crate::tool::{definitions, CallContext, ToolResult, Tools};
 
 /// `dsh-search glob --format text|json`.
-pub fn glob(_common: &Common, _args: &GlobArgs) -> u8 {
-    super::fail("glob is not implemented yet")
+pub fn glob(common: &Common, args: &GlobArgs) -> u8 {
+    let mut obj = Map::new();
+    obj.insert("pattern".into(), json!(args.pattern));
+    if let Some(p) = &args.path {
+        obj.insert("path".into(), json!(p));
+    }
+    run(common, "glob", &Value::Object(obj), args.format)
 }
 
 /// `dsh-search grep --format text|json`.
-pub fn grep(_common: &Common, _args: &GrepArgs) -> u8 {
-    super::fail("grep is not implemented yet")
+pub fn grep(common: &Common, args: &GrepArgs) -> u8 {
+    let mut obj = Map::new();
+    obj.insert("pattern".into(), json!(args.pattern));
+    if let Some(p) = &args.path {
+        obj.insert("path".into(), json!(p));
+    }
+    if let Some(i) = &args.include {
+        obj.insert("include".into(), json!(i));
+    }
+    run(common, "grep", &Value::Object(obj), args.format)
 }
 
 /// `dsh-search call TOOL JSON`.
-pub fn call(_common: &Common, _args: &CallArgs) -> u8 {
-    super::fail("call is not implemented yet")
+pub fn call(common: &Common, args: &CallArgs) -> u8 {
+    if args.format == Format::Raw {
+        return super::fail("--format raw is only available for glob and grep");
+    }
+    let value: Value = match serde_json::from_str(&args.arguments) {
+        Ok(v) => v,
+        Err(e) => return super::fail(format!("the arguments are not valid JSON: {e}")),
+    };
+    run(common, &args.tool, &value, args.format)
 }
 
 /// `dsh-search definitions`.
-pub fn definitions(_common: &Common) -> u8 {
-    super::fail("definitions is not implemented yet")
+pub fn definitions(common: &Common) -> u8 {
+    let config = match load_config(common) {
+        Ok(c) => c,
+        Err(e) => return super::fail(e),
+    };
+    print(&definitions::to_json(&config));
+    0
+}
+
+fn load_config(common: &Common) -> Result<Config, String> {
+    match &common.config {
+        Some(path) => Config::load(path),
+        None => Ok(Config::default()),
+    }
+}
+
+/// The backend `--backend` names; rg gets the configured `graceMs`.
+pub fn backend_for(kind: BackendKind, config: &Config) -> Arc<dyn SearchBackend> {
+    match kind {
+        BackendKind::Native => Arc::new(NativeBackend::new()),
+        BackendKind::Rg => Arc::new(RgBackend::with_config(RgConfig {
+            path: None,
+            grace: Duration::from_millis(config.search.grace_ms),
+        })),
+    }
+}
+
+/// The deployment's tools for the common options: the configured backend,
+/// a local spill store, the guard.
+pub fn make_tools(common: &Common) -> Result<Tools, String> {
+    let config = load_config(common)?;
+    let store = LocalSpillStore::new(config.spill.root.clone())
+        .map_err(|e| format!("cannot use the spill root: {e}"))?;
+    let backend = backend_for(common.backend.into(), &config);
+    // The search-path guard is on by default (`contract.md` §7).
+    let guard = Guard::new(config.guard.clone());
+    Ok(Tools::new(config, backend)
+        .with_spill_store(Arc::new(store))
+        .with_guard(Arc::new(guard)))
+}
+
+fn run(common: &Common, tool: &str, args: &Value, format: Format) -> u8 {
+    let tools = match make_tools(common) {
+        Ok(t) => t,
+        Err(e) => return super::fail(e),
+    };
+    let workdir = match common.workdir().and_then(std::path::absolute) {
+        Ok(w) => w,
+        Err(e) => return super::fail(format!("cannot determine the working directory: {e}")),
+    };
+    let mut ctx = CallContext::new(workdir);
+    ctx.session_id = common.session.clone();
+    let result = tools.call(tool, args, &ctx);
+    match format {
+        Format::Json => match serde_json::to_string(&result) {
+            Ok(s) => print(&s),
+            Err(e) => return super::fail(e),
+        },
+        _ => print(&result.content),
+    }
+    exit_code(&result)
+}
+
+/// 2 for an error result, 1 for an empty search, 0 otherwise.
+pub fn exit_code(result: &ToolResult) -> u8 {
+    if result.is_error {
+        2
+    } else if result.content == "No files found" || result.content == "No matches found" {
+        1
+    } else {
+        0
+    }
+}
+
+/// Print `text` and a newline; a closed stdout is not an error worth a
+/// message.
+fn print(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.write_all(b"\n");
+    let _ = out.flush();
 }

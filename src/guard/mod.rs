@@ -20,7 +20,6 @@
 //! or unreadable file) it allows: the tool then reports what is wrong. It
 //! never changes the result of a call it allows.
 
-mod config;
 mod counters;
 mod message;
 mod resolve;
@@ -31,9 +30,9 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::fs::literal::{count_occurrences, normalize_crlf};
-use crate::tool::{CallContext, ToolResult};
+use crate::tool::{CallContext, CallGuard, ToolResult};
 
-pub use config::GuardConfig;
+pub use crate::config::GuardConfig;
 pub use counters::{MemoryCounters, ZeroResultStore};
 
 use resolve::{Presence, Workdir};
@@ -123,7 +122,7 @@ impl Guard {
         }
         let (session, target) = grep_target(args, ctx)?;
         let count = self.counters.get(session, &target.key);
-        (count >= self.config.zero_result_block)
+        (u64::from(count) >= self.config.zero_result_block)
             .then(|| message::zero_result_block(&target.display, count))
     }
 
@@ -157,6 +156,18 @@ impl Guard {
             n if n > 1 && !replace_all => Some(message::edit_ambiguous(&file, n)),
             _ => None,
         }
+    }
+}
+
+/// The dispatch's seam (`contract.md` §5): the guard runs after schema
+/// validation and before the tool's own checks, and sees every result.
+impl CallGuard for Guard {
+    fn check(&self, tool: &str, args: &Value, ctx: &CallContext) -> Option<String> {
+        Guard::check(self, tool, args, ctx)
+    }
+
+    fn after(&self, tool: &str, args: &Value, ctx: &CallContext, result: &ToolResult) {
+        Guard::after(self, tool, args, ctx, result);
     }
 }
 

@@ -1,9 +1,23 @@
 //! The model-facing tools: one dispatch entry point taking a tool name, JSON
 //! arguments and a [`CallContext`], returning a [`ToolResult`]
 //! (`contract.md` §5).
+//!
+//! The flow of a search call: [`args`] (schema validation, the tools' own
+//! checks) → [`search`] (the backend, the failure ladder, the canonical
+//! value) → [`render`] (the model's text, the presentation meta), all
+//! driven by [`dispatch`]. [`definitions`] holds the tools as data.
 
+pub mod args;
 pub mod context;
+pub mod definitions;
+pub mod dispatch;
+pub mod render;
 pub mod result;
+pub mod search;
+pub mod text;
 
 pub use context::CallContext;
+pub use definitions::ToolDefinition;
+pub use dispatch::{CallGuard, Tools};
 pub use result::{ErrorInfo, ToolError, ToolResult};
+pub use search::{GlobValue, GrepMatch, GrepValue};

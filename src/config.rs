@@ -1,0 +1,469 @@
+//! Every configuration key of the tools and the guard, in one place, with
+//! the seed's defaults and validation messages (`seed-reference.md` §9).
+//!
+//! A configuration file (`--config FILE.json`) is one JSON object. The keys
+//! of the search tools (§9.1), the file tools (§9.2), the local filesystem
+//! (§9.3), the spill policy (§9.5) and the local spill store sit at the top
+//! level, camelCase as in the seed; the guard's keys sit under `guard`:
+//!
+//! ```json
+//! {"sampleOverCapGlobResults": false, "globMaxResults": 100, "timeoutMs": 30000,
+//!  "readLimit": 2000, "maxInlineBytes": 50000,
+//!  "guard": {"disabled": false, "maxEditBytes": 2000000, "zeroResultBlock": 5}}
+//! ```
+//!
+//! Every key is optional; an absent key takes the deployment default
+//! (`contract.md` §4: head mode, a 30,000 ms timeout, spill-policy at
+//! 50,000 bytes). Unknown keys and invalid values are rejected.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+/// The largest timer delay a JavaScript runtime accepts
+/// (`MAX_TIMER_DELAY_MS`, `seed-reference.md` §9.5).
+pub const MAX_TIMER_DELAY_MS: u64 = 2_147_483_647;
+
+/// The largest `diffBasisMaxBytes`: min(Buffer max length, max string
+/// length) of the original runtime, which is V8's string limit on 64-bit
+/// hosts, 2^29 - 24 (`seed-reference.md` §9.3).
+pub const MAX_DIFF_BASIS_BYTES: u64 = 536_870_888;
+
+/// The keys of `tool-fs-search` (`seed-reference.md` §9.1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchConfig {
+    /// Sample an over-cap glob result across top-level entries instead of
+    /// keeping its modification-time-ordered head. The shipped deployment
+    /// runs head mode (`false`).
+    pub sample_over_cap_glob_results: bool,
+    /// Paths a glob shows inline (`globMaxResults`, 100).
+    pub glob_max_results: u64,
+    /// Matches a grep shows inline (`grepMaxMatches`, 250).
+    pub grep_max_matches: u64,
+    /// Bytes of one matched line shown before ` (line truncated)`
+    /// (`grepMaxLineBytes`, 2000).
+    pub grep_max_line_bytes: u64,
+    /// Cap on the serialized presentation meta (`searchMetaMaxBytes`, 65,536).
+    pub search_meta_max_bytes: u64,
+    /// The raw-output budget (`rawOutputMaxBytes`, 20,000,000).
+    pub raw_output_max_bytes: u64,
+    /// SIGTERM-to-SIGKILL delay for a stopped rg (`graceMs`, 3000).
+    pub grace_ms: u64,
+    /// stderr bytes kept for error messages (`stderrMaxBytes`, 65,536).
+    pub stderr_max_bytes: u64,
+    /// The tool timeout of glob and grep (`timeoutMs`, 30,000).
+    pub timeout_ms: u64,
+}
+
+impl Default for SearchConfig {
+    fn default() -> SearchConfig {
+        SearchConfig {
+            sample_over_cap_glob_results: false,
+            glob_max_results: 100,
+            grep_max_matches: 250,
+            grep_max_line_bytes: 2000,
+            search_meta_max_bytes: 65_536,
+            raw_output_max_bytes: crate::request::DEFAULT_RAW_OUTPUT_MAX_BYTES,
+            grace_ms: 3000,
+            stderr_max_bytes: 65_536,
+            timeout_ms: 30_000,
+        }
+    }
+}
+
+/// The keys of `tool-fs` (`seed-reference.md` §9.2) and `fs-local` (§9.3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsConfig {
+    /// Default and maximum `limit` of read (`readLimit`, 2000).
+    pub read_limit: u64,
+    /// UTF-16 units of one read line before truncation
+    /// (`readMaxLineLength`, 2000).
+    pub read_max_line_length: u64,
+    /// Bytes of selected lines one read returns (`readMaxBytes`, 51,200).
+    pub read_max_bytes: u64,
+    /// File size from which read streams (`readStreamMinSize`, 10 MiB).
+    pub read_stream_min_size: u64,
+    /// Size from which a mutation keeps no diff basis
+    /// (`diffBasisMaxBytes`, 10 MiB).
+    pub diff_basis_max_bytes: u64,
+}
+
+impl Default for FsConfig {
+    fn default() -> FsConfig {
+        FsConfig {
+            read_limit: 2000,
+            read_max_line_length: 2000,
+            read_max_bytes: 51_200,
+            read_stream_min_size: 10_485_760,
+            diff_basis_max_bytes: 10_485_760,
+        }
+    }
+}
+
+/// spill-policy and spill-local (`seed-reference.md` §3.9, §9.5).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpillConfig {
+    /// Replace a direct call's text larger than this many UTF-8 bytes with a
+    /// head/tail preview and a spill reference (`maxInlineBytes`). `None`:
+    /// the policy is off. The deployment default is 50,000.
+    pub max_inline_bytes: Option<u64>,
+    /// The local spill store's root (`spillRoot`). `None`: a private
+    /// `dsh-spill-` directory under the temp dir.
+    pub root: Option<PathBuf>,
+}
+
+impl Default for SpillConfig {
+    fn default() -> SpillConfig {
+        SpillConfig {
+            max_inline_bytes: Some(50_000),
+            root: None,
+        }
+    }
+}
+
+/// The search-path guard's keys (`contract.md` §7).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GuardConfig {
+    /// Turn the guard off (`disabled`, false).
+    pub disabled: bool,
+    /// Largest file edit's occurrence check reads (`maxEditBytes`, 2,000,000).
+    pub max_edit_bytes: u64,
+    /// Zero-result greps in a row, per target, before the next is denied
+    /// (`zeroResultBlock`, 5).
+    pub zero_result_block: u64,
+}
+
+impl Default for GuardConfig {
+    fn default() -> GuardConfig {
+        GuardConfig {
+            disabled: false,
+            max_edit_bytes: 2_000_000,
+            zero_result_block: 5,
+        }
+    }
+}
+
+/// The whole configuration. [`Config::default`] is the deployment default.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Config {
+    /// glob and grep.
+    pub search: SearchConfig,
+    /// read, write and edit.
+    pub fs: FsConfig,
+    /// The spill policy and the local spill store.
+    pub spill: SpillConfig,
+    /// The guard.
+    pub guard: GuardConfig,
+}
+
+/// The top-level keys, in validation order.
+const TOP_KEYS: &[&str] = &[
+    "sampleOverCapGlobResults",
+    "globMaxResults",
+    "grepMaxMatches",
+    "grepMaxLineBytes",
+    "searchMetaMaxBytes",
+    "rawOutputMaxBytes",
+    "graceMs",
+    "stderrMaxBytes",
+    "timeoutMs",
+    "readLimit",
+    "readMaxLineLength",
+    "readMaxBytes",
+    "readStreamMinSize",
+    "diffBasisMaxBytes",
+    "maxInlineBytes",
+    "spillRoot",
+    "guard",
+];
+
+const GUARD_KEYS: &[&str] = &["disabled", "maxEditBytes", "zeroResultBlock"];
+
+impl Config {
+    /// Read and validate a JSON configuration file.
+    pub fn load(path: &Path) -> Result<Config, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|e| format!("config file {} is not valid JSON: {e}", path.display()))?;
+        Config::from_json(&value)
+    }
+
+    /// Validate a configuration object. Checks run in the seed's table
+    /// order, so the first invalid key is the one reported.
+    pub fn from_json(value: &Value) -> Result<Config, String> {
+        let Value::Object(obj) = value else {
+            return Err("config: the configuration must be a JSON object".to_string());
+        };
+        reject_unknown(obj, TOP_KEYS, "config")?;
+        let mut c = Config::default();
+        let s = &mut c.search;
+        if let Some(v) = obj.get("sampleOverCapGlobResults") {
+            s.sample_over_cap_glob_results = v
+                .as_bool()
+                .ok_or("tool-fs-search: sampleOverCapGlobResults must be a boolean".to_string())?;
+        }
+        let search = "tool-fs-search";
+        positive(obj, search, "globMaxResults", &mut s.glob_max_results)?;
+        positive(obj, search, "grepMaxMatches", &mut s.grep_max_matches)?;
+        positive(obj, search, "grepMaxLineBytes", &mut s.grep_max_line_bytes)?;
+        positive(
+            obj,
+            search,
+            "searchMetaMaxBytes",
+            &mut s.search_meta_max_bytes,
+        )?;
+        positive(
+            obj,
+            search,
+            "rawOutputMaxBytes",
+            &mut s.raw_output_max_bytes,
+        )?;
+        positive(obj, search, "graceMs", &mut s.grace_ms)?;
+        if s.grace_ms > MAX_TIMER_DELAY_MS {
+            return Err(format!(
+                "tool-fs-search: graceMs must be no greater than {MAX_TIMER_DELAY_MS}"
+            ));
+        }
+        positive(obj, search, "stderrMaxBytes", &mut s.stderr_max_bytes)?;
+        positive(obj, search, "timeoutMs", &mut s.timeout_ms)?;
+
+        let f = &mut c.fs;
+        positive(obj, "tool-fs", "readLimit", &mut f.read_limit)?;
+        positive(
+            obj,
+            "tool-fs",
+            "readMaxLineLength",
+            &mut f.read_max_line_length,
+        )?;
+        positive(obj, "tool-fs", "readMaxBytes", &mut f.read_max_bytes)?;
+        positive(
+            obj,
+            "tool-fs",
+            "readStreamMinSize",
+            &mut f.read_stream_min_size,
+        )?;
+        if let Some(v) = obj.get("diffBasisMaxBytes") {
+            f.diff_basis_max_bytes = integer(v)
+                .filter(|&n| n >= 1.0 && n <= MAX_DIFF_BASIS_BYTES as f64)
+                .map(|n| n as u64)
+                .ok_or_else(|| {
+                    format!(
+                        "fs-local: diffBasisMaxBytes must be a positive safe integer no greater than {MAX_DIFF_BASIS_BYTES}"
+                    )
+                })?;
+        }
+
+        if let Some(v) = obj.get("maxInlineBytes") {
+            let n = integer(v).filter(|&n| n >= 0.0).ok_or_else(|| {
+                format!(
+                    "spill-policy: maxInlineBytes must be a non-negative integer (got {})",
+                    js_string(v)
+                )
+            })?;
+            c.spill.max_inline_bytes = Some(saturate(n));
+        }
+        if let Some(v) = obj.get("spillRoot") {
+            let root = v
+                .as_str()
+                .filter(|r| !r.is_empty())
+                .ok_or("spill-local: spillRoot must be a non-empty string".to_string())?;
+            c.spill.root = Some(PathBuf::from(root));
+        }
+
+        if let Some(v) = obj.get("guard") {
+            let Value::Object(g) = v else {
+                return Err("guard: the guard configuration must be an object".to_string());
+            };
+            reject_unknown(g, GUARD_KEYS, "guard")?;
+            if let Some(v) = g.get("disabled") {
+                c.guard.disabled = v
+                    .as_bool()
+                    .ok_or("guard: disabled must be a boolean".to_string())?;
+            }
+            positive(g, "guard", "maxEditBytes", &mut c.guard.max_edit_bytes)?;
+            positive(
+                g,
+                "guard",
+                "zeroResultBlock",
+                &mut c.guard.zero_result_block,
+            )?;
+        }
+        Ok(c)
+    }
+}
+
+fn reject_unknown(obj: &Map<String, Value>, known: &[&str], scope: &str) -> Result<(), String> {
+    match obj.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => Err(format!(
+            "{scope}: unknown configuration key {} (known keys: {})",
+            Value::String(k.clone()),
+            known.join(", ")
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `Number.isInteger(v) && v >= 1`, else `<scope>: <name> must be a positive
+/// integer`.
+fn positive(
+    obj: &Map<String, Value>,
+    scope: &str,
+    name: &str,
+    slot: &mut u64,
+) -> Result<(), String> {
+    if let Some(v) = obj.get(name) {
+        let n = integer(v)
+            .filter(|&n| n >= 1.0)
+            .ok_or_else(|| format!("{scope}: {name} must be a positive integer"))?;
+        *slot = saturate(n);
+    }
+    Ok(())
+}
+
+/// The value as a number when it is an integer in JavaScript's sense
+/// (`5.0` is one, `1.5` is not).
+fn integer(v: &Value) -> Option<f64> {
+    let n = v.as_f64()?;
+    (n.is_finite() && n.fract() == 0.0).then_some(n)
+}
+
+fn saturate(n: f64) -> u64 {
+    if n >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        n as u64
+    }
+}
+
+/// JavaScript's `String(v)` for a JSON value, as interpolated in the
+/// spill-policy message.
+fn js_string(v: &Value) -> String {
+    match v {
+        Value::Null => "null".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e21 => format!("{f:.0}"),
+            _ => n.to_string(),
+        },
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a
+            .iter()
+            .map(|x| match x {
+                Value::Null => String::new(),
+                x => js_string(x),
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        Value::Object(_) => "[object Object]".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn err(v: Value) -> String {
+        Config::from_json(&v).unwrap_err()
+    }
+
+    #[test]
+    fn defaults_are_the_deployment() {
+        let c = Config::from_json(&json!({})).unwrap();
+        assert_eq!(c, Config::default());
+        assert!(!c.search.sample_over_cap_glob_results);
+        assert_eq!(c.search.glob_max_results, 100);
+        assert_eq!(c.search.timeout_ms, 30_000);
+        assert_eq!(c.spill.max_inline_bytes, Some(50_000));
+        assert_eq!(c.guard.max_edit_bytes, 2_000_000);
+    }
+
+    // seed-reference.md §8.1 "config validation".
+    #[test]
+    fn positive_integer_messages() {
+        for (key, v) in [
+            ("globMaxResults", json!(0)),
+            ("grepMaxMatches", json!(-1)),
+            ("grepMaxLineBytes", json!(1.5)),
+            ("rawOutputMaxBytes", json!(0)),
+            ("graceMs", json!(0)),
+            ("stderrMaxBytes", json!(-1)),
+            ("timeoutMs", json!(-100)),
+            ("searchMetaMaxBytes", json!("10")),
+        ] {
+            let mut m = Map::new();
+            m.insert(key.to_string(), v);
+            assert_eq!(
+                err(Value::Object(m)),
+                format!("tool-fs-search: {key} must be a positive integer")
+            );
+        }
+        assert_eq!(
+            err(json!({"graceMs": 2147483648u64})),
+            "tool-fs-search: graceMs must be no greater than 2147483647"
+        );
+        let c = Config::from_json(&json!({"graceMs": 2147483647u64, "globMaxResults": 4.0}));
+        assert_eq!(c.unwrap().search.glob_max_results, 4);
+    }
+
+    #[test]
+    fn table_order_decides_which_error() {
+        assert_eq!(
+            err(json!({"timeoutMs": 0, "globMaxResults": 0})),
+            "tool-fs-search: globMaxResults must be a positive integer"
+        );
+    }
+
+    #[test]
+    fn fs_and_spill_and_guard_messages() {
+        assert_eq!(
+            err(json!({"readLimit": 0})),
+            "tool-fs: readLimit must be a positive integer"
+        );
+        assert_eq!(
+            err(json!({"diffBasisMaxBytes": 536870889u64})),
+            "fs-local: diffBasisMaxBytes must be a positive safe integer no greater than 536870888"
+        );
+        assert_eq!(
+            err(json!({"maxInlineBytes": -1})),
+            "spill-policy: maxInlineBytes must be a non-negative integer (got -1)"
+        );
+        assert_eq!(
+            err(json!({"maxInlineBytes": 1.5})),
+            "spill-policy: maxInlineBytes must be a non-negative integer (got 1.5)"
+        );
+        assert_eq!(
+            err(json!({"maxInlineBytes": "x"})),
+            "spill-policy: maxInlineBytes must be a non-negative integer (got x)"
+        );
+        let c = Config::from_json(&json!({"maxInlineBytes": 0})).unwrap();
+        assert_eq!(c.spill.max_inline_bytes, Some(0));
+        assert_eq!(
+            err(json!({"guard": {"maxEditBytes": 0}})),
+            "guard: maxEditBytes must be a positive integer"
+        );
+        assert_eq!(
+            err(json!({"guard": {"disabled": "yes"}})),
+            "guard: disabled must be a boolean"
+        );
+        let c = Config::from_json(&json!({"guard": {"disabled": true, "zeroResultBlock": 2}}));
+        let g = c.unwrap().guard;
+        assert!(g.disabled);
+        assert_eq!(g.zero_result_block, 2);
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        assert!(err(json!({"globMaxResult": 1})).starts_with(
+            "config: unknown configuration key \"globMaxResult\" (known keys: sampleOverCapGlobResults, "
+        ));
+        assert!(err(json!({"guard": {"max": 1}}))
+            .starts_with("guard: unknown configuration key \"max\""));
+        assert_eq!(
+            err(json!([])),
+            "config: the configuration must be a JSON object"
+        );
+    }
+}

@@ -1,0 +1,354 @@
+//! Where a direct call's complete result goes when the model sees only part
+//! of it: the [`SpillStore`] seam, the [`LocalSpillStore`] laid out as
+//! `seed-reference.md` §3.6 describes, and the spill-policy head/tail
+//! preview of §3.9.
+
+use std::fs::{DirBuilder, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use sha2::{Digest, Sha256};
+
+/// The retrieval hint of the local store (`seed-reference.md` §3.6, literal).
+pub const LOCAL_HINT: &str = "Use read with offset/limit, or grep this path to search within it.";
+
+/// What produced a spilled text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpillSource {
+    /// The tool's name, e.g. `glob`.
+    pub tool_name: String,
+    /// The harness's call id, when it has one.
+    pub call_id: Option<String>,
+    /// What the text is: `result` for the tools' complete results.
+    pub label: String,
+}
+
+/// Where a spilled text went and how the model can get it back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpillRef {
+    /// The locator shown to the model (for the local store: an absolute path).
+    pub locator: String,
+    /// One sentence telling the model how to retrieve it.
+    pub hint: String,
+}
+
+/// Saves a text on behalf of a session (`contract.md` §4).
+pub trait SpillStore: Send + Sync {
+    /// Save `content` for the session `owner`; `suggested_name` is a file
+    /// name such as `glob-results.txt`.
+    fn save_text(
+        &self,
+        owner: &str,
+        source: &SpillSource,
+        suggested_name: &str,
+        content: &str,
+    ) -> io::Result<SpillRef>;
+}
+
+/// A spill store in a local directory:
+/// `<root>/session-<first 12 hex of sha256(owner)>/<12 random hex>-<encoded name>`,
+/// directories 0700, files 0600 created exclusively.
+#[derive(Clone, Debug, Default)]
+pub struct LocalSpillStore {
+    root: Option<PathBuf>,
+}
+
+impl LocalSpillStore {
+    /// A store under `root`, or, for `None`, under a private `dsh-spill-`
+    /// directory created once per process in the temp dir. A relative root
+    /// resolves against the process's current directory.
+    pub fn new(root: Option<PathBuf>) -> io::Result<LocalSpillStore> {
+        let root = match root {
+            Some(r) => Some(std::path::absolute(r)?),
+            None => None,
+        };
+        Ok(LocalSpillStore { root })
+    }
+
+    fn root(&self) -> io::Result<PathBuf> {
+        match &self.root {
+            Some(r) => Ok(r.clone()),
+            None => private_root(),
+        }
+    }
+}
+
+impl SpillStore for LocalSpillStore {
+    fn save_text(
+        &self,
+        owner: &str,
+        _source: &SpillSource,
+        suggested_name: &str,
+        content: &str,
+    ) -> io::Result<SpillRef> {
+        let dir = self.root()?.join(session_dir(owner));
+        DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
+        let name = format!("{}-{}", random_hex(6)?, encode_segment(suggested_name));
+        let path = dir.join(name);
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        file.write_all(content.as_bytes())?;
+        file.sync_all()?;
+        Ok(SpillRef {
+            locator: path.to_string_lossy().into_owned(),
+            hint: LOCAL_HINT.to_string(),
+        })
+    }
+}
+
+/// `session-<first 12 hex of sha256(session id)>`.
+pub fn session_dir(owner: &str) -> String {
+    let digest = Sha256::digest(owner.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("session-{}", &hex[..12])
+}
+
+/// spill-local's name encoder: works on UTF-16 code units, keeps
+/// `[A-Za-z0-9._-]` and writes every other unit as `~XXXX` (uppercase hex).
+/// `""` becomes `~`, and the path tokens `.` and `..` are escaped whole, so
+/// no encoded name can traverse (`seed-reference.md` §3.6).
+pub fn encode_segment(name: &str) -> String {
+    if name.is_empty() {
+        return "~".to_string();
+    }
+    if name == "." || name == ".." {
+        return "~002E".repeat(name.len());
+    }
+    let mut out = String::with_capacity(name.len());
+    for unit in name.encode_utf16() {
+        match char::from_u32(u32::from(unit)) {
+            Some(c) if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') => out.push(c),
+            _ => out.push_str(&format!("~{unit:04X}")),
+        }
+    }
+    out
+}
+
+fn random_hex(bytes: usize) -> io::Result<String> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).map_err(|e| io::Error::other(e.to_string()))?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The per-process private root, created on first use.
+fn private_root() -> io::Result<PathBuf> {
+    static ROOT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    ROOT.get_or_init(|| create_private_dir(&std::env::temp_dir()).map_err(|e| e.to_string()))
+        .clone()
+        .map_err(io::Error::other)
+}
+
+fn create_private_dir(parent: &Path) -> io::Result<PathBuf> {
+    loop {
+        let dir = parent.join(format!("dsh-spill-{}", random_hex(6)?));
+        match DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The first at most `max` bytes of `s`, cut on a character boundary.
+pub fn utf8_head(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The last at most `max` bytes of `s`, cut on a character boundary.
+pub fn utf8_tail(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut start = s.len() - max;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
+
+/// spill-policy (`seed-reference.md` §3.9): when `text` is larger than
+/// `max_inline` UTF-8 bytes, save it whole as `<tool>.txt` and return
+/// `<head><tail>\n\n(Omitted <N> bytes. Full formatted result stored at:
+/// <locator>. <hint>)`, within `max_inline` bytes. `None` keeps the text:
+/// it fits, there is no owner or store, the save failed, or the replacement
+/// would not fit either.
+pub fn apply_inline_cap(
+    text: &str,
+    max_inline: u64,
+    tool: &str,
+    owner: Option<&str>,
+    store: Option<&dyn SpillStore>,
+) -> Option<String> {
+    let total = text.len();
+    if total as u64 <= max_inline {
+        return None;
+    }
+    let (owner, store) = (owner?, store?);
+    let source = SpillSource {
+        tool_name: tool.to_string(),
+        call_id: None,
+        label: "result".to_string(),
+    };
+    let saved = store
+        .save_text(owner, &source, &format!("{tool}.txt"), text)
+        .ok()?;
+    let notice = |omitted: usize| {
+        format!(
+            "(Omitted {omitted} bytes. Full formatted result stored at: {}. {})",
+            saved.locator, saved.hint
+        )
+    };
+    // The budget reserves the notice as long as it can get (N = the whole
+    // text) plus the blank line before it.
+    let reserve = notice(total).len() as u64 + 2;
+    let budget = max_inline.checked_sub(reserve)? as usize;
+    let head = utf8_head(text, budget.div_ceil(2));
+    let tail = utf8_tail(text, budget / 2);
+    let omitted = total - head.len() - tail.len();
+    let out = format!("{head}{tail}\n\n{}", notice(omitted));
+    (out.len() as u64 <= max_inline).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn encoder() {
+        assert_eq!(encode_segment("glob-results.txt"), "glob-results.txt");
+        assert_eq!(encode_segment(""), "~");
+        assert_eq!(encode_segment("."), "~002E");
+        assert_eq!(encode_segment(".."), "~002E~002E");
+        assert_eq!(encode_segment("a/b~c"), "a~002Fb~007Ec");
+        assert_eq!(encode_segment("../x"), "..~002Fx");
+        assert_eq!(encode_segment("é😀"), "~00E9~D83D~DE00");
+    }
+
+    #[test]
+    fn session_dir_is_a_stable_hash() {
+        // sha256("session-1") = 84097828fc31…, checked with `sha256sum`.
+        assert_eq!(session_dir("session-1"), "session-84097828fc31");
+        assert_eq!(session_dir("x"), session_dir("x"));
+    }
+
+    #[test]
+    fn local_store_layout_and_modes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = LocalSpillStore::new(Some(tmp.path().join("spill"))).unwrap();
+        let src = SpillSource {
+            tool_name: "glob".into(),
+            call_id: None,
+            label: "result".into(),
+        };
+        let a = store
+            .save_text("s1", &src, "glob-results.txt", "a\nb")
+            .unwrap();
+        let b = store
+            .save_text("s1", &src, "glob-results.txt", "c")
+            .unwrap();
+        assert_ne!(a.locator, b.locator);
+        assert_eq!(a.hint, LOCAL_HINT);
+        let p = Path::new(&a.locator);
+        assert_eq!(std::fs::read_to_string(p).unwrap(), "a\nb");
+        let name = p.file_name().unwrap().to_str().unwrap();
+        assert_eq!(name.len(), 12 + 1 + "glob-results.txt".len());
+        assert!(name[..12].bytes().all(|c| c.is_ascii_hexdigit()));
+        assert!(name.ends_with("-glob-results.txt"));
+        let dir = p.parent().unwrap();
+        assert_eq!(dir, tmp.path().join("spill").join(session_dir("s1")));
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(dir), 0o700);
+        assert_eq!(mode(p), 0o600);
+        // Traversal-shaped names stay inside the session directory.
+        let c = store.save_text("s1", &src, "../../x", "t").unwrap();
+        assert_eq!(Path::new(&c.locator).parent().unwrap(), dir);
+    }
+
+    #[test]
+    fn private_root_is_private() {
+        let store = LocalSpillStore::new(None).unwrap();
+        let src = SpillSource {
+            tool_name: "grep".into(),
+            call_id: None,
+            label: "result".into(),
+        };
+        let r = store.save_text("s", &src, "grep.txt", "x").unwrap();
+        let root = Path::new(&r.locator).parent().unwrap().parent().unwrap();
+        let base = root.file_name().unwrap().to_str().unwrap();
+        assert!(base.starts_with("dsh-spill-"), "{base}");
+        let mode = std::fs::metadata(root).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+    }
+
+    #[test]
+    fn unwritable_root_fails_the_save() {
+        let store = LocalSpillStore::new(Some("/proc/dsh-spill-nope".into())).unwrap();
+        let src = SpillSource {
+            tool_name: "grep".into(),
+            call_id: None,
+            label: "result".into(),
+        };
+        assert!(store.save_text("s", &src, "x", "y").is_err());
+    }
+
+    #[test]
+    fn utf8_cuts() {
+        assert_eq!(utf8_head("aéb", 2), "a");
+        assert_eq!(utf8_head("aéb", 3), "aé");
+        assert_eq!(utf8_tail("aéb", 2), "b");
+        assert_eq!(utf8_tail("a😀", 3), "");
+        assert_eq!(utf8_tail("a😀", 4), "😀");
+    }
+
+    struct Fixed;
+    impl SpillStore for Fixed {
+        fn save_text(&self, _: &str, _: &SpillSource, name: &str, _: &str) -> io::Result<SpillRef> {
+            Ok(SpillRef {
+                locator: format!("/spill/{name}"),
+                hint: "Hint.".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn inline_cap() {
+        let text = "0123456789".repeat(10);
+        assert_eq!(
+            apply_inline_cap(&text, 100, "grep", Some("s"), Some(&Fixed)),
+            None
+        );
+        assert_eq!(
+            apply_inline_cap(&text, 99, "grep", None, Some(&Fixed)),
+            None
+        );
+        assert_eq!(apply_inline_cap(&text, 99, "grep", Some("s"), None), None);
+        // Notice with N=100: "(Omitted 100 bytes. Full formatted result
+        // stored at: /spill/grep.txt. Hint.)" is 76 bytes; +2 = 78; budget
+        // 90-78 = 12: head 6, tail 6, omitted 88.
+        let out = apply_inline_cap(&text, 90, "grep", Some("s"), Some(&Fixed)).unwrap();
+        assert_eq!(
+            out,
+            "012345456789\n\n(Omitted 88 bytes. Full formatted result stored at: /spill/grep.txt. Hint.)"
+        );
+        assert!(out.len() <= 90);
+        // A cap smaller than the notice keeps the original text.
+        assert_eq!(
+            apply_inline_cap(&text, 50, "grep", Some("s"), Some(&Fixed)),
+            None
+        );
+    }
+}

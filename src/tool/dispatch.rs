@@ -1,0 +1,284 @@
+//! The one entry point: a tool name, JSON arguments and a [`CallContext`]
+//! in, a [`ToolResult`] out, in the registry's order (`contract.md` §5):
+//! pre-dispatch abort, schema validation, the guard, the tool's own
+//! checks, execution under the timeout, and for a direct call the spill
+//! of an over-cap result and the presentation meta.
+
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::backend::SearchBackend;
+use crate::cancel::CancelToken;
+use crate::config::Config;
+use crate::spill::{apply_inline_cap, SpillRef, SpillSource, SpillStore};
+use crate::tool::args::{validate, GlobArgs, GrepArgs};
+use crate::tool::definitions::{self, ToolDefinition};
+use crate::tool::render;
+use crate::tool::result::{ToolError, ToolResult};
+use crate::tool::search::{run_glob, run_grep};
+use crate::tool::CallContext;
+
+/// A check that runs before a tool executes (the search-path guard).
+pub trait CallGuard: Send + Sync {
+    /// `Some(reason)` denies the call: it renders `Error: <reason>`, with no
+    /// code, and the tool does not run. Runs after schema validation.
+    fn check(&self, tool: &str, args: &Value, ctx: &CallContext) -> Option<String>;
+
+    /// Sees the final result of a call the guard allowed.
+    fn after(&self, _tool: &str, _args: &Value, _ctx: &CallContext, _result: &ToolResult) {}
+}
+
+/// The tools over one backend, with their configuration, an optional spill
+/// store and an optional guard. Cheap to share: every field is immutable.
+#[derive(Clone)]
+pub struct Tools {
+    config: Arc<Config>,
+    backend: Arc<dyn SearchBackend>,
+    spill: Option<Arc<dyn SpillStore>>,
+    guard: Option<Arc<dyn CallGuard>>,
+}
+
+/// The tools this dispatch can run.
+const IMPLEMENTED: &[&str] = &["glob", "grep"];
+
+impl Tools {
+    /// Tools over `backend` with `config`, no spill store and no guard.
+    pub fn new(config: Config, backend: Arc<dyn SearchBackend>) -> Tools {
+        Tools {
+            config: Arc::new(config),
+            backend,
+            spill: None,
+            guard: None,
+        }
+    }
+
+    /// Save over-cap results of direct calls in `store`. By default there
+    /// is no store, and over-cap results say they could not be saved.
+    pub fn with_spill_store(mut self, store: Arc<dyn SpillStore>) -> Tools {
+        self.spill = Some(store);
+        self
+    }
+
+    /// Run `guard` before every call. By default there is none.
+    pub fn with_guard(mut self, guard: Arc<dyn CallGuard>) -> Tools {
+        self.guard = Some(guard);
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &dyn SearchBackend {
+        &*self.backend
+    }
+
+    /// The definitions of the five tools.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        definitions::all(&self.config)
+    }
+
+    /// Dispatch one call. Never panics on any input; every failure is an
+    /// error result.
+    pub fn call(&self, name: &str, args: &Value, ctx: &CallContext) -> ToolResult {
+        if ctx.cancel.is_cancelled() {
+            return ToolResult::error(ToolError::coded(
+                "AbortError",
+                "ABORTED_BEFORE_DISPATCH",
+                "tool call aborted before dispatch",
+            ));
+        }
+        let def = match definitions::find(&self.config, name) {
+            Some(def) if IMPLEMENTED.contains(&name) => def,
+            _ => {
+                return ToolResult::error(ToolError::plain(format!(
+                    "unknown tool {}; available tools: {}",
+                    serde_json::to_string(name).unwrap_or_default(),
+                    IMPLEMENTED.join(", ")
+                )))
+            }
+        };
+        let obj = match validate(&def.params, args) {
+            Ok(obj) => obj,
+            Err(e) => return ToolResult::error(e),
+        };
+        if let Some(guard) = &self.guard {
+            if let Some(reason) = guard.check(name, args, ctx) {
+                return ToolResult::error(ToolError::plain(reason));
+            }
+        }
+        let result = match name {
+            "glob" => self.glob(obj, ctx),
+            "grep" => self.grep(obj, ctx),
+            // The file tools (read, write, edit) plug in here, each as one
+            // arm over the same validated arguments.
+            _ => unreachable!("IMPLEMENTED lists every arm"),
+        };
+        if let Some(guard) = &self.guard {
+            guard.after(name, args, ctx, &result);
+        }
+        result
+    }
+
+    fn glob(&self, obj: &serde_json::Map<String, Value>, ctx: &CallContext) -> ToolResult {
+        let args = match GlobArgs::from_validated(obj) {
+            Ok(a) => a,
+            Err(e) => return ToolResult::error(e),
+        };
+        let cfg = &self.config.search;
+        let value = match self.under_deadline(ctx, |cancel| {
+            run_glob(&*self.backend, &args, ctx, cancel, cfg)
+        }) {
+            Ok(v) => v,
+            Err(e) => return ToolResult::error(e),
+        };
+        let spilled = if ctx.direct && render::glob_over_cap(&value, cfg) {
+            self.save(
+                ctx,
+                "glob",
+                "glob-results.txt",
+                &render::glob_artifact(&value),
+            )
+        } else {
+            None
+        };
+        let content = render::render_glob(&value, cfg, spilled.as_ref());
+        let meta = ctx.direct.then(|| render::glob_meta(&value, cfg));
+        self.finish("glob", content, value.to_json(), meta, ctx)
+    }
+
+    fn grep(&self, obj: &serde_json::Map<String, Value>, ctx: &CallContext) -> ToolResult {
+        let args = match GrepArgs::from_validated(obj) {
+            Ok(a) => a,
+            Err(e) => return ToolResult::error(e),
+        };
+        let cfg = &self.config.search;
+        let value = match self.under_deadline(ctx, |cancel| {
+            run_grep(&*self.backend, &args, ctx, cancel, cfg)
+        }) {
+            Ok(v) => v,
+            Err(e) => return ToolResult::error(e),
+        };
+        let spilled = if ctx.direct && render::grep_over_cap(&value, cfg) {
+            self.save(
+                ctx,
+                "grep",
+                "grep-results.txt",
+                &render::grep_artifact(&value, cfg),
+            )
+        } else {
+            None
+        };
+        let content = render::render_grep(&value, cfg, spilled.as_ref());
+        let meta = ctx.direct.then(|| render::grep_meta(&value, cfg));
+        self.finish("grep", content, value.to_json(), meta, ctx)
+    }
+
+    /// A successful result, after the spill policy of a direct call.
+    fn finish(
+        &self,
+        tool: &str,
+        content: String,
+        value: Value,
+        meta: Option<Value>,
+        ctx: &CallContext,
+    ) -> ToolResult {
+        let content = match self.config.spill.max_inline_bytes {
+            Some(max) if ctx.direct => apply_inline_cap(
+                &content,
+                max,
+                tool,
+                ctx.session_id.as_deref(),
+                self.spill.as_deref(),
+            )
+            .unwrap_or(content),
+            _ => content,
+        };
+        let mut result = ToolResult::ok(content, value);
+        result.meta = meta;
+        result
+    }
+
+    /// Save a complete result, best effort: no session, no store or a
+    /// failed save all mean "not saved", never an error (§3.6).
+    fn save(&self, ctx: &CallContext, tool: &str, name: &str, content: &str) -> Option<SpillRef> {
+        let owner = ctx.session_id.as_deref()?;
+        let store = self.spill.as_deref()?;
+        let source = SpillSource {
+            tool_name: tool.to_string(),
+            call_id: None,
+            label: "result".to_string(),
+        };
+        store.save_text(owner, &source, name, content).ok()
+    }
+
+    /// Run `work` with a token of its own, cancelled when the caller
+    /// cancels or when `timeoutMs` passes. When the deadline fired first,
+    /// the result is the timeout error whatever the work returned
+    /// (timeout-policy, `seed-reference.md` §4.4).
+    fn under_deadline<T>(
+        &self,
+        ctx: &CallContext,
+        work: impl FnOnce(&CancelToken) -> Result<T, ToolError>,
+    ) -> Result<T, ToolError> {
+        let timeout_ms = self.config.search.timeout_ms;
+        let deadline = Instant::now().checked_add(Duration::from_millis(timeout_ms));
+        let token = CancelToken::new();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let timed_out = std::thread::scope(|scope| {
+            let (caller, own) = (&ctx.cancel, &token);
+            let watcher = scope.spawn(move || watch(caller, own, deadline, done_rx));
+            let out = work(&token);
+            drop(done_tx);
+            let timed_out = watcher.join().unwrap_or(false);
+            (out, timed_out)
+        });
+        match timed_out {
+            (_, true) => Err(ToolError::coded(
+                "ToolTimeoutError",
+                "TOOL_TIMEOUT",
+                format!("tool call timed out after {timeout_ms}ms"),
+            )),
+            (out, false) => out,
+        }
+    }
+}
+
+/// How often the watcher looks at the caller's token. The caller's token is
+/// a plain flag with no wakeup, so it is polled; the deadline and the end
+/// of the work wake the watcher at once.
+const CALLER_POLL: Duration = Duration::from_millis(10);
+
+/// Cancel `token` when `caller` is cancelled or `deadline` passes, until
+/// `done` disconnects. Returns whether the deadline fired first.
+fn watch(
+    caller: &CancelToken,
+    token: &CancelToken,
+    deadline: Option<Instant>,
+    done: mpsc::Receiver<()>,
+) -> bool {
+    loop {
+        if caller.is_cancelled() {
+            token.cancel();
+            return false;
+        }
+        let now = Instant::now();
+        let wait = match deadline {
+            Some(d) if d <= now => {
+                token.cancel();
+                return true;
+            }
+            Some(d) => (d - now).min(CALLER_POLL),
+            None => CALLER_POLL,
+        };
+        match done.recv_timeout(wait) {
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            _ => return false,
+        }
+    }
+}

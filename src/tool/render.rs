@@ -1,0 +1,387 @@
+//! The text the model sees for a glob or grep value (`seed-reference.md`
+//! §3.2–§3.5), and the presentation meta of a direct call (§3.8).
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use crate::config::SearchConfig;
+use crate::spill::SpillRef;
+use crate::tool::search::{GlobValue, GrepMatch, GrepValue};
+use crate::tool::text::preview_line;
+
+/// The unsaved recovery texts (`seed-reference.md` §3.2, §3.4, literal).
+const GREP_UNSAVED: &str =
+    "The complete result could not be saved; narrow pattern, path, or include to see more.";
+const GLOB_UNSAVED: &str =
+    "The complete result could not be saved; narrow pattern or path to see more.";
+
+fn usize_cap(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// Every match previewed to `grepMaxLineBytes`, in value order.
+fn previewed(value: &GrepValue, config: &SearchConfig) -> Vec<GrepMatch> {
+    let max = usize_cap(config.grep_max_line_bytes);
+    value
+        .matches
+        .iter()
+        .map(|m| GrepMatch {
+            path: m.path.clone(),
+            line_number: m.line_number,
+            line: preview_line(&m.line, max),
+        })
+        .collect()
+}
+
+/// Groups of consecutive-or-not matches by path, in first-seen order, each
+/// keeping its matches' order.
+fn group_by_path(matches: &[GrepMatch]) -> Vec<(&str, Vec<&GrepMatch>)> {
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut groups: Vec<(&str, Vec<&GrepMatch>)> = Vec::new();
+    for m in matches {
+        let i = *index.entry(&m.path).or_insert_with(|| {
+            groups.push((&m.path, Vec::new()));
+            groups.len() - 1
+        });
+        groups[i].1.push(m);
+    }
+    groups
+}
+
+/// `formatGrepMatches`: each file on its own line, then `Line N: <line>`
+/// per match; groups separated by a blank line.
+pub fn format_grep_matches(matches: &[GrepMatch]) -> String {
+    group_by_path(matches)
+        .iter()
+        .map(|(path, ms)| {
+            let mut s = path.to_string();
+            for m in ms {
+                s.push_str(&format!("\nLine {}: {}", m.line_number, m.line));
+            }
+            s
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// Whether a grep value is over the inline cap (and so spills on a direct
+/// call).
+pub fn grep_over_cap(value: &GrepValue, config: &SearchConfig) -> bool {
+    value.matches.len() as u64 > config.grep_max_matches
+}
+
+/// Whether a glob value is over the inline cap.
+pub fn glob_over_cap(value: &GlobValue, config: &SearchConfig) -> bool {
+    value.paths.len() as u64 > config.glob_max_results
+}
+
+/// The complete grep artifact a direct call spills: every match previewed,
+/// under `Found <N> matches` (always plural: N is at least 2 here).
+pub fn grep_artifact(value: &GrepValue, config: &SearchConfig) -> String {
+    let all = previewed(value, config);
+    format!(
+        "Found {} matches\n\n{}",
+        all.len(),
+        format_grep_matches(&all)
+    )
+}
+
+/// The complete glob artifact: every path in full order, no footer.
+pub fn glob_artifact(value: &GlobValue) -> String {
+    value.paths.join("\n")
+}
+
+/// grep's text (§3.2). `spill` is where the complete result went, if it
+/// was saved.
+pub fn render_grep(value: &GrepValue, config: &SearchConfig, spill: Option<&SpillRef>) -> String {
+    let seen = value.matches.len();
+    if seen == 0 {
+        return "No matches found".to_string();
+    }
+    let mut kept = previewed(value, config);
+    kept.truncate(usize_cap(config.grep_max_matches));
+    let body = format_grep_matches(&kept);
+    if kept.len() == seen {
+        let noun = if seen == 1 { "match" } else { "matches" };
+        return format!("Found {seen} {noun}\n\n{body}");
+    }
+    let recovery = match spill {
+        Some(r) => format!("Full grep result stored at: {}. {}", r.locator, r.hint),
+        None => GREP_UNSAVED.to_string(),
+    };
+    format!(
+        "Found {} of {seen} matches\n\n{body}\n\n({recovery})",
+        kept.len()
+    )
+}
+
+/// A sample of an over-cap glob result (§3.5).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sample<'a> {
+    /// The taken paths, group by group.
+    pub items: Vec<&'a str>,
+    /// Groups that got at least one slot.
+    pub shown: usize,
+    /// Distinct groups in the whole result.
+    pub total: usize,
+}
+
+/// The top-level entry a path belongs to, relative to the search root
+/// (§3.5 "grouping key"). `/` is the only separator.
+fn group_key<'a>(path: &'a str, root: &str) -> &'a str {
+    let rel = if root == "." {
+        path.strip_prefix("./").unwrap_or(path)
+    } else {
+        let r = root.trim_end_matches('/');
+        if r.is_empty() {
+            path.trim_start_matches('/')
+        } else if path == r {
+            ""
+        } else {
+            match path.strip_prefix(r).and_then(|rest| rest.strip_prefix('/')) {
+                Some(rest) => rest,
+                None => path,
+            }
+        }
+    };
+    let rel = rel.trim_start_matches('/');
+    rel.split('/').next().unwrap_or("")
+}
+
+/// `sampleAcrossTopLevel`: round-robin over top-level groups (in first-seen
+/// order) until `max_items` paths are taken; exhausted groups leave the
+/// rotation, so the work is linear in the input.
+pub fn sample_across_top_level<'a>(
+    paths: &'a [String],
+    max_items: usize,
+    root: &str,
+) -> Sample<'a> {
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut groups: Vec<Vec<&'a str>> = Vec::new();
+    for p in paths {
+        let key = group_key(p, root);
+        let i = *index.entry(key).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[i].push(p);
+    }
+    let mut taken = vec![0usize; groups.len()];
+    let mut active: Vec<usize> = (0..groups.len()).collect();
+    let mut count = 0;
+    'rounds: while count < max_items && !active.is_empty() {
+        let mut next = Vec::with_capacity(active.len());
+        for &g in &active {
+            if count == max_items {
+                break 'rounds;
+            }
+            taken[g] += 1;
+            count += 1;
+            if taken[g] < groups[g].len() {
+                next.push(g);
+            }
+        }
+        active = next;
+    }
+    let items = groups
+        .iter()
+        .zip(&taken)
+        .flat_map(|(g, &n)| g[..n].iter().copied())
+        .collect();
+    Sample {
+        items,
+        shown: taken.iter().filter(|&&n| n > 0).count(),
+        total: groups.len(),
+    }
+}
+
+/// The page of an over-cap glob result and the footer's basis: the head
+/// (basis `.`) or the sample (§3.4).
+fn glob_page<'a>(value: &'a GlobValue, config: &SearchConfig) -> (Vec<&'a str>, String) {
+    let cap = usize_cap(config.glob_max_results);
+    let n = value.paths.len();
+    if n <= cap {
+        return (value.paths.iter().map(String::as_str).collect(), ".".into());
+    }
+    if !config.sample_over_cap_glob_results {
+        let head = value.paths[..cap].iter().map(String::as_str).collect();
+        return (head, ".".into());
+    }
+    let s = sample_across_top_level(&value.paths, cap, &value.root);
+    let basis = if s.total == n {
+        ".".to_string()
+    } else {
+        let mut b = format!(
+            ", sampled across {} of the {} top-level entries this pattern matched instead of taken in modification-time order.",
+            s.shown, s.total
+        );
+        if s.shown < s.total {
+            b.push_str(" Narrow path to inspect a specific subtree.");
+        }
+        b
+    };
+    (s.items, basis)
+}
+
+/// glob's text (§3.4).
+pub fn render_glob(value: &GlobValue, config: &SearchConfig, spill: Option<&SpillRef>) -> String {
+    let n = value.paths.len();
+    if n == 0 {
+        return "No files found".to_string();
+    }
+    if !glob_over_cap(value, config) {
+        return value.paths.join("\n");
+    }
+    let (page, basis) = glob_page(value, config);
+    let recovery = match spill {
+        Some(r) => format!("Full sorted result stored at: {}. {}", r.locator, r.hint),
+        None => GLOB_UNSAVED.to_string(),
+    };
+    format!(
+        "{}\n\n(Showing {} of {n} paths{basis} {recovery})",
+        page.join("\n"),
+        page.len()
+    )
+}
+
+fn json_len(v: &Value) -> usize {
+    serde_json::to_vec(v).map(|b| b.len()).unwrap_or(0)
+}
+
+/// The serialized size of `{"shape":…,"<key>":[items],"truncated":…,"total":…}`
+/// from the items' sizes (key order does not change the size).
+fn meta_len(shape: &str, key: &str, item_lens: &[usize], truncated: bool, total: usize) -> usize {
+    let fixed =
+        json_len(&json!({ "shape": shape, key: [], "truncated": truncated, "total": total }));
+    fixed + item_lens.iter().sum::<usize>() + item_lens.len().saturating_sub(1)
+}
+
+/// Drop trailing items while the meta is over `cap` bytes, never the last
+/// one; returns whether anything was dropped.
+fn cap_items(
+    shape: &str,
+    key: &str,
+    items: &mut Vec<Value>,
+    truncated: bool,
+    total: usize,
+    cap: u64,
+) -> bool {
+    let mut lens: Vec<usize> = items.iter().map(json_len).collect();
+    let mut dropped = false;
+    while lens.len() > 1 && meta_len(shape, key, &lens, truncated || dropped, total) as u64 > cap {
+        lens.pop();
+        items.pop();
+        dropped = true;
+    }
+    dropped
+}
+
+/// grep's presentation meta (§3.8), from the previewed and capped matches.
+pub fn grep_meta(value: &GrepValue, config: &SearchConfig) -> Value {
+    let total = value.matches.len();
+    let mut kept = previewed(value, config);
+    kept.truncate(usize_cap(config.grep_max_matches));
+    let mut files: Vec<Value> = group_by_path(&kept)
+        .iter()
+        .map(|(path, ms)| {
+            let matches: Vec<Value> = ms
+                .iter()
+                .map(|m| json!({ "lineNumber": m.line_number, "line": m.line }))
+                .collect();
+            json!({ "path": path, "matches": matches })
+        })
+        .collect();
+    let truncated = kept.len() < total;
+    let dropped = cap_items(
+        "matches",
+        "files",
+        &mut files,
+        truncated,
+        total,
+        config.search_meta_max_bytes,
+    );
+    json!({ "shape": "matches", "files": files, "truncated": truncated || dropped, "total": total })
+}
+
+/// glob's presentation meta (§3.8): the same page the text shows.
+pub fn glob_meta(value: &GlobValue, config: &SearchConfig) -> Value {
+    let total = value.paths.len();
+    let (page, _) = glob_page(value, config);
+    let mut paths: Vec<Value> = page.iter().map(|p| json!(p)).collect();
+    let truncated = glob_over_cap(value, config);
+    let dropped = cap_items(
+        "paths",
+        "paths",
+        &mut paths,
+        truncated,
+        total,
+        config.search_meta_max_bytes,
+    );
+    json!({ "shape": "paths", "paths": paths, "truncated": truncated || dropped, "total": total })
+}
+
+/// The call title a UI shows for a search call (§3.8):
+/// `Glob <pattern>[ in <path>]`, `Grep <pattern>[ in <path>][ (<include>)]`.
+/// `None` for other tools or arguments without a string pattern.
+pub fn call_title(tool: &str, args: &Value) -> Option<String> {
+    let s = |k: &str| args.get(k).and_then(Value::as_str);
+    let pattern = s("pattern")?;
+    let mut title = match tool {
+        "glob" => format!("Glob {pattern}"),
+        "grep" => format!("Grep {pattern}"),
+        _ => return None,
+    };
+    if let Some(path) = s("path") {
+        title.push_str(&format!(" in {path}"));
+    }
+    if tool == "grep" {
+        if let Some(include) = s("include") {
+            title.push_str(&format!(" ({include})"));
+        }
+    }
+    Some(title)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles() {
+        let t = |tool, v: Value| call_title(tool, &v);
+        assert_eq!(t("glob", json!({"pattern": "*.ts"})).unwrap(), "Glob *.ts");
+        assert_eq!(
+            t("glob", json!({"pattern": "*", "path": "src"})).unwrap(),
+            "Glob * in src"
+        );
+        assert_eq!(
+            t(
+                "grep",
+                json!({"pattern": "x", "path": "src", "include": "*.rs"})
+            )
+            .unwrap(),
+            "Grep x in src (*.rs)"
+        );
+        assert_eq!(
+            t("grep", json!({"pattern": "x", "include": "*.rs"})).unwrap(),
+            "Grep x (*.rs)"
+        );
+        assert_eq!(t("read", json!({"pattern": "x"})), None);
+        assert_eq!(t("grep", json!({})), None);
+    }
+
+    #[test]
+    fn format_keeps_first_seen_order() {
+        let m = |p: &str, n, l: &str| GrepMatch {
+            path: p.into(),
+            line_number: n,
+            line: l.into(),
+        };
+        let ms = [m("b.ts", 2, "x"), m("a.ts", 1, "y"), m("b.ts", 5, "z")];
+        assert_eq!(
+            format_grep_matches(&ms),
+            "b.ts\nLine 2: x\nLine 5: z\n\na.ts\nLine 1: y"
+        );
+    }
+}

@@ -1,0 +1,329 @@
+//! From a backend's [`Outcome`] to a canonical value or a `SearchError`:
+//! the failure ladder of `contract.md` §3 (`seed-reference.md` §2.4, HEAD),
+//! the same for both backends.
+
+use serde_json::{json, Value};
+
+use crate::backend::SearchBackend;
+use crate::cancel::CancelToken;
+use crate::config::SearchConfig;
+use crate::event::Event;
+use crate::outcome::{Outcome, Status};
+use crate::request::{GlobRequest, GrepRequest};
+use crate::tool::args::{GlobArgs, GrepArgs};
+use crate::tool::result::ToolError;
+use crate::tool::text::{display_path, js_trim};
+use crate::tool::CallContext;
+
+/// glob's canonical value: `{ root, paths }`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GlobValue {
+    /// `.` without a path, else the path in display form.
+    pub root: String,
+    /// Every listed file in rg's order, in display form.
+    pub paths: Vec<String>,
+}
+
+/// One grep match: `{ path, lineNumber, line }`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrepMatch {
+    /// The file, in display form.
+    pub path: String,
+    /// 1-based line number.
+    pub line_number: u64,
+    /// The whole line without its `\n` or `\r\n`.
+    pub line: String,
+}
+
+/// grep's canonical value: `{ matches }`, ordered by display path bytes,
+/// then line number (contract D2).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GrepValue {
+    /// The matches.
+    pub matches: Vec<GrepMatch>,
+}
+
+impl GlobValue {
+    /// As JSON.
+    pub fn to_json(&self) -> Value {
+        json!({ "root": self.root, "paths": self.paths })
+    }
+}
+
+impl GrepValue {
+    /// As JSON.
+    pub fn to_json(&self) -> Value {
+        let matches: Vec<Value> = self
+            .matches
+            .iter()
+            .map(|m| json!({ "path": m.path, "lineNumber": m.line_number, "line": m.line }))
+            .collect();
+        json!({ "matches": matches })
+    }
+}
+
+/// A `SearchError` (`seed-reference.md` §4.1).
+pub fn search_error(code: &str, message: impl Into<String>) -> ToolError {
+    ToolError::coded("SearchError", code, message)
+}
+
+fn aborted(tool: &str) -> ToolError {
+    search_error(
+        "SEARCH_ABORTED",
+        format!("{tool} was aborted before completion (tool timeout or caller cancellation)"),
+    )
+}
+
+fn launch_failed(tool: &str) -> ToolError {
+    search_error(
+        "SEARCH_FAILED",
+        format!("{tool} could not start its search command (ripgrep launch failed)"),
+    )
+}
+
+/// Whether any of the tokens was cancelled: the call's own (which the
+/// deadline cancels) or the caller's.
+fn any_cancelled(tokens: &[&CancelToken]) -> bool {
+    tokens.iter().any(|t| t.is_cancelled())
+}
+
+/// The stderr excerpt: rg's stderr as the seam would have kept it (the
+/// lines, each ending in `\n`, tail-kept within `max_bytes`), JS-trimmed,
+/// with ` [stderr truncated]` when bytes were dropped. `None` when empty.
+pub fn stderr_excerpt(lines: &[String], max_bytes: u64) -> Option<String> {
+    let mut text = String::new();
+    for l in lines {
+        text.push_str(l);
+        text.push('\n');
+    }
+    let max = usize::try_from(max_bytes).unwrap_or(usize::MAX);
+    let lossy = text.len() > max;
+    let kept = crate::spill::utf8_tail(&text, max);
+    let trimmed = js_trim(kept);
+    if trimmed.is_empty() {
+        return None;
+    }
+    Some(if lossy {
+        format!("{trimmed} [stderr truncated]")
+    } else {
+        trimmed.to_string()
+    })
+}
+
+/// Steps 2–9 of the ladder for an outcome: `Ok(true)` for exit 0 (parse
+/// the results), `Ok(false)` for exit 1 (an empty value), or the error.
+fn ladder<T>(
+    tool: &str,
+    outcome: &Outcome<T>,
+    tokens: &[&CancelToken],
+    config: &SearchConfig,
+) -> Result<bool, ToolError> {
+    // A search that could not start is a launch failure even when the
+    // signal aborted meanwhile (seed §2.4 step 3).
+    if let Status::LaunchFailed(_) = outcome.status {
+        return Err(launch_failed(tool));
+    }
+    // Step 5: an abort wins over any exit code, even 0.
+    if any_cancelled(tokens) || outcome.status == Status::Cancelled {
+        return Err(aborted(tool));
+    }
+    let code = match &outcome.status {
+        Status::Signaled(sig) => {
+            return Err(search_error(
+                "SEARCH_FAILED",
+                format!(
+                    "{tool} search command was killed by signal {}",
+                    sig.as_deref().unwrap_or("(unknown)")
+                ),
+            ))
+        }
+        // Contract D4: both backends stop at the budget, so there is no
+        // partial stdout to measure; the seam's "retained" wording applies.
+        Status::OverBudget => {
+            return Err(search_error(
+                "SEARCH_RAW_OUTPUT_OVERFLOW",
+                format!(
+                    "{tool} produced more raw output than the subprocess seam retained within the {}-byte cap; narrow pattern, path, or include and retry",
+                    config.raw_output_max_bytes
+                ),
+            ))
+        }
+        // The rg backend's --json line that was not one of rg's messages
+        // (seed §2.1): the whole search fails.
+        Status::Malformed(detail) => {
+            return Err(search_error(
+                "SEARCH_FAILED",
+                format!("{tool} received malformed ripgrep --json output ({detail})"),
+            ))
+        }
+        Status::Exited(code) => *code,
+        Status::Cancelled | Status::LaunchFailed(_) => unreachable!("handled above"),
+    };
+    match code {
+        0 => Ok(true),
+        1 => Ok(false),
+        n => {
+            let excerpt = stderr_excerpt(&outcome.stderr, config.stderr_max_bytes);
+            let lower = excerpt.as_deref().unwrap_or("").to_lowercase();
+            if lower.contains("regex parse error") || lower.contains("error parsing glob") {
+                return Err(search_error(
+                    "SEARCH_INVALID_PATTERN",
+                    format!(
+                        "{tool} pattern rejected by ripgrep: {}",
+                        excerpt.unwrap_or_default()
+                    ),
+                ));
+            }
+            let mut msg = format!("{tool} search failed (exit {n})");
+            if let Some(e) = excerpt {
+                msg.push_str(": ");
+                msg.push_str(&e);
+            }
+            Err(search_error("SEARCH_FAILED", msg))
+        }
+    }
+}
+
+/// Node's spawn refuses an argv element holding NUL before any process
+/// exists: the launch failure, on both backends, without asking them.
+fn has_nul(values: &[Option<&str>]) -> bool {
+    values.iter().flatten().any(|v| v.contains('\0'))
+}
+
+/// Run glob on `backend`. `cancel` is the call's own token (handed to the
+/// backend); `caller` is the caller's.
+pub fn run_glob(
+    backend: &dyn SearchBackend,
+    args: &GlobArgs,
+    ctx: &CallContext,
+    cancel: &CancelToken,
+    config: &SearchConfig,
+) -> Result<GlobValue, ToolError> {
+    let tokens = [cancel, &ctx.cancel];
+    if any_cancelled(&tokens) {
+        return Err(aborted("glob"));
+    }
+    if has_nul(&[Some(&args.pattern), args.path.as_deref()]) {
+        return Err(launch_failed("glob"));
+    }
+    let req = GlobRequest {
+        pattern: args.pattern.clone(),
+        path: args.path.clone(),
+        workdir: ctx.workdir.clone(),
+        cancel: cancel.clone(),
+        raw_budget: Some(config.raw_output_max_bytes),
+    };
+    let outcome = backend.glob(&req);
+    let root = match &args.path {
+        Some(p) => display_path(p, &ctx.workdir),
+        None => ".".to_string(),
+    };
+    if !ladder("glob", &outcome, &tokens, config)? {
+        return Ok(GlobValue {
+            root,
+            paths: Vec::new(),
+        });
+    }
+    // Contract D1: file names that are not UTF-8 are decoded lossily.
+    let paths = outcome
+        .results
+        .files
+        .iter()
+        .map(|f| display_path(&String::from_utf8_lossy(f), &ctx.workdir))
+        .collect();
+    Ok(GlobValue { root, paths })
+}
+
+/// Run grep on `backend`.
+pub fn run_grep(
+    backend: &dyn SearchBackend,
+    args: &GrepArgs,
+    ctx: &CallContext,
+    cancel: &CancelToken,
+    config: &SearchConfig,
+) -> Result<GrepValue, ToolError> {
+    let tokens = [cancel, &ctx.cancel];
+    if any_cancelled(&tokens) {
+        return Err(aborted("grep"));
+    }
+    if has_nul(&[
+        Some(&args.pattern),
+        args.path.as_deref(),
+        args.include.as_deref(),
+    ]) {
+        return Err(launch_failed("grep"));
+    }
+    let req = GrepRequest {
+        pattern: args.pattern.clone(),
+        path: args.path.clone(),
+        include: args.include.clone(),
+        workdir: ctx.workdir.clone(),
+        cancel: cancel.clone(),
+        raw_budget: Some(config.raw_output_max_bytes),
+    };
+    let outcome = backend.grep(&req);
+    if !ladder("grep", &outcome, &tokens, config)? {
+        return Ok(GrepValue::default());
+    }
+    let mut matches: Vec<GrepMatch> = outcome
+        .results
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Match(m) => Some(m),
+            _ => None,
+        })
+        .map(|m| GrepMatch {
+            // Contract D1 and D3: lossy paths and lines.
+            path: display_path(&String::from_utf8_lossy(&m.path), &ctx.workdir),
+            line_number: m.line_number,
+            line: strip_terminator(&String::from_utf8_lossy(&m.lines)).to_string(),
+        })
+        .collect();
+    // Contract D2: rg's file order varies from run to run; ours does not.
+    matches.sort_by(|a, b| {
+        a.path
+            .as_bytes()
+            .cmp(b.path.as_bytes())
+            .then(a.line_number.cmp(&b.line_number))
+    });
+    Ok(GrepValue { matches })
+}
+
+/// Remove one trailing `\n` and the `\r` before it, if any (`/\r?\n$/`);
+/// a lone trailing `\r` stays.
+fn strip_terminator(line: &str) -> &str {
+    match line.strip_suffix('\n') {
+        Some(l) => l.strip_suffix('\r').unwrap_or(l),
+        None => line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminators() {
+        assert_eq!(strip_terminator("a\r\n"), "a");
+        assert_eq!(strip_terminator("a\n"), "a");
+        assert_eq!(strip_terminator("a\r"), "a\r");
+        assert_eq!(strip_terminator("a\n\n"), "a\n");
+        assert_eq!(strip_terminator("a\r\r\n"), "a\r");
+    }
+
+    #[test]
+    fn excerpts() {
+        let lines = vec!["rg: a".to_string(), "  ".to_string()];
+        assert_eq!(stderr_excerpt(&lines, 100).unwrap(), "rg: a");
+        assert_eq!(stderr_excerpt(&[], 100), None);
+        assert_eq!(stderr_excerpt(&["  ".into()], 100), None);
+        // "rg: first\nrg: second\n" keeps its last 8 bytes: "second\n".
+        let two = vec!["rg: first".to_string(), "rg: second".to_string()];
+        assert_eq!(
+            stderr_excerpt(&two, 8).unwrap(),
+            "second [stderr truncated]"
+        );
+        assert_eq!(stderr_excerpt(&two, 21).unwrap(), "rg: first\nrg: second");
+    }
+}

@@ -1,0 +1,718 @@
+//! The native engine and the rg backend against the real rg 15.2.0 at the raw
+//! level of `contract.md` §2: glob stdout byte for byte, grep stdout after
+//! masking `elapsed` and sorting per-file blocks, stderr as sorted lines, exit
+//! code. Each test builds one fixture tree and runs a table of cases on it;
+//! the row ids in comments are those of `rg-semantics.md` §2.
+//!
+//! Rerun one case: `DSH_SEARCH_CASE='<substring of the label>' cargo test --test tests conformance`.
+
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use dsh_search::{CancelToken, GrepRequest, NativeBackend, RgBackend, SearchBackend, Status};
+
+use crate::util::tree::{dir, fifo, file, fixture, mode, mtime, socket, symlink, Spec, Tree};
+use crate::util::{glob, grep, rg, Case, Mode, Report};
+
+fn check(name: &str, specs: &[Spec], cases: &[Case], mode: Mode) {
+    let Some(env) = rg::env() else { return };
+    let tree = Tree::build(specs);
+    let mut report = Report::new(name);
+    report.run_all(env, &tree, cases, mode);
+    report.finish();
+}
+
+/// A tree with one of everything the default filters care about, inside a
+/// repository (`.git/HEAD`) so `.gitignore`, info/exclude and the global
+/// excludes apply (W3).
+fn basic_tree() -> Vec<Spec> {
+    vec![
+        file("src/a.rs", "fn main() { needle(); }\n"),
+        file(
+            "src/b.txt",
+            "needle in b\nno match here\nneedle again needle\n",
+        ),
+        file("src/deep/c.rs", "// needle deep\n"),
+        file("src/.hidden.rs", "needle hidden rs\n"),
+        file("docs/readme.md", "# needle docs\n"),
+        file("notes.md", "notes needle\n"),
+        file("top.txt", "top needle\nalpha\n"),
+        file("alpha.txt", "alpha\n"),
+        file("bravo.rs", "bravo needle\n"),
+        file(".hidden.txt", "hidden needle\n"),
+        file(".hdir/inner.txt", "needle inner hidden dir\n"),
+        file("space name.txt", "needle with space\n"),
+        file("ünï.txt", "needle ünï ö\n"),
+        file("dots.in.name.txt", "needle dots\n"),
+        file("#hash.md", "needle hash\n"),
+        file("[x].txt", "needle bracket\n"),
+        file("-dash.txt", "-foo needle\n"),
+        file(".git/HEAD", "ref: refs/heads/main needle\n"),
+        file(".git/info/exclude", "excluded.txt\n"),
+        file(".gitignore", "ignored.txt\nbuild/\n"),
+        file("ignored.txt", "needle ignored\n"),
+        file("build/out.txt", "needle build\n"),
+        file(".ignore", "dotignored.txt\nreinc.txt\n"),
+        file("dotignored.txt", "needle dotignored\n"),
+        file(".rgignore", "rgignored.txt\n!reinc.txt\n"),
+        file("rgignored.txt", "needle rgignored\n"),
+        file("reinc.txt", "needle re-included by .rgignore\n"),
+        file("excluded.txt", "needle excluded\n"),
+        file("x.globalignored", "needle global\n"),
+        file("global-dir/g.txt", "needle global dir\n"),
+        dir("emptydir"),
+        // S3: deliberate ties across directories.
+        mtime("top.txt", 100),
+        mtime("alpha.txt", 100),
+        mtime("src/a.rs", 100),
+        mtime("src/deep/c.rs", 100),
+        mtime("bravo.rs", 50),
+    ]
+}
+
+const GLOB_PATTERNS: &[&str] = &[
+    "*",
+    "**",
+    "*.txt",
+    "*.rs",
+    "**/*.rs",
+    "src/*.rs",  // G1/G3 anchored at the cwd
+    "/src/*.rs", // G3 leading slash
+    "src/**",    // G4
+    "**/deep/*.rs",
+    "*.{rs,txt}",      // G5
+    "*.{rs,{md,txt}}", // G5 nested
+    "[ab]*",           // G6
+    "[!a]*",
+    "[^a]*",
+    "\\[*",
+    "#*.md",   // G8 comment
+    "\\#*",    // G8 escaped #
+    "*.md  ",  // G8 trailing spaces
+    "*.md\\ ", // G8 escaped trailing space
+    "",        // G8 empty
+    "!",       // excludes everything
+    "!*.txt",  // G9 only a negation: no whitelist
+    "src",     // whitelisted dir, files match nothing
+    "src/",
+    ".hdir",
+    ".*",
+    "a{,b}*",
+    "**a*",
+    "[abc", // glob errors (R5)
+    "a{b",
+    "a\\",
+];
+
+const PATHS: &[Option<&str>] = &[
+    None,
+    Some("."),
+    Some("./"),
+    Some("src"),
+    Some("src/"),
+    Some("src//"),
+    Some(".//src"),
+    Some("./src/"),
+    Some("{root}"),
+    Some("{root}/src"),
+    Some("{root}/./src"),
+    Some("src/a.rs"),
+    Some("./src/a.rs"),
+    Some("missing"),
+    Some("src/a.rs/"),
+    Some(".git"),
+    Some(".hdir"),
+    Some("ignored.txt"),
+    Some("build"),
+    Some("emptydir"),
+];
+
+#[test]
+fn basic_glob() {
+    let mut cases = Vec::new();
+    for p in GLOB_PATTERNS {
+        for path in PATHS {
+            cases.push(glob(p, *path));
+        }
+    }
+    // P2: `..` from a subdirectory used as the workdir; G1 anchoring there.
+    for p in ["*", "src/*.rs", "*.rs"] {
+        cases.push(glob(p, Some("..")).cwd("src"));
+        cases.push(glob(p, None).cwd("src"));
+        cases.push(glob(p, Some("../src")).cwd("src"));
+    }
+    check("basic_glob", &basic_tree(), &cases, Mode::InProcess);
+}
+
+#[test]
+fn basic_grep() {
+    let mut cases = Vec::new();
+    // R1/R2/R4/B3/J7: regex semantics and errors, no path.
+    for p in [
+        "needle",
+        "",
+        "$",
+        "^",
+        "ne+dle",
+        "\\w+",
+        "(",
+        "a\nb",
+        "\\x00",
+        "\\x00+",
+        "[",
+        "\\bneedle\\b",
+        "(?i)NEEDLE",
+        "ö",
+        "\\s",
+        "needle|alpha",
+        "-foo",
+        "x{99999999}",
+        "\\p{Greek}",
+        "(a)\\1",
+    ] {
+        cases.push(grep(p, None, None));
+        cases.push(grep(p, Some("."), None));
+    }
+    // G11/G12: include whitelisting past ignore rules and the hidden test.
+    for inc in [
+        "*.txt",
+        "*",
+        "!*.txt",
+        ".*",
+        "*.rs",
+        "src/**",
+        "**",
+        "ignored.txt",
+        "build/**",
+        "*.globalignored",
+        "HEAD",
+        ".g*",
+        "#x",
+        "",
+        "*.none",
+        "[abc",
+        "a{b",
+        "a\\",
+    ] {
+        for path in [None, Some("."), Some("src")] {
+            cases.push(grep("needle", path, Some(inc)));
+        }
+    }
+    // R5: a glob error wins over a regex error.
+    cases.push(grep("(", None, Some("[abc")));
+    cases.push(grep("a\nb", Some("."), Some("a{b")));
+    // P1/P2/W10/W11: path forms; explicit paths are never filtered.
+    for path in PATHS.iter().flatten() {
+        cases.push(grep("needle", Some(path), None));
+        cases.push(grep("needle", Some(path), Some("*.md")));
+    }
+    for path in ["..", "../src", "."] {
+        cases.push(grep("needle", Some(path), None).cwd("src"));
+    }
+    cases.push(grep("needle", None, None).cwd("src"));
+    cases.push(grep("needle", None, Some("src/*.rs")).cwd("src"));
+    check("basic_grep", &basic_tree(), &cases, Mode::InProcess);
+}
+
+/// W3: a `.gitignore` outside any repository is not read; `.ignore` is, also
+/// from parent directories of the workdir.
+#[test]
+fn ignore_files_outside_a_repo() {
+    let specs = vec![
+        file(".gitignore", "gi.txt\n"),
+        file(".ignore", "ig.txt\n"),
+        file("gi.txt", "needle gi\n"),
+        file("ig.txt", "needle ig\n"),
+        file("x.globalignored", "needle global outside repo\n"),
+        file("sub/gi.txt", "needle sub gi\n"),
+        file("sub/ig.txt", "needle sub ig\n"),
+        file("sub/keep.txt", "needle keep\n"),
+        file("sub/.rgignore", "keep.txt\n"),
+        file("sub/deeper/ig.txt", "needle deeper\n"),
+    ];
+    let mut cases = Vec::new();
+    for cwd in ["", "sub", "sub/deeper"] {
+        for path in [None, Some("."), Some("ig.txt")] {
+            cases.push(grep("needle", path, None).cwd(cwd));
+        }
+        if !cwd.is_empty() {
+            // Never `..` from the root: that would walk all of /tmp.
+            cases.push(grep("needle", Some(".."), None).cwd(cwd));
+        }
+        cases.push(grep("needle", None, Some("*.txt")).cwd(cwd));
+        cases.push(glob("*", None).cwd(cwd));
+    }
+    check("ignore_outside_repo", &specs, &cases, Mode::InProcess);
+}
+
+/// W3: repositories: nested repos cut off the parent `.gitignore`,
+/// info/exclude, the global excludes file (set in the controlled
+/// `$HOME/.gitconfig`), `.jj` repos, `.git` files, running from inside an
+/// ignored directory.
+#[test]
+fn repositories() {
+    let specs = vec![
+        file("repo/.git/HEAD", "ref: x\n"),
+        file("repo/.git/info/exclude", "excluded.txt\n"),
+        file("repo/.gitignore", "*.log\n/build/\n!keep.log\n"),
+        file("repo/a.log", "needle log\n"),
+        file("repo/keep.log", "needle keep log\n"),
+        file("repo/keep.txt", "needle keep\n"),
+        file("repo/excluded.txt", "needle excluded\n"),
+        file("repo/x.globalignored", "needle global\n"),
+        file("repo/global-dir/f.txt", "needle global dir\n"),
+        file("repo/build/out.txt", "needle build\n"),
+        file("repo/sub/c.log", "needle sub log\n"),
+        file(
+            "repo/sub/build/kept.txt",
+            "needle sub build (anchored rule)\n",
+        ),
+        file("repo/nested/.git/HEAD", "ref: y\n"),
+        file("repo/nested/b.log", "needle nested log\n"),
+        file("repo/nested/.gitignore", "nested-only.txt\n"),
+        file("repo/nested/nested-only.txt", "needle nested only\n"),
+        file("jj/.jj/repo", "x\n"),
+        file("jj/.gitignore", "*.tmp\n"),
+        file("jj/a.tmp", "needle jj tmp\n"),
+        file("wt/.git", "gitdir: /nonexistent/worktree\n"),
+        file("wt/.gitignore", "*.log\n"),
+        file("wt/w.log", "needle worktree log\n"),
+        file("outside/.gitignore", "*.log\n"),
+        file("outside/o.log", "needle outside log\n"),
+        file("outside/x.globalignored", "needle outside global\n"),
+    ];
+    let mut cases = Vec::new();
+    for cwd in [
+        "",
+        "repo",
+        "repo/sub",
+        "repo/build",
+        "repo/nested",
+        "jj",
+        "wt",
+        "outside",
+    ] {
+        cases.push(grep("needle", None, None).cwd(cwd));
+        cases.push(grep("needle", Some("."), None).cwd(cwd));
+        if !cwd.is_empty() {
+            // Never `..` from the root: that would walk all of /tmp.
+            cases.push(grep("needle", Some(".."), None).cwd(cwd));
+        }
+        cases.push(grep("needle", None, Some("*.log")).cwd(cwd));
+        cases.push(glob("*", None).cwd(cwd));
+    }
+    for path in [
+        "repo",
+        "repo/build",
+        "repo/a.log",
+        "{root}/repo",
+        "repo/nested",
+        "wt/w.log",
+    ] {
+        cases.push(grep("needle", Some(path), None));
+    }
+    check("repositories", &specs, &cases, Mode::InProcess);
+}
+
+/// W12–W14 and G12: VCS directories for glob (`.git` dir, `.git` file, root
+/// inside `.git`) and for grep (hidden, re-included by `*`).
+#[test]
+fn vcs_dirs() {
+    let specs = vec![
+        file(".git/HEAD", "needle head\n"),
+        file(".git/objects/ab/cdef", "needle object\n"),
+        file(".svn/entries", "needle svn\n"),
+        file(".hg/store", "needle hg\n"),
+        file(".bzr/x", "needle bzr\n"),
+        file(".jj/repo", "needle jj\n"),
+        file(".sl/y", "needle sl\n"),
+        file("sub/.git", "gitdir: ../.git\n"),
+        file("sub/file.txt", "needle sub\n"),
+        file("sub/.gitx", "needle not vcs\n"),
+        file("a.txt", "needle a\n"),
+    ];
+    let mut cases = Vec::new();
+    for p in ["*", "**", "**/*", ".git/**", "*HEAD*", ".git", ".*"] {
+        for path in [
+            None,
+            Some(".git"),
+            Some("./.git"),
+            Some(".git/objects"),
+            Some("{root}/.git"),
+            Some("sub"),
+            Some("sub/.git"),
+            Some(".svn"),
+        ] {
+            cases.push(glob(p, path));
+        }
+    }
+    for inc in [
+        None,
+        Some("*"),
+        Some(".*"),
+        Some("**"),
+        Some(".g*"),
+        Some("HEAD"),
+    ] {
+        for path in [None, Some("."), Some(".git"), Some("sub")] {
+            cases.push(grep("needle", path, inc));
+        }
+    }
+    check("vcs_dirs", &specs, &cases, Mode::InProcess);
+}
+
+fn nul_late() -> Vec<u8> {
+    // B1: more than 64 KiB of text before the NUL, so the walked search
+    // reports the matches of the first buffer and sets binary_offset.
+    let mut v = Vec::new();
+    let mut i = 0;
+    while v.len() < 100 * 1024 {
+        v.extend_from_slice(format!("line {i} needle\n").as_bytes());
+        i += 1;
+    }
+    v.extend_from_slice(b"\0 needle after nul\n");
+    v.extend_from_slice(b"needle tail\n");
+    v
+}
+
+/// B1/B2/C1/C2/J5–J7: binaries, encodings, line terminators, escaping.
+///
+/// The 200 KB line lives in its own tree: rg reuses a thread's line buffer
+/// from file to file, and a buffer grown by a long line makes the first
+/// read of a later file larger, so whether `nul_late.bin`'s NUL falls in its
+/// first buffer (nothing reported) or a later one (64 KiB of matches) would
+/// depend on which thread searched what before (seen with rg 15.2.0: 3 runs
+/// of 12 differ).
+#[test]
+fn encodings_and_binaries() {
+    let specs = vec![
+        fixture("utf16le_bom.txt", "utf16le_bom.txt"),
+        fixture("utf16be_bom.txt", "utf16be_bom.txt"),
+        fixture("utf16le_nobom.txt", "utf16le_nobom.txt"),
+        fixture("utf8_bom.txt", "utf8_bom.txt"),
+        fixture("latin1.txt", "latin1.txt"),
+        fixture("crlf.txt", "crlf.txt"),
+        fixture("no_final_newline.txt", "no_final_newline.txt"),
+        fixture("nul_early.bin", "nul_early.bin"),
+        fixture("controls.txt", "controls.txt"),
+        file("nul_late.bin", nul_late()),
+        file("empty.txt", ""),
+        file("only_nul.bin", "\0\0"),
+        file("abc.txt", "abc"),
+    ];
+    let names = [
+        "utf16le_bom.txt",
+        "utf16be_bom.txt",
+        "utf16le_nobom.txt",
+        "utf8_bom.txt",
+        "latin1.txt",
+        "crlf.txt",
+        "no_final_newline.txt",
+        "nul_early.bin",
+        "controls.txt",
+        "nul_late.bin",
+        "empty.txt",
+        "only_nul.bin",
+        "abc.txt",
+    ];
+    let mut cases = Vec::new();
+    for p in [
+        "needle",
+        "$",
+        "",
+        "^",
+        "ü",
+        "(?-u:\\xff)",
+        "e$",
+        "\\r",
+        "needle.*",
+        "\\x01",
+        "\u{2028}",
+    ] {
+        cases.push(grep(p, None, None));
+        for n in names {
+            cases.push(grep(p, Some(n), None));
+        }
+    }
+    cases.push(glob("*", None));
+    check("encodings", &specs, &cases, Mode::InProcess);
+
+    // C2: a 200 KB line is reported whole, walked and explicit.
+    let mut big = vec![b'a'; 200_000];
+    big.extend_from_slice(b"needle\n");
+    let specs = vec![file("big_line.txt", big), file("small.txt", "needle\n")];
+    let mut cases = Vec::new();
+    for p in ["needle", "^a", "$"] {
+        for path in [None, Some("."), Some("big_line.txt")] {
+            cases.push(grep(p, path, None));
+        }
+    }
+    check("big_line", &specs, &cases, Mode::InProcess);
+}
+
+/// P3/J5: non-UTF-8 and odd file names, non-UTF-8 lines.
+#[test]
+fn odd_names() {
+    let specs = vec![
+        file(b"bad\xffname.txt", "needle nonutf8 name\n"),
+        file(b"nl\nname.txt", "needle newline name\n"),
+        file("tab\tname.txt", "needle tab name\n"),
+        file("q\"uote.txt", "needle quote name\n"),
+        file("back\\slash.txt", "needle backslash name\n"),
+        file("ctl\x01name.txt", "needle control name\n"),
+        file("sp ace/ünï cödé.txt", "needle unicode dir\n"),
+        file(b"dir\xfe/inner.txt", "needle in non-utf8 dir\n"),
+        file("lat.txt", b"needle \xe9t\xe9\n"),
+        file("mixed.txt", b"needle ok\n\xff needle bad\n"),
+    ];
+    let mut cases = Vec::new();
+    for p in ["*", "*.txt", "*name*", "**/inner.txt"] {
+        cases.push(glob(p, None));
+        cases.push(glob(p, Some(".")));
+    }
+    for p in ["needle", "(?-u:\\xff)", "é", "name"] {
+        cases.push(grep(p, None, None));
+        cases.push(grep(p, Some("."), None));
+    }
+    cases.push(grep("needle", None, Some("*name*")));
+    check("odd_names", &specs, &cases, Mode::InProcess);
+}
+
+/// W4–W7: symlinks, loops, broken links, FIFOs and sockets, walked and
+/// explicit; missing paths and a file path with a trailing slash.
+#[test]
+fn special_files() {
+    let specs = vec![
+        file("real/f.txt", "needle real\n"),
+        file("file.txt", "needle file\n"),
+        symlink("linkdir", "real"),
+        symlink("linkfile", "file.txt"),
+        symlink("broken", "nowhere"),
+        symlink("loop1", "loop2"),
+        symlink("loop2", "loop1"),
+        symlink("self", "self"),
+        symlink("real/up", ".."),
+        fifo("pipe"),
+        socket("sock"),
+    ];
+    let mut cases = Vec::new();
+    let paths = [
+        None,
+        Some("."),
+        Some("linkdir"),
+        Some("linkdir/"),
+        Some("linkfile"),
+        Some("broken"),
+        Some("loop1"),
+        Some("self"),
+        Some("sock"),
+        Some("missing"),
+        Some("missing/deeper"),
+        Some("file.txt/"),
+        Some("real/up"),
+        Some("{root}/linkdir"),
+    ];
+    for path in paths.iter().chain([Some("pipe")].iter()) {
+        cases.push(glob("*", *path));
+    }
+    for path in paths {
+        cases.push(grep("needle", path, None));
+    }
+    check("special_files", &specs, &cases, Mode::InProcess);
+}
+
+/// S2/S3: the global stable mtime sort; ties over many directories keep the
+/// sequential walk (readdir) order.
+#[test]
+fn mtime_ties() {
+    let mut specs = Vec::new();
+    for d in 0..12 {
+        for f in 0..6 {
+            let p = format!("d{d}/f{f}.txt");
+            specs.push(file(&p, format!("needle {d} {f}\n")));
+            specs.push(mtime(&p, ((d * 7 + f * 3) % 4) as u64));
+        }
+        specs.push(file(format!("top{d}.txt"), "top\n"));
+        specs.push(mtime(format!("top{d}.txt"), (d % 3) as u64));
+    }
+    let mut cases = Vec::new();
+    for path in [None, Some("."), Some("{root}"), Some("d3")] {
+        cases.push(glob("*", path));
+        cases.push(glob("**/f1.txt", path));
+    }
+    check("mtime_ties", &specs, &cases, Mode::InProcess);
+    // Every file in one tick.
+    let mut tied: Vec<Spec> = (0..40)
+        .map(|i| file(format!("t{}/n{i}.txt", i % 5), "x\n"))
+        .collect();
+    tied.push(Spec::TieAll(7));
+    check(
+        "mtime_all_tied",
+        &tied,
+        &[glob("*", None), glob("*", Some("."))],
+        Mode::InProcess,
+    );
+}
+
+/// X2: "No files were searched" (no path) vs exit 1 (explicit `.`).
+#[test]
+fn nothing_searched() {
+    let cases = |extra: &[Case]| {
+        let mut v = vec![
+            grep("needle", None, None),
+            grep("needle", Some("."), None),
+            grep("needle", None, Some("*.none")),
+            grep("needle", Some("."), Some("*.none")),
+            grep("needle", None, Some("*")),
+            grep("needle", None, Some("*.txt")),
+            glob("*", None),
+            glob("*", Some(".")),
+            glob("*.none", None),
+        ];
+        v.extend_from_slice(extra);
+        v
+    };
+    check("empty_dir", &[], &cases(&[]), Mode::InProcess);
+    check(
+        "all_ignored",
+        &[
+            file(".ignore", "*\n"),
+            file("a.txt", "needle\n"),
+            file("d/b.txt", "needle\n"),
+        ],
+        &cases(&[
+            grep("needle", Some("a.txt"), None),
+            grep("needle", Some("d"), None),
+        ]),
+        Mode::InProcess,
+    );
+    check(
+        "hidden_only",
+        &[file(".a.txt", "needle\n"), file(".d/b.txt", "needle\n")],
+        &cases(&[grep("needle", Some(".d"), None)]),
+        Mode::InProcess,
+    );
+}
+
+/// W8/W9/W12/S4: permission cases, run as uid 65534 (root reads everything).
+#[test]
+fn permissions() {
+    let specs = vec![
+        file("ok.txt", "needle ok\n"),
+        file("noread.txt", "needle secret\n"),
+        mode("noread.txt", 0o000),
+        file("nodir/inner.txt", "needle inner\n"),
+        mode("nodir", 0o000),
+        file(".git/HEAD", "needle head\n"),
+        mode(".git", 0o000),
+        // Readable but not searchable: names are listed, metadata (and so the
+        // mtime) cannot be read: S4 sorts these last.
+        file("rdonly/a.txt", "needle a\n"),
+        file("rdonly/b.txt", "needle b\n"),
+        file("rdonly/sub/c.txt", "needle c\n"),
+        mode("rdonly", 0o444),
+        file("z.txt", "needle z\n"),
+    ];
+    let mut cases = Vec::new();
+    for path in [
+        None,
+        Some("."),
+        Some("noread.txt"),
+        Some("nodir"),
+        Some("rdonly"),
+        Some(".git"),
+    ] {
+        cases.push(glob("*", path));
+        cases.push(grep("needle", path, None));
+    }
+    cases.push(grep("needle", None, Some("*")));
+    cases.push(grep("needle", Some("."), Some("*")));
+    check("permissions", &specs, &cases, Mode::Nobody);
+}
+
+/// W7: grep on an explicit FIFO blocks in rg (it waits for a writer), so rg is
+/// not run; both backends must return `Cancelled` once the token is set.
+#[test]
+fn explicit_fifo_grep_is_cancelled() {
+    let Some(_env) = rg::env() else { return };
+    let tree = Tree::build(&[fifo("pipe"), file("a.txt", "needle\n")]);
+    let mut report = Report::new("explicit_fifo");
+    let backends: Vec<Box<dyn SearchBackend>> = vec![
+        Box::new(RgBackend::default()),
+        Box::new(NativeBackend::new()),
+    ];
+    for backend in backends {
+        let label = format!("explicit_fifo: [{}] grep needle -- pipe", backend.name());
+        if !crate::util::selected(&label) {
+            continue;
+        }
+        report.count();
+        let cancel = CancelToken::new();
+        let mut req = GrepRequest::new("needle", tree.root()).path("pipe");
+        req.cancel = cancel.clone();
+        let (tx, rx) = mpsc::channel();
+        let backend: std::sync::Arc<dyn SearchBackend> = backend.into();
+        let b2 = backend.clone();
+        thread::spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| b2.grep(&req)));
+            let _ = tx.send(r.map(|o| o.status).map_err(|_| ()));
+        });
+        thread::sleep(Duration::from_secs(1));
+        cancel.cancel();
+        // Not a timing assertion: a hang detector with a generous margin.
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(Ok(Status::Cancelled)) => {}
+            Ok(Ok(other)) => {
+                report.fail(format!("{label}\n  status {other:?}, expected Cancelled\n"))
+            }
+            Ok(Err(())) => report.fail(format!("{label}\n  panicked\n")),
+            Err(_) => {
+                // Unblock the reader so the thread can end, then fail.
+                let _ = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(tree.root().join("pipe"));
+                report.fail(format!(
+                    "{label}\n  did not return within 60 s of cancellation\n"
+                ));
+            }
+        }
+    }
+    report.finish();
+}
+
+/// The normaliser itself, on a hand-written stream: blocks sorted by path,
+/// the three elapsed objects masked, the summary kept last, escaping kept.
+#[test]
+fn harness_normalizes_grep_output() {
+    let stream = concat!(
+        r#"{"type":"begin","data":{"path":{"text":"b"}}}"#,
+        "\n",
+        r#"{"type":"match","data":{"path":{"text":"b"},"lines":{"text":"x \"elapsed\":{1}\n"},"line_number":1,"absolute_offset":0,"submatches":[]}}"#,
+        "\n",
+        r#"{"type":"end","data":{"path":{"text":"b"},"binary_offset":null,"stats":{"elapsed":{"secs":0,"nanos":5,"human":"0.000000s"},"searches":1}}}"#,
+        "\n",
+        r#"{"type":"begin","data":{"path":{"text":"a"}}}"#,
+        "\n",
+        r#"{"type":"end","data":{"path":{"text":"a"},"binary_offset":null,"stats":{"elapsed":{"secs":0,"nanos":7,"human":"0.000000s"},"searches":1}}}"#,
+        "\n",
+        r#"{"data":{"elapsed_total":{"human":"0.1s","nanos":1,"secs":0},"stats":{"bytes_printed":1,"elapsed":{"human":"0.1s","nanos":1,"secs":0},"matches":0}},"type":"summary"}"#,
+        "\n",
+    );
+    let want = concat!(
+        r#"{"type":"begin","data":{"path":{"text":"a"}}}"#,
+        "\n",
+        r#"{"type":"end","data":{"path":{"text":"a"},"binary_offset":null,"stats":{"elapsed":"MASKED","searches":1}}}"#,
+        "\n",
+        r#"{"type":"begin","data":{"path":{"text":"b"}}}"#,
+        "\n",
+        r#"{"type":"match","data":{"path":{"text":"b"},"lines":{"text":"x \"elapsed\":{1}\n"},"line_number":1,"absolute_offset":0,"submatches":[]}}"#,
+        "\n",
+        r#"{"type":"end","data":{"path":{"text":"b"},"binary_offset":null,"stats":{"elapsed":"MASKED","searches":1}}}"#,
+        "\n",
+        r#"{"data":{"elapsed_total":"MASKED","stats":{"bytes_printed":1,"elapsed":"MASKED","matches":0}},"type":"summary"}"#,
+        "\n",
+    );
+    let got = rg::normalize_grep(stream.as_bytes());
+    assert_eq!(String::from_utf8_lossy(&got), want);
+}

@@ -1,0 +1,436 @@
+//! The glob and grep tools on both real backends: the seed's integration
+//! cases (`seed-reference.md` §8.1, `integration.spec.ts`), hostile inputs
+//! that must never become flags or shell code, timeout and cancellation.
+//! Every behaviour runs on the native engine and on a real rg (found via
+//! `DSH_SEARCH_RG`, else `PATH`); expected texts were checked against rg
+//! 15.2.0 by hand.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use dsh_search::config::Config;
+use dsh_search::tool::{CallContext, ToolResult, Tools};
+use dsh_search::{NativeBackend, RgBackend, SearchBackend};
+use serde_json::{json, Value};
+
+/// A temp dir holding a tree.
+struct Ws {
+    dir: tempfile::TempDir,
+}
+
+impl Ws {
+    fn new() -> Ws {
+        Ws {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.path().canonicalize().unwrap()
+    }
+
+    /// Write `rel` (parents created), with its mtime at `secs` after the
+    /// epoch when given.
+    fn file(&self, rel: &str, content: &str, secs: Option<u64>) {
+        let p = self.dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, content).unwrap();
+        if let Some(s) = secs {
+            let f = File::options().write(true).open(&p).unwrap();
+            f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(s))
+                .unwrap();
+        }
+    }
+
+    fn exists(&self, rel: &str) -> bool {
+        self.dir.path().join(rel).exists()
+    }
+
+    fn ctx(&self) -> CallContext {
+        CallContext::new(self.path()).session("s1")
+    }
+}
+
+fn backend(name: &str) -> Arc<dyn SearchBackend> {
+    match name {
+        "native" => Arc::new(NativeBackend::new()),
+        _ => Arc::new(RgBackend::default()),
+    }
+}
+
+fn tools_with(name: &str, config: Config) -> Tools {
+    Tools::new(config, backend(name))
+}
+
+fn tools(name: &str) -> Tools {
+    let mut c = Config::default();
+    c.spill.max_inline_bytes = None;
+    tools_with(name, c)
+}
+
+/// Run one body on each backend: `backend_test!(name, |ws, b| { … })`,
+/// where `b` is the backend's name (`native` or `rg`).
+macro_rules! backend_test {
+    ($name:ident, |$ws:ident, $b:ident| $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn run($ws: Ws, $b: &str) $body
+
+            #[test]
+            fn native() {
+                run(Ws::new(), "native");
+            }
+
+            #[test]
+            fn rg() {
+                run(Ws::new(), "rg");
+            }
+        }
+    };
+}
+
+fn call(ws: &Ws, b: &str, tool: &str, args: Value) -> ToolResult {
+    tools(b).call(tool, &args, &ws.ctx())
+}
+
+fn code(r: &ToolResult) -> Option<String> {
+    r.error
+        .as_ref()
+        .and_then(|e| e.info.as_ref())
+        .map(|i| i.code.clone())
+}
+
+/// The seed's integration fixture, with every mtime pinned so the glob
+/// order is exact.
+fn fixture(ws: &Ws) {
+    ws.file(
+        "src/alpha.ts",
+        "export const alpha = 1;\n// alpha again\n",
+        Some(2000),
+    );
+    ws.file("src/beta.ts", "export const beta = 2;\n", Some(2020));
+    ws.file("notes.md", "alpha appears here too\n", Some(2030));
+    ws.file(".hidden.ts", "hidden\n", Some(2040));
+    ws.file(".git/config.ts", "alpha in git\n", Some(2050));
+    ws.file("spaced dir/wei'rd name.ts", "weird\n", Some(2060));
+}
+
+backend_test!(glob_lists_hidden_in_mtime_order_without_vcs, |ws, b| {
+    fixture(&ws);
+    let r = call(&ws, b, "glob", json!({"pattern": "**/*.ts"}));
+    assert_eq!(
+        r.content,
+        "src/alpha.ts\nsrc/beta.ts\n.hidden.ts\nspaced dir/wei'rd name.ts"
+    );
+    assert_eq!(
+        r.value.unwrap(),
+        json!({"root": ".", "paths": ["src/alpha.ts", "src/beta.ts", ".hidden.ts", "spaced dir/wei'rd name.ts"]})
+    );
+});
+
+backend_test!(glob_scopes_and_empties, |ws, b| {
+    fixture(&ws);
+    let r = call(&ws, b, "glob", json!({"pattern": "*.ts", "path": "src"}));
+    assert_eq!(r.content, "src/alpha.ts\nsrc/beta.ts");
+    assert_eq!(
+        call(&ws, b, "glob", json!({"pattern": "*.nomatch"})).content,
+        "No files found"
+    );
+    assert_eq!(
+        call(&ws, b, "glob", json!({"pattern": "*", "path": ".git"})).content,
+        "No files found"
+    );
+    // An absolute path inside the workdir displays relative.
+    let abs = ws.path().join("src").to_str().unwrap().to_string();
+    let r = call(&ws, b, "glob", json!({"pattern": "*.ts", "path": abs}));
+    assert_eq!(r.content, "src/alpha.ts\nsrc/beta.ts");
+    assert_eq!(r.value.unwrap()["root"], "src");
+    // An explicitly named file is listed whatever the pattern.
+    assert_eq!(
+        call(
+            &ws,
+            b,
+            "glob",
+            json!({"pattern": "*.ts", "path": "notes.md"})
+        )
+        .content,
+        "notes.md"
+    );
+});
+
+backend_test!(glob_invalid_pattern, |ws, b| {
+    fixture(&ws);
+    let r = call(&ws, b, "glob", json!({"pattern": "["}));
+    assert_eq!(
+        r.content,
+        "Error: glob pattern rejected by ripgrep: rg: error parsing glob '[': unclosed character class; missing ']'"
+    );
+    assert_eq!(code(&r).as_deref(), Some("SEARCH_INVALID_PATTERN"));
+});
+
+backend_test!(grep_groups_matches, |ws, b| {
+    fixture(&ws);
+    let r = call(&ws, b, "grep", json!({"pattern": "alpha"}));
+    // .git is hidden, so grep skips it; files in display-path order.
+    assert_eq!(
+        r.content,
+        "Found 3 matches\n\nnotes.md\nLine 1: alpha appears here too\n\nsrc/alpha.ts\nLine 1: export const alpha = 1;\nLine 2: // alpha again"
+    );
+    let r = call(
+        &ws,
+        b,
+        "grep",
+        json!({"pattern": "alpha", "path": "notes.md"}),
+    );
+    assert_eq!(
+        r.content,
+        "Found 1 match\n\nnotes.md\nLine 1: alpha appears here too"
+    );
+    let r = call(
+        &ws,
+        b,
+        "grep",
+        json!({"pattern": "alpha", "include": "*.md"}),
+    );
+    assert_eq!(
+        r.content,
+        "Found 1 match\n\nnotes.md\nLine 1: alpha appears here too"
+    );
+});
+
+backend_test!(grep_errors, |ws, b| {
+    fixture(&ws);
+    let r = call(&ws, b, "grep", json!({"pattern": "(unclosed"}));
+    assert_eq!(
+        r.content,
+        "Error: grep pattern rejected by ripgrep: rg: regex parse error:\n    (?:(unclosed)\n    ^\nerror: unclosed group"
+    );
+    let r = call(&ws, b, "grep", json!({"pattern": "x", "include": "{a"}));
+    assert_eq!(
+        r.content,
+        "Error: grep pattern rejected by ripgrep: rg: error parsing glob '{a': unclosed alternate group; missing '}' (maybe escape '{' with '[{]'?)"
+    );
+    let r = call(&ws, b, "grep", json!({"pattern": "x", "path": "nonexist"}));
+    assert_eq!(
+        r.content,
+        "Error: grep search failed (exit 2): rg: nonexist: IO error for operation on nonexist: No such file or directory (os error 2)"
+    );
+    assert_eq!(code(&r).as_deref(), Some("SEARCH_FAILED"));
+});
+
+backend_test!(unusable_workdir_cannot_start, |ws, b| {
+    let gone = ws.path().join("deleted");
+    std::fs::create_dir(&gone).unwrap();
+    std::fs::remove_dir(&gone).unwrap();
+    let ctx = CallContext::new(&gone);
+    let r = tools(b).call("grep", &json!({"pattern": "x"}), &ctx);
+    assert_eq!(
+        r.content,
+        "Error: grep could not start its search command (ripgrep launch failed)"
+    );
+    let r = tools(b).call("glob", &json!({"pattern": "*"}), &ctx);
+    assert_eq!(
+        r.content,
+        "Error: glob could not start its search command (ripgrep launch failed)"
+    );
+});
+
+/// Values that a shell or an option parser would interpret.
+const HOSTILE: &[&str] = &[
+    "$(touch pwned)",
+    "`touch pwned`",
+    "\"double quoted\" and spaces",
+    "it's",
+    "line\nbreak",
+    "--flag",
+    "-e",
+    "--files",
+    "--pre=touch",
+    ";touch pwned;",
+    "$HOME and ${PATH}",
+    "a|b && c",
+    ">redirect <input 2>&1",
+];
+
+backend_test!(hostile_patterns_are_plain_patterns, |ws, b| {
+    ws.file("haystack.txt", "nothing to see\n", None);
+    for p in HOSTILE {
+        let r = call(&ws, b, "glob", json!({"pattern": p}));
+        assert_eq!(r.content, "No files found", "{p:?}");
+        let r = call(&ws, b, "grep", json!({"pattern": p}));
+        let want = match *p {
+            "line\nbreak" => "Error: grep search failed (exit 2): rg: the literal \"\\n\" is not allowed in a regex\n\nConsider enabling multiline mode with the --multiline flag (or -U for short).\nWhen multiline mode is enabled, new line characters can be matched.",
+            "$HOME and ${PATH}" => "Error: grep pattern rejected by ripgrep: rg: regex parse error:\n    (?:$HOME and ${PATH})\n                   ^\nerror: repetition quantifier expects a valid decimal",
+            _ => "No matches found",
+        };
+        assert_eq!(r.content, want, "{p:?}");
+    }
+    assert!(!ws.exists("pwned"));
+    // A pattern that looks like a flag is searched for.
+    ws.file("flags.txt", "call with --flag here\n", None);
+    let r = call(&ws, b, "grep", json!({"pattern": "--flag"}));
+    assert_eq!(
+        r.content,
+        "Found 1 match\n\nflags.txt\nLine 1: call with --flag here"
+    );
+});
+
+backend_test!(hostile_paths_are_plain_paths, |ws, b| {
+    for name in ["-leading-dash", "--files", "$(touch pwned)", "it's", "a b"] {
+        ws.file(&format!("{name}/hit.txt"), "needle\n", None);
+        let r = call(&ws, b, "grep", json!({"pattern": "needle", "path": name}));
+        assert_eq!(
+            r.content,
+            format!("Found 1 match\n\n{name}/hit.txt\nLine 1: needle")
+        );
+        let r = call(&ws, b, "glob", json!({"pattern": "*.txt", "path": name}));
+        assert_eq!(r.content, format!("{name}/hit.txt"));
+    }
+    ws.file("x.md", "needle\n", None);
+    let r = call(
+        &ws,
+        b,
+        "grep",
+        json!({"pattern": "needle", "include": "--pre=touch"}),
+    );
+    // A flag-shaped include is a glob that matches nothing, so nothing is
+    // searched: rg's own exit 2.
+    assert_eq!(
+        r.content,
+        "Error: grep search failed (exit 2): rg: No files were searched, which means ripgrep probably applied a filter you didn't expect.\nRunning with --debug will show why files are being skipped."
+    );
+    assert!(!ws.exists("pwned"));
+});
+
+backend_test!(nul_is_a_launch_failure, |ws, b| {
+    ws.file("a.txt", "a\n", None);
+    let r = call(
+        &ws,
+        b,
+        "grep",
+        json!({"pattern": "a", "path": "a.txt\u{0}--files"}),
+    );
+    assert_eq!(
+        r.content,
+        "Error: grep could not start its search command (ripgrep launch failed)"
+    );
+    let r = call(&ws, b, "glob", json!({"pattern": "*\u{0}"}));
+    assert_eq!(
+        r.content,
+        "Error: glob could not start its search command (ripgrep launch failed)"
+    );
+});
+
+backend_test!(over_cap_spills_to_a_local_store, |ws, b| {
+    for i in 0..5 {
+        ws.file(&format!("f{i}.txt"), "x\n", Some(3000 + i));
+    }
+    let spill_root = tempfile::tempdir().unwrap();
+    let mut c = Config::default();
+    c.search.glob_max_results = 2;
+    let store = dsh_search::spill::LocalSpillStore::new(Some(spill_root.path().into())).unwrap();
+    let t = tools_with(b, c).with_spill_store(Arc::new(store));
+    let r = t.call("glob", &json!({"pattern": "*.txt"}), &ws.ctx());
+    let (page, footer) = r.content.split_once("\n\n").unwrap();
+    assert_eq!(page, "f0.txt\nf1.txt");
+    let locator = footer
+        .strip_prefix("(Showing 2 of 5 paths. Full sorted result stored at: ")
+        .and_then(|f| {
+            f.strip_suffix(". Use read with offset/limit, or grep this path to search within it.)")
+        })
+        .unwrap();
+    assert!(locator.starts_with(spill_root.path().to_str().unwrap()));
+    assert_eq!(
+        std::fs::read_to_string(locator).unwrap(),
+        "f0.txt\nf1.txt\nf2.txt\nf3.txt\nf4.txt"
+    );
+});
+
+// ---- timeout and cancellation ----
+
+/// A file whose search takes many seconds: `a[ab]{20}c` sends the regex
+/// engine off its DFA fast path (rg 15.2.0 needs about 8 s on 30 MB here).
+fn slow_file(ws: &Ws) {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut text = String::with_capacity(30_300_000);
+    for _ in 0..300_000 {
+        for _ in 0..100 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            text.push(if state & 1 == 0 { 'a' } else { 'b' });
+        }
+        text.push('\n');
+    }
+    ws.file("ab.txt", &text, None);
+}
+
+/// rg processes whose working directory is `dir`.
+fn rg_processes_in(dir: &Path) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        let cwd = std::fs::read_link(entry.path().join("cwd")).ok();
+        if comm.trim() == "rg" && cwd.as_deref() == Some(dir) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+backend_test!(timeout_stops_a_long_grep, |ws, b| {
+    slow_file(&ws);
+    let mut c = Config::default();
+    c.search.timeout_ms = 300;
+    let t = tools_with(b, c);
+    let start = Instant::now();
+    let r = t.call("grep", &json!({"pattern": "a[ab]{20}c"}), &ws.ctx());
+    let took = start.elapsed();
+    assert_eq!(r.content, "Error: tool call timed out after 300ms");
+    assert_eq!(code(&r).as_deref(), Some("TOOL_TIMEOUT"));
+    // The whole search takes several seconds; a stopped one returns long
+    // before that (a loose bound: the machine is shared).
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+    assert_eq!(rg_processes_in(&ws.path()), Vec::<u32>::new());
+});
+
+backend_test!(timeout_stops_a_glob, |ws, b| {
+    for d in 0..20 {
+        for f in 0..200 {
+            ws.file(&format!("d{d}/f{f}.txt"), "", None);
+        }
+    }
+    let mut c = Config::default();
+    c.search.timeout_ms = 1;
+    let r = tools_with(b, c).call("glob", &json!({"pattern": "*"}), &ws.ctx());
+    assert_eq!(r.content, "Error: tool call timed out after 1ms");
+    assert_eq!(rg_processes_in(&ws.path()), Vec::<u32>::new());
+});
+
+backend_test!(caller_cancellation_stops_a_long_grep, |ws, b| {
+    slow_file(&ws);
+    let ctx = ws.ctx();
+    let caller = ctx.cancel.clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        caller.cancel();
+    });
+    let start = Instant::now();
+    let r = tools(b).call("grep", &json!({"pattern": "a[ab]{20}c"}), &ctx);
+    let took = start.elapsed();
+    canceller.join().unwrap();
+    assert_eq!(
+        r.content,
+        "Error: grep was aborted before completion (tool timeout or caller cancellation)"
+    );
+    assert_eq!(code(&r).as_deref(), Some("SEARCH_ABORTED"));
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+    assert_eq!(rg_processes_in(&ws.path()), Vec::<u32>::new());
+});

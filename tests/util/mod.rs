@@ -1,0 +1,246 @@
+//! Shared test helpers: fixture trees ([`tree`]), running rg and the
+//! backends and comparing them ([`rg`]), and the case runner ([`Report`]).
+
+#![allow(dead_code)]
+
+pub mod rg;
+pub mod tree;
+
+use std::io::Write as _;
+use std::path::Path;
+
+use dsh_search::{NativeBackend, RgBackend, SearchBackend};
+
+use self::rg::{Call, Env, Raw};
+use self::tree::Tree;
+
+/// One labelled call: run in `cwd` (relative to the tree root, `""` for the
+/// root). `{root}` in the path is replaced by the tree's absolute root.
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub call: Call,
+    pub cwd: String,
+}
+
+/// `glob(pattern, path?)` run at the root.
+pub fn glob(pattern: &str, path: Option<&str>) -> Case {
+    Case {
+        call: Call::Glob {
+            pattern: pattern.into(),
+            path: path.map(Into::into),
+        },
+        cwd: String::new(),
+    }
+}
+
+/// `grep(pattern, path?, include?)` run at the root.
+pub fn grep(pattern: &str, path: Option<&str>, include: Option<&str>) -> Case {
+    Case {
+        call: Call::Grep {
+            pattern: pattern.into(),
+            path: path.map(Into::into),
+            include: include.map(Into::into),
+        },
+        cwd: String::new(),
+    }
+}
+
+impl Case {
+    /// Run in a subdirectory of the root instead.
+    pub fn cwd(mut self, rel: &str) -> Case {
+        self.cwd = rel.into();
+        self
+    }
+
+    fn resolved(&self, root: &Path) -> Call {
+        let root = root.to_str().expect("temp roots are UTF-8");
+        let fix = |p: &Option<String>| p.as_ref().map(|p| p.replace("{root}", root));
+        match &self.call {
+            Call::Glob { pattern, path } => Call::Glob {
+                pattern: pattern.clone(),
+                path: fix(path),
+            },
+            Call::Grep {
+                pattern,
+                path,
+                include,
+            } => Call::Grep {
+                pattern: pattern.clone(),
+                path: fix(path),
+                include: include.clone(),
+            },
+        }
+    }
+
+    /// The label (stable across runs: `{root}` stays symbolic).
+    pub fn label(&self) -> String {
+        rg::describe(&self.call, &self.cwd)
+    }
+}
+
+/// Whether `label` passes the `DSH_SEARCH_CASE` filter (a substring).
+pub fn selected(label: &str) -> bool {
+    match std::env::var("DSH_SEARCH_CASE") {
+        Ok(f) if !f.is_empty() => label.contains(&f),
+        _ => true,
+    }
+}
+
+/// Print straight to the process's stderr (not captured by libtest).
+pub fn loud(msg: &str) {
+    let _ = std::io::stderr().write_all(msg.as_bytes());
+}
+
+/// Collects the failures of one test, so every case runs before it panics.
+pub struct Report {
+    name: String,
+    context: String,
+    cases: usize,
+    failures: Vec<String>,
+}
+
+/// How the actual side of a case is produced.
+pub enum Mode {
+    /// In process, through the `SearchBackend` trait, as the test's user.
+    InProcess,
+    /// Through `dsh-search --format raw` as uid 65534 (rg too).
+    Nobody,
+}
+
+impl Report {
+    pub fn new(name: &str) -> Report {
+        Report {
+            name: name.into(),
+            context: String::new(),
+            cases: 0,
+            failures: Vec::new(),
+        }
+    }
+
+    /// Run every selected case on `tree` against rg.
+    pub fn run_all(&mut self, env: &Env, tree: &Tree, cases: &[Case], mode: Mode) {
+        for case in cases {
+            self.run(env, tree, case, &mode);
+        }
+    }
+
+    fn run(&mut self, env: &Env, tree: &Tree, case: &Case, mode: &Mode) {
+        let label = format!("{}{}: {}", self.name, self.context, case.label());
+        if !selected(&label) {
+            return;
+        }
+        self.cases += 1;
+        let call = case.resolved(tree.root());
+        let cwd = tree.root().join(&case.cwd);
+        let selfcheck = std::env::var_os("DSH_SEARCH_SELFCHECK").is_some_and(|v| v == "1");
+        let (expected, actuals): (Raw, Vec<(&str, Raw)>) = match mode {
+            // Harness check: rg against a second run of itself must always
+            // agree, whatever the engine's state.
+            Mode::InProcess if selfcheck => (
+                rg::run_rg(env, &call, &cwd),
+                vec![("rg again", rg::run_rg(env, &call, &cwd))],
+            ),
+            Mode::Nobody if selfcheck => (
+                rg::run_rg_nobody(env, &call, &cwd),
+                vec![("rg again (uid 65534)", rg::run_rg_nobody(env, &call, &cwd))],
+            ),
+            Mode::InProcess => {
+                let native = NativeBackend::new();
+                let rgb = RgBackend::default();
+                (
+                    rg::run_rg(env, &call, &cwd),
+                    vec![
+                        (
+                            "rg backend",
+                            rg::run_backend(&rgb as &dyn SearchBackend, &call, &cwd),
+                        ),
+                        (
+                            "native",
+                            rg::run_backend(&native as &dyn SearchBackend, &call, &cwd),
+                        ),
+                    ],
+                )
+            }
+            Mode::Nobody => (
+                rg::run_rg_nobody(env, &call, &cwd),
+                vec![
+                    (
+                        "cli rg (uid 65534)",
+                        rg::run_cli_nobody(env, "rg", &call, &cwd),
+                    ),
+                    (
+                        "cli native (uid 65534)",
+                        rg::run_cli_nobody(env, "native", &call, &cwd),
+                    ),
+                ],
+            ),
+        };
+        if std::env::var_os("DSH_SEARCH_SHOW").is_some_and(|v| v == "1") {
+            let c = rg::canonical(&call, &expected);
+            loud(&format!(
+                "--- {label}\n{}\nstderr: {:?}\n{}\n",
+                String::from_utf8_lossy(&c.stdout),
+                c.stderr,
+                c.status
+            ));
+        }
+        for (who, actual) in actuals {
+            if let Some(d) = rg::diff(&call, &expected, &actual) {
+                self.failures.push(format!("[{who}] {label}\n{d}"));
+            }
+        }
+    }
+
+    /// A suffix for the labels of the next cases (e.g. ` tree=3`).
+    pub fn set_context(&mut self, context: String) {
+        self.context = context;
+    }
+
+    /// How many failures were recorded so far.
+    pub fn failures(&self) -> usize {
+        self.failures.len()
+    }
+
+    /// Record a failure found outside the case table.
+    pub fn fail(&mut self, msg: String) {
+        self.failures.push(msg);
+    }
+
+    /// Count one extra check.
+    pub fn count(&mut self) {
+        self.cases += 1;
+    }
+
+    /// Print the tally; panic with every failure if there was one.
+    pub fn finish(self) {
+        loud(&format!(
+            "conformance {}: {} cases, {} failures\n",
+            self.name,
+            self.cases,
+            self.failures.len()
+        ));
+        if self.failures.is_empty() {
+            return;
+        }
+        const SHOWN: usize = 40;
+        let mut msg = format!(
+            "{}: {} failures in {} cases (rerun one with DSH_SEARCH_CASE=<substring of its label>)\n\n",
+            self.name,
+            self.failures.len(),
+            self.cases
+        );
+        for f in self.failures.iter().take(SHOWN) {
+            msg += f;
+            msg += "\n";
+        }
+        if self.failures.len() > SHOWN {
+            msg += &format!("… and {} more:\n", self.failures.len() - SHOWN);
+            for f in &self.failures[SHOWN..] {
+                msg += "  ";
+                msg += f.lines().next().unwrap_or("");
+                msg += "\n";
+            }
+        }
+        panic!("{msg}");
+    }
+}
