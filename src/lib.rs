@@ -19,6 +19,7 @@ pub mod fs;
 pub mod guard;
 pub mod outcome;
 pub mod request;
+pub mod session;
 pub mod spill;
 pub mod tool;
 

@@ -211,7 +211,6 @@ impl Cli {
 }
 
 #[test]
-#[ignore = "needs the persisted session state (src/session.rs, branch files)"]
 fn cli_five_empty_greps_then_the_sixth_is_denied() {
     let cli = Cli::new();
     let grep = ["grep", "NoSuchThing", "src", "--session", "S"];

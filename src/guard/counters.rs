@@ -52,3 +52,26 @@ impl ZeroResultStore for MemoryCounters {
         }
     }
 }
+
+/// The session state (`src/session.rs`): in memory, or persisted for the
+/// command line. Best effort: a state that cannot be read counts as 0 and a
+/// count that cannot be saved is dropped; the guard never fails a call for
+/// its own bookkeeping.
+impl ZeroResultStore for crate::session::Sessions {
+    fn get(&self, session: &str, target: &str) -> u32 {
+        self.with(session, |s| s.zero_results.get(target).copied())
+            .ok()
+            .flatten()
+            .unwrap_or(0)
+    }
+
+    fn bump(&self, session: &str, target: &str) {
+        let _ = self.with(session, |s| bump_in(&mut s.zero_results, target));
+    }
+
+    fn reset(&self, session: &str, target: &str) {
+        let _ = self.with(session, |s| {
+            s.zero_results.remove(target);
+        });
+    }
+}
