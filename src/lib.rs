@@ -16,6 +16,7 @@ pub mod cli;
 pub mod config;
 pub mod event;
 pub mod fs;
+pub mod guard;
 pub mod outcome;
 pub mod request;
 pub mod session;

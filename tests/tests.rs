@@ -37,3 +37,9 @@ mod tools_cli;
 
 // Tool-level parity: the same result object on both backends over fixture trees.
 mod tools_parity;
+
+// The search-path guard: its rules, allow cases, counters and messages.
+mod guard;
+
+// The guard in the dispatch and on the command line.
+mod guard_dispatch;
