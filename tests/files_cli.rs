@@ -197,7 +197,12 @@ fn without_session_the_provider_is_bare() {
     ]);
     assert_eq!(code, 0);
     assert_eq!(cli.get("c.txt"), "three\n");
-    let (text, code) = cli.run(&["read", "missing.txt"]);
+    // The guard (on by default in the CLI) answers a missing file first;
+    // with it off, read's own error shows.
+    let config = cli.ws.join("guard-off.json");
+    std::fs::write(&config, r#"{"guard": {"disabled": true}}"#).unwrap();
+    let config = config.to_str().unwrap();
+    let (text, code) = cli.run(&["read", "missing.txt", "--config", config]);
     assert_eq!(
         (text.as_str(), code),
         (
@@ -209,6 +214,12 @@ fn without_session_the_provider_is_bare() {
             2
         )
     );
+    let (text, code) = cli.run(&["read", "missing.txt"]);
+    assert!(
+        text.starts_with("Error: file_path \"missing.txt\" does not exist"),
+        "{text}"
+    );
+    assert_eq!(code, 2);
 }
 
 /// The real rg, for listing what a glob call would see.
