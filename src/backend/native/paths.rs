@@ -37,7 +37,9 @@ impl Root {
             // `Gitignore::strip`); a `/` is appended first so that `.` and
             // `./.` reduce to nothing, like the `./x` entries rg sees.
             let mut x = typed.to_vec();
-            x.push(b'/');
+            if !x.ends_with(b"/") {
+                x.push(b'/');
+            }
             let mut rest: &[u8] = &x;
             for _ in 0..2 {
                 if let Some(r) = rest.strip_prefix(b"./") {
