@@ -9,7 +9,7 @@
 //! typed path joined (`PathBuf::join`) with the entry's suffix below `A`.
 
 use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 /// One search root: what the user typed and the absolute path walked for it.
@@ -87,9 +87,7 @@ impl Root {
         let Some(suffix) = w.strip_prefix(a) else {
             return walked.to_path_buf();
         };
-        let suffix = if a.ends_with(b"/") {
-            suffix
-        } else if suffix.is_empty() {
+        let suffix = if a.ends_with(b"/") || suffix.is_empty() {
             suffix
         } else if let Some(s) = suffix.strip_prefix(b"/") {
             s
@@ -117,8 +115,6 @@ impl Root {
         p.into_os_string().into_vec()
     }
 }
-
-use std::os::unix::ffi::OsStringExt;
 
 #[cfg(test)]
 mod tests {
