@@ -29,7 +29,9 @@ impl Root {
     pub(crate) fn new(wc: &Path, path: Option<&str>) -> Root {
         let implicit = path.is_none();
         let given = PathBuf::from(path.unwrap_or("./"));
-        let walk = if given.is_absolute() {
+        // An empty path names nothing: rg reports ENOENT for it, and so
+        // does walking the empty path (without resolving it anywhere).
+        let walk = if given.is_absolute() || given.as_os_str().is_empty() {
             given.clone()
         } else {
             let typed = given.as_os_str().as_bytes();
@@ -79,7 +81,7 @@ impl Root {
     /// Paths outside the walk path (an ancestor's ignore file, the global
     /// excludes file) are returned unchanged.
     pub(crate) fn unwalk(&self, walked: &Path) -> PathBuf {
-        if self.given.is_absolute() {
+        if self.given.is_absolute() || self.walk.as_os_str().is_empty() {
             return walked.to_path_buf();
         }
         let a = self.walk.as_os_str().as_bytes();
@@ -153,6 +155,7 @@ mod tests {
         assert_eq!(walk(Some("././src")), "/w/src");
         assert_eq!(walk(Some("..")), "/w/..");
         assert_eq!(walk(Some("/abs/./x")), "/abs/./x");
+        assert_eq!(walk(Some("")), "");
     }
 
     // Printed paths: rg-semantics.md §6 table (P1, P2), checked with rg.
