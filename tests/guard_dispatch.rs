@@ -26,9 +26,8 @@ fn tree(root: &Path) {
     }
 }
 
-/// The backends the dispatch tests run on. The native engine joins once it
-/// implements glob and grep; until then its calls would panic.
-const BACKENDS: &[&str] = &["rg"];
+/// The backends the dispatch tests run on: every behaviour on both.
+const BACKENDS: &[&str] = &["native", "rg"];
 
 fn backend(name: &str) -> Arc<dyn SearchBackend> {
     match name {
