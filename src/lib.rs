@@ -17,8 +17,10 @@ pub mod cli;
 pub mod config;
 pub mod event;
 pub mod fs;
+pub mod guard;
 pub mod outcome;
 pub mod request;
+pub mod session;
 pub mod spill;
 pub mod tool;
 

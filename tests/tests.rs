@@ -13,6 +13,14 @@ mod random_trees;
 // The rg backend and the CLI raw mode against a real rg.
 mod rg_backend;
 
+// The file tools through the library on a real disk: read windows, the
+// observation policy, LocalFs concurrency and aliases.
+mod files;
+
+// The file tools through the binary: sessions across processes, a writer
+// killed mid-write.
+mod files_cli;
+
 // The search tools over a scripted backend: ladder, rendering, spill, meta,
 // dispatch order, timeout.
 mod tools_fake;
@@ -29,3 +37,9 @@ mod tools_cli;
 
 // Tool-level parity: the same result object on both backends over fixture trees.
 mod tools_parity;
+
+// The search-path guard: its rules, allow cases, counters and messages.
+mod guard;
+
+// The guard in the dispatch and on the command line.
+mod guard_dispatch;

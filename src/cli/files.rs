@@ -1,18 +1,98 @@
 //! The file tools on the command line: `read`, `write`, `edit`.
+//!
+//! Without `--session` the tools run on the bare provider: no observation
+//! policy, unconditional writes and edits. With `--session ID` the policy
+//! applies and the session's observations persist in the state directory
+//! (`$DSH_SEARCH_STATE_DIR`, `$XDG_STATE_HOME/dsh-search` or
+//! `~/.local/state/dsh-search`), so `read` then `edit` as two commands
+//! behaves like two calls of one session.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
 
 use super::{Common, EditArgs, ReadArgs, WriteArgs};
+use crate::fs::LocalFs;
+use crate::session::Sessions;
+use crate::tool::{CallContext, Tools};
 
 /// `dsh-search read`.
-pub fn read(_common: &Common, _args: &ReadArgs) -> u8 {
-    super::fail("read is not implemented yet")
+pub fn read(common: &Common, args: &ReadArgs) -> u8 {
+    let mut a = Map::new();
+    a.insert("file_path".into(), json!(args.file));
+    if let Some(o) = args.offset {
+        a.insert("offset".into(), json!(o));
+    }
+    if let Some(l) = args.limit {
+        a.insert("limit".into(), json!(l));
+    }
+    run(common, "read", &Value::Object(a))
 }
 
 /// `dsh-search write`.
-pub fn write(_common: &Common, _args: &WriteArgs) -> u8 {
-    super::fail("write is not implemented yet")
+pub fn write(common: &Common, args: &WriteArgs) -> u8 {
+    let mut bytes = Vec::new();
+    if let Err(e) = std::io::stdin().read_to_end(&mut bytes) {
+        return super::fail(format!("cannot read standard input: {e}"));
+    }
+    let Ok(content) = String::from_utf8(bytes) else {
+        return super::fail("standard input is not UTF-8 text");
+    };
+    run(
+        common,
+        "write",
+        &json!({ "file_path": args.file, "content": content }),
+    )
 }
 
 /// `dsh-search edit`.
-pub fn edit(_common: &Common, _args: &EditArgs) -> u8 {
-    super::fail("edit is not implemented yet")
+pub fn edit(common: &Common, args: &EditArgs) -> u8 {
+    let mut a = json!({
+        "file_path": args.file,
+        "old_string": args.old,
+        "new_string": args.new,
+    });
+    if args.replace_all {
+        a["replace_all"] = json!(true);
+    }
+    run(common, "edit", &a)
+}
+
+/// One call through the tools' dispatch (schema, guard, the tool).
+fn run(common: &Common, tool: &str, args: &Value) -> u8 {
+    let tools = match super::tools::make_tools(common) {
+        Ok(t) => t,
+        Err(e) => return super::fail(e),
+    };
+    let workdir = match common.workdir().and_then(std::path::absolute) {
+        Ok(dir) => dir,
+        Err(e) => return super::fail(format!("cannot determine the working directory: {e}")),
+    };
+    let mut ctx = CallContext::new(workdir);
+    ctx.session_id = common.session.clone();
+    let result = tools.call(tool, args, &ctx);
+    super::tools::print(&result.content);
+    super::tools::exit_code(&result)
+}
+
+/// The file tools' side of the command line's [`Tools`]: the local disk
+/// with cross-process locks, and for `--session` the observation policy
+/// over the persistent session store (without it: the bare provider).
+pub fn configure(mut tools: Tools, common: &Common) -> Result<Tools, String> {
+    let state_dir = Sessions::default_state_dir();
+    let mut fs = LocalFs::new().with_diff_basis_max_bytes(tools.config().fs.diff_basis_max_bytes);
+    if let Some(dir) = &state_dir {
+        fs = fs.with_lock_dir(dir.join("locks"));
+    }
+    tools = tools.with_filesystem(Arc::new(fs));
+    Ok(match &common.session {
+        Some(_) => {
+            let dir = state_dir.ok_or(
+                "--session needs a state directory: set DSH_SEARCH_STATE_DIR, XDG_STATE_HOME or HOME",
+            )?;
+            tools.with_sessions(Arc::new(Sessions::persistent(dir)))
+        }
+        None => tools.without_observation_policy(),
+    })
 }

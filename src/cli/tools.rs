@@ -14,6 +14,8 @@ use super::{CallArgs, Common, Format, GlobArgs, GrepArgs};
 use crate::backend::rg::RgConfig;
 use crate::backend::{BackendKind, NativeBackend, RgBackend, SearchBackend};
 use crate::config::Config;
+use crate::guard::Guard;
+use crate::session::Sessions;
 use crate::spill::LocalSpillStore;
 use crate::tool::{definitions, CallContext, ToolResult, Tools};
 
@@ -81,13 +83,25 @@ pub fn backend_for(kind: BackendKind, config: &Config) -> Arc<dyn SearchBackend>
 }
 
 /// The deployment's tools for the common options: the configured backend,
-/// a local spill store.
+/// a local spill store, the guard.
 pub fn make_tools(common: &Common) -> Result<Tools, String> {
     let config = load_config(common)?;
     let store = LocalSpillStore::new(config.spill.root.clone())
         .map_err(|e| format!("cannot use the spill root: {e}"))?;
     let backend = backend_for(common.backend.into(), &config);
-    Ok(Tools::new(config, backend).with_spill_store(Arc::new(store)))
+    let tools = Tools::new(config, backend).with_spill_store(Arc::new(store));
+    let tools = super::files::configure(tools, common)?;
+    // The search-path guard is on by default (`contract.md` §7); with
+    // `--session` its counters persist in the session state, like the
+    // read observations, so that separate invocations add up.
+    let guard = match (&common.session, Sessions::default_state_dir()) {
+        (Some(_), Some(dir)) => Guard::with_counters(
+            tools.config().guard.clone(),
+            Arc::new(Sessions::persistent(dir)),
+        ),
+        _ => Guard::new(tools.config().guard.clone()),
+    };
+    Ok(tools.with_guard(Arc::new(guard)))
 }
 
 fn run(common: &Common, tool: &str, args: &Value, format: Format) -> u8 {
@@ -125,7 +139,7 @@ pub fn exit_code(result: &ToolResult) -> u8 {
 
 /// Print `text` and a newline; a closed stdout is not an error worth a
 /// message.
-fn print(text: &str) {
+pub(crate) fn print(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.write_all(b"\n");

@@ -13,9 +13,12 @@ use serde_json::Value;
 use crate::backend::SearchBackend;
 use crate::cancel::CancelToken;
 use crate::config::Config;
+use crate::fs::{FileSystem, LocalFs};
+use crate::session::Sessions;
 use crate::spill::{apply_inline_cap, SpillRef, SpillSource, SpillStore};
 use crate::tool::args::{validate, GlobArgs, GrepArgs};
 use crate::tool::definitions::{self, ToolDefinition};
+use crate::tool::files::{self, ObservationPolicy};
 use crate::tool::render;
 use crate::tool::result::{ToolError, ToolResult};
 use crate::tool::search::{run_glob, run_grep};
@@ -39,20 +42,53 @@ pub struct Tools {
     backend: Arc<dyn SearchBackend>,
     spill: Option<Arc<dyn SpillStore>>,
     guard: Option<Arc<dyn CallGuard>>,
+    fs: Arc<dyn FileSystem>,
+    policy: Option<ObservationPolicy>,
 }
 
 /// The tools this dispatch can run.
-const IMPLEMENTED: &[&str] = &["glob", "grep"];
+const IMPLEMENTED: &[&str] = &["read", "write", "edit", "glob", "grep"];
 
 impl Tools {
     /// Tools over `backend` with `config`, no spill store and no guard.
+    ///
+    /// The file tools work on the local disk, under the observation policy
+    /// with sessions held in memory.
     pub fn new(config: Config, backend: Arc<dyn SearchBackend>) -> Tools {
+        let fs = LocalFs::new().with_diff_basis_max_bytes(config.fs.diff_basis_max_bytes);
         Tools {
             config: Arc::new(config),
             backend,
             spill: None,
             guard: None,
+            fs: Arc::new(fs),
+            policy: Some(ObservationPolicy::default()),
         }
+    }
+
+    /// The filesystem of read, write and edit. By default, the local disk.
+    pub fn with_filesystem(mut self, fs: Arc<dyn FileSystem>) -> Tools {
+        self.fs = fs;
+        self
+    }
+
+    /// Keep the sessions' read observations in `sessions` (for example a
+    /// persistent store shared by processes). By default, in memory.
+    pub fn with_sessions(mut self, sessions: Arc<Sessions>) -> Tools {
+        self.policy = Some(ObservationPolicy::new(sessions));
+        self
+    }
+
+    /// Run the file tools on the bare provider: no read-before-write
+    /// policy, unconditional writes and edits. By default the policy is on.
+    pub fn without_observation_policy(mut self) -> Tools {
+        self.policy = None;
+        self
+    }
+
+    /// The filesystem of the file tools.
+    pub fn filesystem(&self) -> &dyn FileSystem {
+        &*self.fs
     }
 
     /// Save over-cap results of direct calls in `store`. By default there
@@ -115,8 +151,9 @@ impl Tools {
         let result = match name {
             "glob" => self.glob(obj, ctx),
             "grep" => self.grep(obj, ctx),
-            // The file tools (read, write, edit) plug in here, each as one
-            // arm over the same validated arguments.
+            "read" => self.file_tool(files::read, "read", args, ctx),
+            "write" => self.file_tool(files::write, "write", args, ctx),
+            "edit" => self.file_tool(files::edit, "edit", args, ctx),
             _ => unreachable!("IMPLEMENTED lists every arm"),
         };
         if let Some(guard) = &self.guard {
@@ -177,6 +214,22 @@ impl Tools {
         let content = render::render_grep(&value, cfg, spilled.as_ref());
         let meta = ctx.direct.then(|| render::grep_meta(&value, cfg));
         self.finish("grep", content, value.to_json(), meta, ctx)
+    }
+
+    /// read, write or edit: no timeout (the file tools declare none) and,
+    /// for read, no spill (spill-policy skips it, `seed-reference.md` §3.9).
+    fn file_tool(
+        &self,
+        tool: files::FileToolFn,
+        name: &str,
+        args: &Value,
+        ctx: &CallContext,
+    ) -> ToolResult {
+        match tool(&self.config.fs, &*self.fs, self.policy.as_ref(), args, ctx) {
+            Ok((content, value)) if name == "read" => ToolResult::ok(content, value),
+            Ok((content, value)) => self.finish(name, content, value, None, ctx),
+            Err(e) => ToolResult::error(e),
+        }
     }
 
     /// A successful result, after the spill policy of a direct call.

@@ -11,6 +11,7 @@ pub mod args;
 pub mod context;
 pub mod definitions;
 pub mod dispatch;
+pub mod files;
 pub mod render;
 pub mod result;
 pub mod search;

@@ -1,7 +1,26 @@
-//! The in-process engine.
+//! The in-process engine: rg 15.2.0's two invocations (`contract.md` §2)
+//! rebuilt from ripgrep's own crates, configured as `crates/core/flags/
+//! hiargs.rs` configures them (`rg-semantics.md` §10).
+//!
+//! The engine never reads or changes the process's current directory: the
+//! workdir is canonicalized (rg's `getcwd`) and every relative path is walked
+//! as an absolute one that rg's matchers see the same way ([`paths`]).
+
+mod fifo;
+mod glob;
+mod grep;
+mod matcher;
+mod messages;
+mod paths;
+mod sink;
+mod walk;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::backend::SearchBackend;
-use crate::outcome::{GlobResults, GrepResults, Outcome};
+use crate::cancel::CancelToken;
+use crate::outcome::{GlobResults, GrepResults, Outcome, Status};
 use crate::request::{GlobRequest, GrepRequest};
 
 /// The in-process engine built on ripgrep's crates.
@@ -20,11 +39,331 @@ impl SearchBackend for NativeBackend {
         "native"
     }
 
-    fn glob(&self, _req: &GlobRequest) -> Outcome<GlobResults> {
-        unimplemented!("native glob")
+    fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults> {
+        glob::run(req)
     }
 
-    fn grep(&self, _req: &GrepRequest) -> Outcome<GrepResults> {
-        unimplemented!("native grep")
+    fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults> {
+        grep::run(req)
+    }
+}
+
+/// The workdir as rg's `getcwd` would report it, or why rg could not start
+/// there (the rg backend cannot spawn a process in it either).
+fn canonical_workdir(workdir: &Path) -> Result<PathBuf, String> {
+    let wc = workdir
+        .canonicalize()
+        .map_err(|e| format!("workdir {}: {e}", workdir.display()))?;
+    if !wc.is_dir() {
+        return Err(format!("workdir {}: not a directory", workdir.display()));
+    }
+    Ok(wc)
+}
+
+/// A NUL cannot be passed in an argv: rg could not be started with it.
+fn check_arg(name: &str, value: Option<&str>) -> Result<(), String> {
+    match value {
+        Some(v) if v.contains('\0') => Err(format!("{name} contains a NUL byte")),
+        _ => Ok(()),
+    }
+}
+
+/// The raw-output budget and the cancellation flag, shared by every thread
+/// of one call: whichever trips first stops all work.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    limit: Option<u64>,
+    used: AtomicU64,
+    over: AtomicBool,
+    cancel: CancelToken,
+}
+
+impl Budget {
+    fn new(limit: Option<u64>, cancel: CancelToken) -> Budget {
+        Budget {
+            limit,
+            used: AtomicU64::new(0),
+            over: AtomicBool::new(false),
+            cancel,
+        }
+    }
+
+    /// Count `n` more stdout bytes. False once the budget is crossed or the
+    /// call was cancelled.
+    pub(crate) fn spend(&self, n: u64) -> bool {
+        let total = self.used.fetch_add(n, Ordering::Relaxed) + n;
+        if let Some(limit) = self.limit {
+            if total > limit {
+                self.over.store(true, Ordering::Relaxed);
+            }
+        }
+        !self.stopped()
+    }
+
+    /// Whether work must stop now.
+    pub(crate) fn stopped(&self) -> bool {
+        self.over.load(Ordering::Relaxed) || self.cancel.is_cancelled()
+    }
+
+    pub(crate) fn cancel(&self) -> &CancelToken {
+        &self.cancel
+    }
+
+    /// The status of a call that ran to its end with `exit` as rg's code.
+    fn status(&self, exit: i32) -> Status {
+        if self.cancel.is_cancelled() {
+            Status::Cancelled
+        } else if self.over.load(Ordering::Relaxed) {
+            Status::OverBudget
+        } else {
+            Status::Exited(exit)
+        }
+    }
+}
+
+/// `main.rs: run` (L77): 0 when something matched and nothing failed.
+fn exit_code(matched: bool, errored: bool) -> i32 {
+    if matched && !errored {
+        0
+    } else if errored {
+        2
+    } else {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Expected texts below were produced by rg 15.2.0 by hand on the same
+    //! trees (`rg --no-config --json --regexp=… </dev/null` in a temp dir),
+    //! with the varying `elapsed` objects masked.
+
+    use std::fs;
+    use std::path::Path;
+
+    use super::*;
+    use crate::event::Event;
+
+    fn tree() -> tempfile::TempDir {
+        let td = tempfile::tempdir().unwrap();
+        let p = td.path();
+        fs::create_dir(p.join("sub")).unwrap();
+        fs::write(p.join("a.txt"), "hello\nworld hello\n").unwrap();
+        fs::write(p.join("sub/b.rs"), "hello\r\n").unwrap();
+        fs::write(p.join(".hidden"), "hello\n").unwrap();
+        fs::write(p.join("c.txt"), "abc").unwrap();
+        td
+    }
+
+    fn raw(o: &Outcome<GrepResults>) -> String {
+        let mut out = Vec::new();
+        o.results.write_raw(&mut out).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        let mut masked = String::new();
+        // Mask `"elapsed…":{…}` objects.
+        let mut rest = s.as_str();
+        while let Some(i) = rest.find("\"elapsed") {
+            let j = rest[i..].find('{').unwrap() + i;
+            let k = rest[j..].find('}').unwrap() + j;
+            masked.push_str(&rest[..i]);
+            masked.push('E');
+            rest = &rest[k + 1..];
+        }
+        masked.push_str(rest);
+        masked
+    }
+
+    fn grep(dir: &Path, pat: &str, path: Option<&str>) -> Outcome<GrepResults> {
+        let mut r = GrepRequest::new(pat, dir);
+        r.path = path.map(str::to_string);
+        NativeBackend::new().grep(&r)
+    }
+
+    #[test]
+    fn grep_tree_matches_rg() {
+        let td = tree();
+        let o = grep(td.path(), "hello", None);
+        assert_eq!(o.status, Status::Exited(0));
+        assert!(o.stderr.is_empty());
+        assert_eq!(
+            raw(&o),
+            r#"{"type":"begin","data":{"path":{"text":"a.txt"}}}
+{"type":"match","data":{"path":{"text":"a.txt"},"lines":{"text":"hello\n"},"line_number":1,"absolute_offset":0,"submatches":[{"match":{"text":"hello"},"start":0,"end":5}]}}
+{"type":"match","data":{"path":{"text":"a.txt"},"lines":{"text":"world hello\n"},"line_number":2,"absolute_offset":6,"submatches":[{"match":{"text":"hello"},"start":6,"end":11}]}}
+{"type":"end","data":{"path":{"text":"a.txt"},"binary_offset":null,"stats":{E,"searches":1,"searches_with_match":1,"bytes_searched":18,"bytes_printed":403,"matched_lines":2,"matches":2}}}
+{"type":"begin","data":{"path":{"text":"sub/b.rs"}}}
+{"type":"match","data":{"path":{"text":"sub/b.rs"},"lines":{"text":"hello\r\n"},"line_number":1,"absolute_offset":0,"submatches":[{"match":{"text":"hello"},"start":0,"end":5}]}}
+{"type":"end","data":{"path":{"text":"sub/b.rs"},"binary_offset":null,"stats":{E,"searches":1,"searches_with_match":1,"bytes_searched":7,"bytes_printed":231,"matched_lines":1,"matches":1}}}
+{"data":{E,"stats":{"bytes_printed":634,"bytes_searched":28,E,"matched_lines":3,"matches":3,"searches":3,"searches_with_match":2}},"type":"summary"}
+"#
+        );
+    }
+
+    #[test]
+    fn empty_match_at_end_of_unterminated_line_is_dropped() {
+        let td = tree();
+        let o = grep(td.path(), "$", Some("c.txt"));
+        let m = o.results.matches().next().unwrap();
+        assert_eq!(m.lines, b"abc");
+        assert!(m.submatches.is_empty());
+    }
+
+    #[test]
+    fn nothing_searched_only_for_implicit_path() {
+        let td = tree();
+        let mut r = GrepRequest::new("x", td.path()).include("*.zz");
+        let o = NativeBackend::new().grep(&r);
+        assert_eq!(o.status, Status::Exited(2));
+        assert_eq!(
+            o.stderr,
+            vec![
+                "rg: No files were searched, which means ripgrep probably applied a filter you didn't expect.",
+                "Running with --debug will show why files are being skipped.",
+            ]
+        );
+        assert!(matches!(o.results.events.last(), Some(Event::Summary(_))));
+        r.path = Some(".".into());
+        assert_eq!(NativeBackend::new().grep(&r).status, Status::Exited(1));
+    }
+
+    #[test]
+    fn argument_errors() {
+        let td = tree();
+        let o = grep(td.path(), "a(", None);
+        assert_eq!(o.status, Status::Exited(2));
+        assert_eq!(
+            o.stderr,
+            vec![
+                "rg: regex parse error:",
+                "    (?:a()",
+                "    ^",
+                "error: unclosed group"
+            ]
+        );
+        assert!(o.results.events.is_empty());
+        // The glob error wins over the regex error (rg-semantics §9.1).
+        let r = GrepRequest::new("a(", td.path()).include("[a");
+        let o = NativeBackend::new().grep(&r);
+        assert_eq!(
+            o.stderr,
+            vec!["rg: error parsing glob '[a': unclosed character class; missing ']'"]
+        );
+        let o = grep(td.path(), "a\nb", None);
+        assert_eq!(
+            o.stderr[0],
+            "rg: the literal \"\\n\" is not allowed in a regex"
+        );
+        assert_eq!(o.stderr.len(), 4);
+    }
+
+    #[test]
+    fn missing_path_uses_sequential_wording() {
+        let td = tree();
+        let o = grep(td.path(), "x", Some("nope"));
+        assert_eq!(o.status, Status::Exited(2));
+        assert_eq!(
+            o.stderr,
+            vec![
+                "rg: nope: IO error for operation on nope: No such file or directory (os error 2)"
+            ]
+        );
+        let mut r = GlobRequest::new("*.rs", td.path());
+        r.path = Some("nope".into());
+        let o = NativeBackend::new().glob(&r);
+        assert_eq!(
+            o.stderr,
+            vec![
+                "rg: nope: IO error for operation on nope: No such file or directory (os error 2)"
+            ]
+        );
+        assert_eq!(o.status, Status::Exited(2));
+    }
+
+    #[test]
+    fn glob_lists_hidden_and_sorts_by_mtime() {
+        let td = tree();
+        let p = td.path();
+        let t = |secs| std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+        for (name, secs) in [
+            ("a.txt", 30),
+            ("sub/b.rs", 10),
+            (".hidden", 20),
+            ("c.txt", 40),
+        ] {
+            fs::File::options()
+                .write(true)
+                .open(p.join(name))
+                .unwrap()
+                .set_modified(t(secs))
+                .unwrap();
+        }
+        let o = NativeBackend::new().glob(&GlobRequest::new("*", p));
+        assert_eq!(o.status, Status::Exited(0));
+        assert_eq!(
+            o.results.files,
+            vec![
+                b"sub/b.rs".to_vec(),
+                b".hidden".to_vec(),
+                b"a.txt".to_vec(),
+                b"c.txt".to_vec()
+            ]
+        );
+        let mut r = GlobRequest::new("*", p);
+        r.path = Some("./".into());
+        let o = NativeBackend::new().glob(&r);
+        assert_eq!(o.results.files[0], b"./sub/b.rs");
+    }
+
+    #[test]
+    fn unusable_workdir_fails_to_launch() {
+        let o = NativeBackend::new().glob(&GlobRequest::new("*", "/nonexistent/dir"));
+        assert!(matches!(o.status, Status::LaunchFailed(_)));
+    }
+
+    #[test]
+    fn over_budget_stops() {
+        let td = tree();
+        let mut r = GlobRequest::new("*", td.path());
+        r.raw_budget = Some(5);
+        assert_eq!(NativeBackend::new().glob(&r).status, Status::OverBudget);
+        let mut r = GrepRequest::new("hello", td.path());
+        r.raw_budget = Some(100);
+        assert_eq!(NativeBackend::new().grep(&r).status, Status::OverBudget);
+    }
+
+    #[test]
+    fn cancelled_before_start() {
+        let td = tree();
+        let r = GrepRequest::new("hello", td.path());
+        r.cancel.cancel();
+        assert_eq!(NativeBackend::new().grep(&r).status, Status::Cancelled);
+    }
+
+    /// rg blocks on a FIFO until a writer appears (W7); we must too, and
+    /// must stop when cancelled.
+    #[test]
+    fn fifo_waits_for_writer_and_ends_when_cancelled() {
+        let td = tree();
+        let fifo = td.path().join("ff");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        let r = GrepRequest::new("hello", td.path()).path("ff");
+        let cancel = r.cancel.clone();
+        let waiter = std::thread::spawn(move || NativeBackend::new().grep(&r));
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        cancel.cancel();
+        assert_eq!(waiter.join().unwrap().status, Status::Cancelled);
+
+        let r = GrepRequest::new("hello", td.path()).path("ff");
+        let writer = std::thread::spawn(move || fs::write(fifo, "x\nhello\n").unwrap());
+        let o = NativeBackend::new().grep(&r);
+        writer.join().unwrap();
+        assert_eq!(o.status, Status::Exited(0));
+        let m = o.results.matches().next().unwrap();
+        assert_eq!((m.line_number, m.absolute_offset), (2, 2));
     }
 }

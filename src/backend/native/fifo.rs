@@ -1,0 +1,62 @@
+//! Reading an explicitly named FIFO without blocking forever.
+//!
+//! rg opens a FIFO with a blocking `open(2)` and waits for a writer (W7). We
+//! open it `O_NONBLOCK` and `poll(2)` with a short timeout, so the same wait
+//! ends when the call is cancelled. On Linux a FIFO that never had a writer
+//! does not report `POLLHUP`, so the poll keeps waiting like rg's open does;
+//! once the last writer leaves, `read` returns 0 (end of file), as for rg.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use rustix::event::{poll, PollFd, PollFlags};
+
+use crate::cancel::CancelToken;
+
+/// Poll interval: how long a cancelled call may keep waiting.
+const TICK_MS: i32 = 50;
+
+/// A FIFO reader that gives up with an error once the token is cancelled.
+pub(crate) struct FifoReader {
+    file: File,
+    cancel: CancelToken,
+}
+
+impl FifoReader {
+    pub(crate) fn open(path: &Path, cancel: CancelToken) -> io::Result<FifoReader> {
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(path)?;
+        Ok(FifoReader { file, cancel })
+    }
+}
+
+impl Read for FifoReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if self.cancel.is_cancelled() {
+                return Err(super::grep::cancelled());
+            }
+            let mut fds = [PollFd::new(&self.file, PollFlags::IN)];
+            let timeout = rustix::event::Timespec {
+                tv_sec: 0,
+                tv_nsec: i64::from(TICK_MS) * 1_000_000,
+            };
+            match poll(&mut fds, Some(&timeout)) {
+                Ok(0) => continue,
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            match self.file.read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! rg's stderr texts (`crates/core/messages.rs`, `flags/hiargs.rs`) and the
+//! re-formatting of walk errors whose paths name our absolute walk path.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::paths::Root;
+
+/// rg's stderr, one entry per line, and whether an error was reported
+/// (`messages.rs: err_message!` sets `errored`).
+#[derive(Debug, Default)]
+pub(crate) struct Messages {
+    pub(crate) lines: Vec<String>,
+    pub(crate) errored: bool,
+}
+
+impl Messages {
+    /// `err_message!`: print `rg: {msg}` and remember that rg will exit 2.
+    pub(crate) fn error(&mut self, msg: &str) {
+        self.errored = true;
+        self.print(msg);
+    }
+
+    /// `ignore_message!`: print without changing the exit code.
+    pub(crate) fn print(&mut self, msg: &str) {
+        // `eprintln_locked!` writes `rg: ` once, then the whole message, so
+        // only its first line carries the prefix.
+        let mut first = true;
+        for line in msg.split('\n') {
+            if first {
+                self.lines.push(format!("rg: {line}"));
+                first = false;
+            } else {
+                self.lines.push(line.to_string());
+            }
+        }
+    }
+
+    /// Merge another thread's messages.
+    pub(crate) fn extend(&mut self, other: Messages) {
+        self.errored |= other.errored;
+        self.lines.extend(other.lines);
+    }
+}
+
+/// `main.rs: eprint_nothing_searched`.
+pub(crate) const NOTHING_SEARCHED: &str = "No files were searched, which means ripgrep probably \
+applied a filter you didn't expect.\nRunning with --debug will show why files are being skipped.";
+
+/// The text rg prints for a failed matcher build (`hiargs.rs: matcher_rust`,
+/// `suggest_multiline` L1455 and `suggest_text` L1469). The PCRE2 hint is
+/// compiled out of a `cargo install`ed rg, the reference binary.
+pub(crate) fn regex_error(err: &str) -> String {
+    let mut msg = err.to_string();
+    if msg.contains("the literal") && msg.contains("not allowed") {
+        msg.push_str(
+            "\n\nConsider enabling multiline mode with the --multiline flag (or -U for short).\n\
+             When multiline mode is enabled, new line characters can be matched.",
+        );
+    }
+    if msg.contains("pattern contains \"\\0\"") {
+        msg.push_str(
+            "\n\nConsider enabling text mode with the --text flag (or -a for short). Otherwise,\n\
+             binary detection is enabled and matching a NUL byte is impossible.",
+        );
+    }
+    msg
+}
+
+/// `ignore::Error`'s `Display` (ignore 0.4.29 `lib.rs` L325) with every path
+/// mapped back to the one rg walked.
+pub(crate) fn walk_error(err: &ignore::Error, root: &Root) -> String {
+    let mut out = String::new();
+    fmt_error(err, root, &mut out);
+    out
+}
+
+fn show(root: &Root, p: &Path) -> String {
+    root.unwalk(p).display().to_string()
+}
+
+fn fmt_error(err: &ignore::Error, root: &Root, out: &mut String) {
+    use ignore::Error;
+    match err {
+        Error::Partial(errs) => {
+            for (i, e) in errs.iter().enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                fmt_error(e, root, out);
+            }
+        }
+        Error::WithLineNumber { line, err } => {
+            let _ = write!(out, "line {line}: ");
+            fmt_error(err, root, out);
+        }
+        Error::WithPath { path, err } => {
+            let _ = write!(out, "{}: ", show(root, path));
+            fmt_error(err, root, out);
+        }
+        Error::WithDepth { err, .. } => fmt_error(err, root, out),
+        Error::Loop { ancestor, child } => {
+            let _ = write!(
+                out,
+                "File system loop found: {} points to an ancestor {}",
+                show(root, child),
+                show(root, ancestor)
+            );
+        }
+        Error::Io(io) => fmt_io(io, root, out),
+        other => {
+            let _ = write!(out, "{other}");
+        }
+    }
+}
+
+/// An io error that may wrap a `walkdir::Error` (`Error::from_walkdir`),
+/// whose `Display` names the path (walkdir 2.5.0 `error.rs` L220).
+fn fmt_io(io: &std::io::Error, root: &Root, out: &mut String) {
+    let wd = io
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<walkdir::Error>());
+    let Some(wd) = wd else {
+        let _ = write!(out, "{io}");
+        return;
+    };
+    if let (Some(anc), Some(child)) = (wd.loop_ancestor(), wd.path()) {
+        let _ = write!(
+            out,
+            "File system loop found: {} points to an ancestor {}",
+            show(root, child),
+            show(root, anc)
+        );
+        return;
+    }
+    match (wd.path(), wd.io_error()) {
+        (Some(p), Some(e)) => {
+            let _ = write!(out, "IO error for operation on {}: {e}", show(root, p));
+        }
+        (None, Some(e)) => {
+            let _ = write!(out, "{e}");
+        }
+        _ => {
+            let _ = write!(out, "{wd}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Texts checked against rg 15.2.0 by hand:
+    //   rg --no-config --json --regexp='a
+    // b'     and    rg --no-config --json --regexp='\x00'
+    #[test]
+    fn multiline_hint() {
+        let m = regex_error("the literal \"\\n\" is not allowed in a regex");
+        assert_eq!(
+            m,
+            "the literal \"\\n\" is not allowed in a regex\n\n\
+             Consider enabling multiline mode with the --multiline flag (or -U for short).\n\
+             When multiline mode is enabled, new line characters can be matched."
+        );
+    }
+
+    #[test]
+    fn prefix_only_on_first_line() {
+        let mut m = Messages::default();
+        m.error(NOTHING_SEARCHED);
+        assert!(m.errored);
+        assert_eq!(
+            m.lines,
+            vec![
+                "rg: No files were searched, which means ripgrep probably applied a filter you didn't expect.".to_string(),
+                "Running with --debug will show why files are being skipped.".to_string(),
+            ]
+        );
+    }
+}

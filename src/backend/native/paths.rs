@@ -1,0 +1,190 @@
+//! Walking a request's path without touching the process's current directory.
+//!
+//! rg walks the path exactly as typed and resolves it against its CWD; its
+//! override matcher (`ignore` 0.4.29 `gitignore.rs: Gitignore::strip`, L286)
+//! then removes a leading `./` (once in `dir.rs: Ignore::matched`, once more
+//! in `strip`), the CWD prefix byte-wise, and one `/`. We walk an absolute
+//! path `A` instead, built so that `strip` turns every entry below `A` into
+//! the same bytes rg's matcher sees, and print each entry as rg would: the
+//! typed path joined (`PathBuf::join`) with the entry's suffix below `A`.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+/// One search root: what the user typed and the absolute path walked for it.
+#[derive(Clone, Debug)]
+pub(crate) struct Root {
+    /// The path as typed; `./` for the implicit path.
+    given: PathBuf,
+    /// Whether there was no path argument (`haystack.rs: strip_dot_prefix`).
+    implicit: bool,
+    /// The absolute path handed to the walker.
+    walk: PathBuf,
+}
+
+impl Root {
+    /// The root for `path` (`None`: the implicit `./`) in the canonical
+    /// workdir `wc`.
+    pub(crate) fn new(wc: &Path, path: Option<&str>) -> Root {
+        let implicit = path.is_none();
+        let given = PathBuf::from(path.unwrap_or("./"));
+        // An empty path names nothing: rg reports ENOENT for it, and so
+        // does walking the empty path (without resolving it anywhere).
+        let walk = if given.is_absolute() || given.as_os_str().is_empty() {
+            given.clone()
+        } else {
+            let typed = given.as_os_str().as_bytes();
+            // rg's matcher strips `./` at most twice (`Ignore::matched`, then
+            // `Gitignore::strip`); a `/` is appended first so that `.` and
+            // `./.` reduce to nothing, like the `./x` entries rg sees.
+            let mut x = typed.to_vec();
+            if !x.ends_with(b"/") {
+                x.push(b'/');
+            }
+            let mut rest: &[u8] = &x;
+            for _ in 0..2 {
+                if let Some(r) = rest.strip_prefix(b"./") {
+                    rest = r;
+                }
+            }
+            let mut rest = rest.to_vec();
+            // Keep the typed trailing slash or its absence: `f/` on a file
+            // must fail with ENOTDIR as it does for rg.
+            if !typed.ends_with(b"/") && !rest.is_empty() {
+                rest.pop();
+            }
+            let mut a = wc.as_os_str().as_bytes().to_vec();
+            a.push(b'/');
+            a.extend_from_slice(&rest);
+            PathBuf::from(OsStr::from_bytes(&a))
+        };
+        Root {
+            given,
+            implicit,
+            walk,
+        }
+    }
+
+    /// The absolute path to walk.
+    pub(crate) fn walk_path(&self) -> &Path {
+        &self.walk
+    }
+
+    /// Whether there was no path argument.
+    pub(crate) fn is_implicit(&self) -> bool {
+        self.implicit
+    }
+
+    /// The path rg would have walked for `walked` (an entry below the walk
+    /// path), before `./` stripping: what rg puts in walk error messages.
+    /// Paths outside the walk path (an ancestor's ignore file, the global
+    /// excludes file) are returned unchanged.
+    pub(crate) fn unwalk(&self, walked: &Path) -> PathBuf {
+        if self.given.is_absolute() || self.walk.as_os_str().is_empty() {
+            return walked.to_path_buf();
+        }
+        let a = self.walk.as_os_str().as_bytes();
+        let w = walked.as_os_str().as_bytes();
+        let Some(suffix) = w.strip_prefix(a) else {
+            return walked.to_path_buf();
+        };
+        let suffix = if a.ends_with(b"/") || suffix.is_empty() {
+            suffix
+        } else if let Some(s) = suffix.strip_prefix(b"/") {
+            s
+        } else {
+            // `A` = `/w/src` and the path is `/w/srcx`: not below the root.
+            return walked.to_path_buf();
+        };
+        if suffix.is_empty() {
+            self.given.clone()
+        } else {
+            self.given.join(OsStr::from_bytes(suffix))
+        }
+    }
+
+    /// The path rg prints for a haystack found at `walked`: [`Root::unwalk`]
+    /// then, for the implicit path only, a leading `./` component removed
+    /// (`haystack.rs: Haystack::path`).
+    pub(crate) fn display(&self, walked: &Path) -> Vec<u8> {
+        let p = self.unwalk(walked);
+        if self.implicit && p.starts_with("./") {
+            if let Ok(s) = p.strip_prefix("./") {
+                return s.as_os_str().as_bytes().to_vec();
+            }
+        }
+        p.into_os_string().into_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn walk(p: Option<&str>) -> String {
+        Root::new(Path::new("/w"), p)
+            .walk_path()
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    fn shown(p: Option<&str>, entry_below_a: &str) -> String {
+        let r = Root::new(Path::new("/w"), p);
+        let mut e = r.walk_path().as_os_str().as_bytes().to_vec();
+        if !e.ends_with(b"/") && !entry_below_a.is_empty() {
+            e.push(b'/');
+        }
+        e.extend_from_slice(entry_below_a.as_bytes());
+        String::from_utf8(r.display(Path::new(OsStr::from_bytes(&e)))).unwrap()
+    }
+
+    // Walk paths: `strip` of `A/x` must equal what rg's matcher sees for the
+    // typed path's entries (rg-semantics.md §4, E8).
+    #[test]
+    fn walk_paths() {
+        assert_eq!(walk(None), "/w/");
+        assert_eq!(walk(Some(".")), "/w/");
+        assert_eq!(walk(Some("./")), "/w/");
+        assert_eq!(walk(Some("./.")), "/w/");
+        assert_eq!(walk(Some("src")), "/w/src");
+        assert_eq!(walk(Some("./src")), "/w/src");
+        assert_eq!(walk(Some("src/")), "/w/src/");
+        assert_eq!(walk(Some("src//")), "/w/src//");
+        assert_eq!(walk(Some(".//src")), "/w//src");
+        assert_eq!(walk(Some("././src")), "/w/src");
+        assert_eq!(walk(Some("..")), "/w/..");
+        assert_eq!(walk(Some("/abs/./x")), "/abs/./x");
+        assert_eq!(walk(Some("")), "");
+    }
+
+    // Printed paths: rg-semantics.md §6 table (P1, P2), checked with rg.
+    #[test]
+    fn printed_paths() {
+        assert_eq!(shown(None, "a"), "a");
+        assert_eq!(shown(None, "d/a"), "d/a");
+        assert_eq!(shown(Some("."), "a"), "./a");
+        assert_eq!(shown(Some("./"), "a"), "./a");
+        assert_eq!(shown(Some("src"), "a"), "src/a");
+        assert_eq!(shown(Some("src/"), "a"), "src/a");
+        assert_eq!(shown(Some("src//"), "a"), "src//a");
+        assert_eq!(shown(Some("./src/"), "a"), "./src/a");
+        assert_eq!(shown(Some(".."), "x"), "../x");
+        assert_eq!(shown(Some("f"), ""), "f");
+        assert_eq!(shown(Some("./src/a.rs"), ""), "./src/a.rs");
+        assert_eq!(shown(Some("/abs/d"), "a"), "/abs/d/a");
+    }
+
+    #[test]
+    fn errors_keep_dot_slash() {
+        let r = Root::new(Path::new("/w"), None);
+        assert_eq!(r.unwalk(Path::new("/w/d")), Path::new("./d"));
+        assert_eq!(
+            r.unwalk(Path::new("/elsewhere/.gitignore")),
+            Path::new("/elsewhere/.gitignore")
+        );
+        let r = Root::new(Path::new("/w"), Some("src"));
+        assert_eq!(r.unwalk(Path::new("/w/srcx")), Path::new("/w/srcx"));
+        assert_eq!(r.unwalk(Path::new("/w/src")), Path::new("src"));
+    }
+}

@@ -1,0 +1,126 @@
+//! Path resolution for the local filesystem (`seed-reference.md` §6.1):
+//! the display path is the lexical absolute join of the workdir and the
+//! requested path; the key is the real path, or for a missing file the real
+//! path of its nearest existing ancestor plus the missing suffix.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use super::{FsError, FsErrorCode, ResolvedPath};
+
+/// Whether `path` has a `..` segment: between separators or at either end.
+pub fn has_dotdot_segment(path: &str) -> bool {
+    path.split('/').any(|seg| seg == "..")
+}
+
+/// Resolve `path` against `cwd`.
+///
+/// When either has a `..` segment the cwd is first canonicalized (as is, if
+/// that fails), so `..` climbs out of the real directory rather than out of
+/// a symlink's lexical parent; the seed does the same before its lexical
+/// join.
+pub(crate) fn resolve(path: &str, cwd: &Path) -> Result<ResolvedPath, FsError> {
+    if crate::tool::text::is_blank(path) {
+        return Err(FsError::new(
+            FsErrorCode::NotFound,
+            "file_path must be a non-empty string",
+        ));
+    }
+    // A relative workdir can only mean one relative to the process.
+    let cwd = std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    let dotdot = has_dotdot_segment(path) || has_dotdot_segment(&cwd.to_string_lossy());
+    let base = if dotdot {
+        std::fs::canonicalize(&cwd).unwrap_or(cwd)
+    } else {
+        cwd
+    };
+    let display = lexical_join(&base, Path::new(path));
+    let shown = display.to_string_lossy().into_owned();
+    if path.contains('\0') {
+        // Shown escaped: a raw NUL in a message helps nobody.
+        let shown = shown.replace('\0', "\\0");
+        return Err(FsError::cannot(
+            FsErrorCode::NotFound,
+            "resolve",
+            &shown,
+            "the path contains a NUL byte",
+        ));
+    }
+    let key = real_key(&display).map_err(|e| match e.kind() {
+        io::ErrorKind::NotADirectory => FsError::cannot(
+            FsErrorCode::NotFound,
+            "resolve",
+            &shown,
+            "a parent path segment is not a directory",
+        ),
+        _ => FsError::io("resolve", &shown, &e),
+    })?;
+    Ok(ResolvedPath { display, key })
+}
+
+/// `base` joined with `path` (an absolute `path` replaces it), with `.`
+/// dropped and `..` applied lexically, as Node's `path.resolve` does.
+pub(crate) fn lexical_join(base: &Path, path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for comp in base.join(path).components() {
+        match comp {
+            Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(seg) => out.push(seg),
+        }
+    }
+    out
+}
+
+/// The real path of `path`, or of its nearest existing ancestor with the
+/// missing suffix appended.
+fn real_key(path: &Path) -> io::Result<PathBuf> {
+    let mut suffix: Vec<&std::ffi::OsStr> = Vec::new();
+    let mut cur = path;
+    loop {
+        match std::fs::canonicalize(cur) {
+            Ok(mut real) => {
+                for seg in suffix.iter().rev() {
+                    real.push(seg);
+                }
+                return Ok(real);
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                match (cur.parent(), cur.file_name()) {
+                    (Some(parent), Some(name)) => {
+                        suffix.push(name);
+                        cur = parent;
+                    }
+                    _ => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dotdot_segments() {
+        assert!(has_dotdot_segment(".."));
+        assert!(has_dotdot_segment("a/../b"));
+        assert!(has_dotdot_segment("a/.."));
+        assert!(has_dotdot_segment("../a"));
+        assert!(!has_dotdot_segment("a..b/..c"));
+        assert!(!has_dotdot_segment("..."));
+    }
+
+    #[test]
+    fn lexical_join_normalizes() {
+        let j = |b: &str, p: &str| lexical_join(Path::new(b), Path::new(p));
+        assert_eq!(j("/w", "a/./b//c/"), PathBuf::from("/w/a/b/c"));
+        assert_eq!(j("/w/x", "../a"), PathBuf::from("/w/a"));
+        assert_eq!(j("/w", "/abs/../f"), PathBuf::from("/f"));
+        assert_eq!(j("/", "../../a"), PathBuf::from("/a"));
+    }
+}

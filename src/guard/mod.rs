@@ -1,0 +1,251 @@
+//! The search-path guard (`contract.md` §7, seed `003_…`).
+//!
+//! It runs on the raw arguments of a call, after schema validation and
+//! before the tool's own checks, and either allows the call (`None`) or
+//! denies it with a one-line reason, rendered `Error: <reason>` with no code
+//! (`seed-reference.md` §7). Its rules:
+//!
+//! - glob or grep whose `path` does not exist, read (or `read_image`) whose
+//!   `file_path` does not exist: denied, with the nearest existing directory,
+//!   the closest names in it and the glob call that lists it;
+//! - edit of a file of at most `maxEditBytes` whose `old_string` is absent,
+//!   or present more than once without `replace_all`, counted exactly as
+//!   edit counts (BOM stripped, CRLF normalized, non-overlapping);
+//! - a grep on a target (its resolved `path`, or the workdir) that found
+//!   nothing `zeroResultBlock` times in a row in the session: denied, until a
+//!   grep on that target finds something.
+//!
+//! Whenever it cannot decide (no path, a non-string or blank path, an
+//! unusable workdir, a stat failing for another reason than absence, a binary
+//! or unreadable file) it allows: the tool then reports what is wrong. It
+//! never changes the result of a call it allows.
+
+mod counters;
+mod message;
+mod resolve;
+
+use std::io::Read;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::fs::literal::{count_occurrences, normalize_crlf};
+use crate::tool::{CallContext, CallGuard, ToolResult};
+
+pub use crate::config::GuardConfig;
+pub use counters::{MemoryCounters, ZeroResultStore};
+
+use resolve::{Presence, Workdir};
+
+/// What a grep that found nothing renders (`seed-reference.md` §3.2).
+const NO_MATCHES: &str = "No matches found";
+
+/// The search-path guard. Cheap to share: `check` and `after` take `&self`.
+#[derive(Clone)]
+pub struct Guard {
+    config: GuardConfig,
+    counters: Arc<dyn ZeroResultStore>,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Guard {
+    fn default() -> Guard {
+        Guard::new(GuardConfig::default())
+    }
+}
+
+impl Guard {
+    /// A guard whose zero-result counters live in memory, per session.
+    pub fn new(config: GuardConfig) -> Guard {
+        Guard::with_counters(config, Arc::new(MemoryCounters::default()))
+    }
+
+    /// A guard whose zero-result counters live in `counters` (e.g. the
+    /// persisted session state of the CLI).
+    pub fn with_counters(config: GuardConfig, counters: Arc<dyn ZeroResultStore>) -> Guard {
+        Guard { config, counters }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &GuardConfig {
+        &self.config
+    }
+
+    /// Before the call: `Some(reason)` denies it, `None` allows it.
+    pub fn check(&self, tool: &str, args: &Value, ctx: &CallContext) -> Option<String> {
+        if self.config.disabled {
+            return None;
+        }
+        match tool {
+            "glob" | "grep" => self.check_search(tool, args, ctx),
+            "read" | "read_image" => check_read(args, ctx),
+            "edit" => self.check_edit(args, ctx),
+            _ => None,
+        }
+    }
+
+    /// After a call the guard allowed: count greps that found nothing, per
+    /// session and target; a grep that found something resets its target.
+    pub fn after(&self, tool: &str, args: &Value, ctx: &CallContext, result: &ToolResult) {
+        if self.config.disabled || tool != "grep" || result.is_error {
+            return;
+        }
+        let Some((session, target)) = grep_target(args, ctx) else {
+            return;
+        };
+        if result.content == NO_MATCHES {
+            self.counters.bump(session, &target.key);
+        } else {
+            self.counters.reset(session, &target.key);
+        }
+    }
+
+    /// glob and grep: the path must exist; grep must not be blocked.
+    fn check_search(&self, tool: &str, args: &Value, ctx: &CallContext) -> Option<String> {
+        if let Some(raw) = path_arg(args, "path")? {
+            let wd = Workdir::usable(&ctx.workdir)?;
+            match resolve::search_target(&wd, raw) {
+                Presence::Exists(_) => {}
+                Presence::Absent => return missing(&wd, "path", raw),
+                Presence::Unknown => return None,
+            }
+        }
+        if tool != "grep" {
+            return None;
+        }
+        let (session, target) = grep_target(args, ctx)?;
+        let count = self.counters.get(session, &target.key);
+        (u64::from(count) >= self.config.zero_result_block)
+            .then(|| message::zero_result_block(&target.display, count))
+    }
+
+    /// edit: `old_string` must be in the file exactly once, or at least once
+    /// with `replace_all`, counted as edit counts (`seed-reference.md` §6.3).
+    fn check_edit(&self, args: &Value, ctx: &CallContext) -> Option<String> {
+        let raw = path_arg(args, "file_path")??;
+        let old = args.get("old_string")?.as_str().filter(|s| !s.is_empty())?;
+        // Equal strings are the tool's own argument error; leave it to say so.
+        if args.get("new_string").and_then(Value::as_str) == Some(old) {
+            return None;
+        }
+        let replace_all = match args.get("replace_all") {
+            None | Some(Value::Bool(false)) => false,
+            Some(Value::Bool(true)) => true,
+            Some(_) => return None,
+        };
+        let wd = Workdir::usable(&ctx.workdir)?;
+        let (path, presence) = resolve::file_target(&wd, raw);
+        let Presence::Exists(meta) = presence else {
+            return None;
+        };
+        if !meta.is_file() || meta.len() > self.config.max_edit_bytes {
+            return None;
+        }
+        let text = read_text(&path, self.config.max_edit_bytes)?;
+        let count = count_occurrences(&normalize_crlf(&text), &normalize_crlf(old));
+        let file = wd.display(&path);
+        match count {
+            0 => Some(message::edit_not_found(&file)),
+            n if n > 1 && !replace_all => Some(message::edit_ambiguous(&file, n)),
+            _ => None,
+        }
+    }
+}
+
+/// The dispatch's seam (`contract.md` §5): the guard runs after schema
+/// validation and before the tool's own checks, and sees every result.
+impl CallGuard for Guard {
+    fn check(&self, tool: &str, args: &Value, ctx: &CallContext) -> Option<String> {
+        Guard::check(self, tool, args, ctx)
+    }
+
+    fn after(&self, tool: &str, args: &Value, ctx: &CallContext, result: &ToolResult) {
+        Guard::after(self, tool, args, ctx, result);
+    }
+}
+
+/// read and read_image: the file must exist.
+fn check_read(args: &Value, ctx: &CallContext) -> Option<String> {
+    let raw = path_arg(args, "file_path")??;
+    let wd = Workdir::usable(&ctx.workdir)?;
+    match resolve::file_target(&wd, raw).1 {
+        Presence::Absent => missing(&wd, "file_path", raw),
+        Presence::Exists(_) | Presence::Unknown => None,
+    }
+}
+
+/// The denial for `raw`, which does not exist; `None` (allow) when no
+/// ancestor can be found to point at.
+fn missing(wd: &Workdir, arg: &str, raw: &str) -> Option<String> {
+    let near = resolve::nearest(wd, &wd.resolve(raw))?;
+    Some(message::missing_path(arg, raw, &near))
+}
+
+/// The path argument `name`: `Some(None)` when absent, `Some(Some(s))` for a
+/// usable string, `None` (cannot decide: allow) for a non-string or a blank
+/// string (the tool's own check reports a blank one).
+fn path_arg<'a>(args: &'a Value, name: &str) -> Option<Option<&'a str>> {
+    match args.get(name) {
+        None => Some(None),
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(Some(s)),
+        Some(_) => None,
+    }
+}
+
+/// The target a grep counts against.
+struct Target {
+    /// Counter key: the lexical absolute path (`seed-reference.md` §6.1).
+    key: String,
+    /// How the model writes it.
+    display: String,
+}
+
+/// The session and target of a grep, when it has both.
+fn grep_target<'a>(args: &Value, ctx: &'a CallContext) -> Option<(&'a str, Target)> {
+    let session = ctx.session_id.as_deref()?;
+    let raw = path_arg(args, "path")?.unwrap_or(".");
+    let wd = Workdir::usable(&ctx.workdir)?;
+    let p = wd.resolve(raw);
+    let target = Target {
+        key: p.to_string_lossy().into_owned(),
+        display: wd.display(&p),
+    };
+    Some((session, target))
+}
+
+/// The file's text as edit decodes it, or `None` when edit would refuse it
+/// (binary: a NUL anywhere; invalid UTF-8), when it cannot be read, or when
+/// it has grown past `max` bytes since the stat.
+fn read_text(path: &std::path::Path, max: u64) -> Option<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // Non-blocking, and checked again after opening: a file swapped for a
+    // FIFO since the stat must not hang the guard.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .ok()?;
+    if bytes.len() as u64 > max || bytes.contains(&0) {
+        return None;
+    }
+    let text = String::from_utf8(bytes).ok()?;
+    // The strict decoder strips a leading BOM (`seed-reference.md` §6.3).
+    Some(match text.strip_prefix('\u{FEFF}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    })
+}

@@ -1,0 +1,223 @@
+//! Per-session state: the read observations of the file tools
+//! (`seed-reference.md` §6.4) and the guard's zero-result counters.
+//!
+//! A [`Sessions`] store holds every session's [`SessionState`] in memory for
+//! the life of a process. The command line runs one tool call per process,
+//! so it uses a persistent store instead: one JSON file per session in a
+//! state directory outside the workspace, updated under an exclusive `flock`
+//! and replaced atomically, so that `read` then `edit` as two commands
+//! behave like two calls of one session.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+/// What a session last saw of one file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "camelCase")]
+pub enum Observation {
+    /// The file existed at this version.
+    Present {
+        /// The version token.
+        version: String,
+    },
+    /// A read found no file.
+    Absent,
+}
+
+/// The state of one session.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionState {
+    /// Observations keyed by target key.
+    #[serde(default)]
+    pub observations: BTreeMap<String, Observation>,
+    /// The guard's consecutive zero-result grep counts, keyed by target.
+    #[serde(default)]
+    pub zero_results: BTreeMap<String, u32>,
+}
+
+/// Where session states live.
+#[derive(Debug)]
+pub struct Sessions {
+    memory: Mutex<HashMap<String, SessionState>>,
+    dir: Option<PathBuf>,
+}
+
+impl Default for Sessions {
+    fn default() -> Sessions {
+        Sessions::in_memory()
+    }
+}
+
+impl Sessions {
+    /// States held in this process's memory only.
+    pub fn in_memory() -> Sessions {
+        Sessions {
+            memory: Mutex::new(HashMap::new()),
+            dir: None,
+        }
+    }
+
+    /// States persisted in `dir` (created 0700 when needed), one file per
+    /// session, shared by every process that uses the same directory.
+    pub fn persistent(dir: impl Into<PathBuf>) -> Sessions {
+        Sessions {
+            memory: Mutex::new(HashMap::new()),
+            dir: Some(dir.into()),
+        }
+    }
+
+    /// The default state directory: `$DSH_SEARCH_STATE_DIR`, else
+    /// `$XDG_STATE_HOME/dsh-search`, else `$HOME/.local/state/dsh-search`.
+    pub fn default_state_dir() -> Option<PathBuf> {
+        let env = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        if let Some(dir) = env("DSH_SEARCH_STATE_DIR") {
+            return Some(dir);
+        }
+        if let Some(dir) = env("XDG_STATE_HOME").filter(|d| d.is_absolute()) {
+            return Some(dir.join("dsh-search"));
+        }
+        env("HOME").map(|h| h.join(".local/state/dsh-search"))
+    }
+
+    /// The persistent store's directory, if any.
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
+    /// Run `f` on the state of session `id`, atomically with respect to
+    /// every other caller of the same store (threads, and for a persistent
+    /// store, processes). A persistent state is written back only when `f`
+    /// changed it.
+    pub fn with<R>(&self, id: &str, f: impl FnOnce(&mut SessionState) -> R) -> io::Result<R> {
+        let mut memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(dir) = &self.dir else {
+            return Ok(f(memory.entry(id.to_string()).or_default()));
+        };
+        let sessions = dir.join("sessions");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&sessions)?;
+        let name = file_stem(id);
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(sessions.join(format!("{name}.lock")))?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)?;
+        let path = sessions.join(format!("{name}.json"));
+        let mut state = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice::<StateFile>(&bytes)
+                .map(|f| f.state)
+                .map_err(|e| {
+                    io::Error::other(format!("corrupt session state {}: {e}", path.display()))
+                })?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => SessionState::default(),
+            Err(e) => return Err(e),
+        };
+        let before = state.clone();
+        let out = f(&mut state);
+        if state != before {
+            let file = StateFile {
+                session: id.to_string(),
+                state: state.clone(),
+            };
+            write_atomic(&sessions, &path, &serde_json::to_vec(&file)?)?;
+        }
+        memory.insert(id.to_string(), state);
+        Ok(out)
+    }
+}
+
+/// The on-disk form: the session id is kept for whoever inspects the file.
+#[derive(Serialize, Deserialize)]
+struct StateFile {
+    session: String,
+    #[serde(flatten)]
+    state: SessionState,
+}
+
+/// The file name of a session: the first 32 hex digits of sha256(id), so
+/// any id (slashes, dots, NULs) is a safe name.
+fn file_stem(id: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(id.as_bytes());
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = dir.join(format!(".{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn persistent_state_survives_a_new_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Sessions::persistent(dir.path());
+        a.with("s1", |s| {
+            s.observations.insert(
+                "/k".into(),
+                Observation::Present {
+                    version: "v".into(),
+                },
+            );
+            s.zero_results.insert("/t".into(), 3);
+        })
+        .unwrap();
+        let b = Sessions::persistent(dir.path());
+        let got = b.with("s1", |s| s.clone()).unwrap();
+        assert_eq!(
+            got.observations.get("/k"),
+            Some(&Observation::Present {
+                version: "v".into()
+            })
+        );
+        assert_eq!(got.zero_results.get("/t"), Some(&3));
+        assert_eq!(
+            b.with("s2", |s| s.clone()).unwrap(),
+            SessionState::default()
+        );
+    }
+
+    #[test]
+    fn in_memory_sessions_are_isolated() {
+        let s = Sessions::in_memory();
+        s.with("a", |st| {
+            st.observations.insert("/k".into(), Observation::Absent)
+        })
+        .unwrap();
+        assert!(s.with("b", |st| st.observations.is_empty()).unwrap());
+        assert!(!s.with("a", |st| st.observations.is_empty()).unwrap());
+    }
+}

@@ -1,0 +1,70 @@
+//! The file tools `read`, `write` and `edit` (`seed-reference.md` §6), over
+//! a [`FileSystem`], with the read-before-write [`ObservationPolicy`].
+//!
+//! Each tool is one function taking the configuration, the filesystem, the
+//! policy (`None`: the bare deployment, no policy), the arguments (already
+//! checked against the tool's schema) and the call context; it returns the
+//! content the model sees and the canonical value, or a [`ToolError`].
+//! Filesystem failures are coded `FsError`s; the tools' own argument checks
+//! are plain errors.
+
+mod edit;
+mod policy;
+mod read;
+mod write;
+
+use serde_json::Value;
+
+pub use edit::edit;
+pub use policy::ObservationPolicy;
+pub use read::{read, ReadWindow};
+pub use write::write;
+
+use crate::fs::{FsError, FsErrorCode};
+use crate::tool::ToolError;
+
+/// The file tools' configuration keys (`seed-reference.md` §9.2), loaded
+/// and validated with the rest in [`crate::config`].
+pub use crate::config::FsConfig as FilesConfig;
+
+/// The shape of the three tool functions.
+pub type FileToolFn = fn(
+    &FilesConfig,
+    &dyn crate::fs::FileSystem,
+    Option<&ObservationPolicy>,
+    &Value,
+    &crate::tool::CallContext,
+) -> Result<(String, Value), ToolError>;
+
+/// A string argument; the schema made sure it is one when present.
+fn str_arg<'a>(args: &'a Value, name: &str) -> &'a str {
+    args.get(name).and_then(Value::as_str).unwrap_or("")
+}
+
+/// `file_path`, checked non-blank (JavaScript `trim`, as the seed).
+fn file_path_arg(args: &Value) -> Result<&str, ToolError> {
+    let path = str_arg(args, "file_path");
+    if crate::tool::text::is_blank(path) {
+        return Err(ToolError::plain("file_path must be a non-empty string"));
+    }
+    Ok(path)
+}
+
+/// An `FsError` as the tool result's error (`info.name` = `FsError`).
+pub(crate) fn fs_error(e: FsError) -> ToolError {
+    ToolError::coded("FsError", e.code.as_str(), e.message)
+}
+
+/// The remedy wrapper of write and edit (`seed-reference.md` §6.5).
+pub(crate) fn with_remedy(e: FsError) -> FsError {
+    match e.code {
+        FsErrorCode::StaleVersion => e.with_remedy("re-read the file, then retry"),
+        FsErrorCode::NotObserved => e.with_remedy("read the file, then retry"),
+        _ => e,
+    }
+}
+
+/// The `<path>…</path>` envelope shared by the three tools.
+fn envelope(display: &str, body: &str) -> String {
+    format!("<path>{display}</path>\n<type>file</type>\n<content>\n{body}\n</content>")
+}

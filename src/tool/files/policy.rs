@@ -1,0 +1,122 @@
+//! The read-before-write observation policy (`seed-reference.md` §6.4).
+//!
+//! A session's successful read (any window) records the file's version; a
+//! write then replaces only that version and an edit requires it. A read
+//! that finds no file records it absent. Successful writes and edits record
+//! the new version, so a session can keep editing what it wrote.
+//!
+//! A call without a session has no owner (§6.4): nothing is recorded, a
+//! write may only create, and an edit is refused as unobserved. A caller that
+//! wants no policy at all (the bare deployment; the command line without
+//! `--session`) builds its tools without it.
+
+use std::sync::Arc;
+
+use crate::fs::{FsError, FsErrorCode, ResolvedPath, Version, WriteIntent};
+use crate::session::{Observation, Sessions};
+
+/// The policy over a store of sessions.
+#[derive(Clone, Debug, Default)]
+pub struct ObservationPolicy {
+    sessions: Arc<Sessions>,
+}
+
+impl ObservationPolicy {
+    /// A policy keeping its observations in `sessions`.
+    pub fn new(sessions: Arc<Sessions>) -> ObservationPolicy {
+        ObservationPolicy { sessions }
+    }
+
+    /// The session store.
+    pub fn sessions(&self) -> &Arc<Sessions> {
+        &self.sessions
+    }
+
+    fn get(&self, owner: &str, target: &ResolvedPath) -> Result<Option<Observation>, FsError> {
+        let key = target.key_str();
+        self.sessions
+            .with(owner, |s| s.observations.get(&key).cloned())
+            .map_err(|e| session_error(target, &e))
+    }
+
+    /// The condition of a write: replace the observed version, or create
+    /// only.
+    pub fn write_intent(
+        &self,
+        owner: Option<&str>,
+        target: &ResolvedPath,
+    ) -> Result<WriteIntent, FsError> {
+        let Some(owner) = owner else {
+            return Ok(WriteIntent::CreateIfAbsent);
+        };
+        Ok(match self.get(owner, target)? {
+            Some(Observation::Present { version }) => {
+                WriteIntent::ReplaceIfVersion(Version(version))
+            }
+            _ => WriteIntent::CreateIfAbsent,
+        })
+    }
+
+    /// The version guard of an edit, or why it may not happen.
+    pub fn edit_intent(
+        &self,
+        owner: Option<&str>,
+        target: &ResolvedPath,
+    ) -> Result<Option<Version>, FsError> {
+        let p = target.display_str();
+        let observed = match owner {
+            Some(owner) => self.get(owner, target)?,
+            None => None,
+        };
+        match observed {
+            Some(Observation::Present { version }) => Ok(Some(Version(version))),
+            Some(Observation::Absent) => Err(FsError::cannot(
+                FsErrorCode::NotFound,
+                "edit",
+                &p,
+                "not found",
+            )),
+            None => Err(FsError {
+                code: FsErrorCode::NotObserved,
+                message: format!("edit requires reading \"{p}\" first"),
+                path: Some(p),
+            }),
+        }
+    }
+
+    /// Record what a successful tool call saw (`None`: absent).
+    pub fn observe(
+        &self,
+        owner: Option<&str>,
+        target: &ResolvedPath,
+        version: Option<&Version>,
+    ) -> Result<(), FsError> {
+        let Some(owner) = owner else {
+            return Ok(());
+        };
+        let key = target.key_str();
+        let obs = match version {
+            Some(v) => Observation::Present {
+                version: v.0.clone(),
+            },
+            None => Observation::Absent,
+        };
+        self.sessions
+            .with(owner, |s| {
+                s.observations.insert(key, obs);
+            })
+            .map_err(|e| session_error(target, &e))
+    }
+}
+
+fn session_error(target: &ResolvedPath, e: &std::io::Error) -> FsError {
+    FsError {
+        code: FsErrorCode::IoError,
+        message: format!(
+            "cannot use the session state for \"{}\": {}",
+            target.display_str(),
+            crate::fs::io_message(e)
+        ),
+        path: Some(target.display_str()),
+    }
+}

@@ -1,0 +1,263 @@
+//! The guard inside the dispatch a harness uses (`contract.md` §5): denials
+//! as results, the guard never changing a call it allows, counters fed by
+//! real greps, and the command line with a persisted session.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use dsh_search::config::Config;
+use dsh_search::guard::Guard;
+use dsh_search::tool::{CallContext, Tools};
+use dsh_search::{NativeBackend, RgBackend, SearchBackend};
+use serde_json::json;
+
+fn tree(root: &Path) {
+    for (p, content) in [
+        ("README.md", "# readme\n"),
+        ("notes.txt", "alpha\nbeta\nalpha\n"),
+        ("src/main.rs", "fn main() {}\n"),
+        ("src/lib.rs", "pub mod guard;\n"),
+        ("src/guard.rs", "// guard\n"),
+    ] {
+        let p = root.join(p);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+}
+
+/// The backends the dispatch tests run on: every behaviour on both.
+const BACKENDS: &[&str] = &["native", "rg"];
+
+fn backend(name: &str) -> Arc<dyn SearchBackend> {
+    match name {
+        "native" => Arc::new(NativeBackend::new()),
+        _ => Arc::new(RgBackend::default()),
+    }
+}
+
+fn tools(guard: bool) -> Tools {
+    tools_on(BACKENDS[0], guard)
+}
+
+fn tools_on(b: &str, guard: bool) -> Tools {
+    let t = Tools::new(Config::default(), backend(b));
+    if guard {
+        t.with_guard(Arc::new(Guard::default()))
+    } else {
+        t
+    }
+}
+
+fn ws() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("ws");
+    tree(&root);
+    (tmp, root)
+}
+
+#[test]
+fn a_denial_is_a_plain_error_result() {
+    let (_t, root) = ws();
+    let r = tools(true).call(
+        "grep",
+        &json!({"pattern": "fn", "path": "src/gaurd.rs"}),
+        &CallContext::new(&root),
+    );
+    assert!(r.is_error);
+    assert_eq!(
+        r.content,
+        r#"Error: path "src/gaurd.rs" does not exist; the nearest existing directory is "src", whose closest entries are "src/guard.rs", "src/main.rs", "src/lib.rs"; list it with glob {"pattern":"*","path":"src"}, then retry with a path that exists"#
+    );
+    let err = r.error.unwrap();
+    assert_eq!(err.info, None);
+    assert_eq!(format!("Error: {}", err.message), r.content);
+}
+
+#[test]
+fn schema_errors_come_before_the_guard() {
+    let (_t, root) = ws();
+    let r = tools(true).call(
+        "grep",
+        &json!({"path": "missing"}),
+        &CallContext::new(&root),
+    );
+    assert_eq!(
+        r.content,
+        r#"Error: invalid arguments: missing required property "pattern""#
+    );
+}
+
+#[test]
+fn the_guard_never_changes_a_call_it_allows() {
+    let (_t, root) = ws();
+    let ctx = CallContext::new(&root).session("equiv");
+    let table = [
+        ("glob", json!({"pattern": "*.rs"})),
+        ("glob", json!({"pattern": "*", "path": "src"})),
+        ("glob", json!({"pattern": "*", "path": "./src/"})),
+        (
+            "glob",
+            json!({"pattern": "*.md", "path": root.to_str().unwrap()}),
+        ),
+        ("glob", json!({"pattern": "*", "path": ""})),
+        ("glob", json!({"pattern": "[", "path": "src"})),
+        ("grep", json!({"pattern": "alpha"})),
+        (
+            "grep",
+            json!({"pattern": "fn", "path": "src", "include": "*.rs"}),
+        ),
+        ("grep", json!({"pattern": "fn", "path": "src/main.rs"})),
+        ("grep", json!({"pattern": "nothing-here", "path": "src"})),
+        ("grep", json!({"pattern": "(", "path": "src"})),
+        ("grep", json!({"pattern": "x", "path": "  "})),
+        ("grep", json!({"pattern": "x", "path": "a\u{0}b"})),
+        ("grep", json!({"pattern": "x", "include": "!*.rs"})),
+    ];
+    for b in BACKENDS {
+        let (on, off) = (tools_on(b, true), tools_on(b, false));
+        for (tool, args) in &table {
+            let with = on.call(tool, args, &ctx);
+            let without = off.call(tool, args, &ctx);
+            assert_eq!(with, without, "{b}: {tool} {args}");
+        }
+    }
+}
+
+#[test]
+fn every_denied_call_fails_without_the_guard_too() {
+    let (_t, root) = ws();
+    let (on, off) = (tools(true), tools(false));
+    let ctx = CallContext::new(&root);
+    for (tool, args) in [
+        ("glob", json!({"pattern": "*", "path": "srcc"})),
+        ("grep", json!({"pattern": "x", "path": "src/gaurd.rs"})),
+        ("grep", json!({"pattern": "x", "path": "notes.txt/"})),
+        ("grep", json!({"pattern": "x", "path": "src/main.rs/x"})),
+    ] {
+        let a = on.call(tool, &args, &ctx);
+        assert!(
+            a.is_error && a.error.as_ref().unwrap().info.is_none(),
+            "{tool} {args}"
+        );
+        let b = off.call(tool, &args, &ctx);
+        assert!(b.is_error, "{tool} {args}: {}", b.content);
+        assert_eq!(b.error.unwrap().code(), Some("SEARCH_FAILED"));
+    }
+}
+
+#[test]
+fn real_empty_greps_block_the_sixth_and_matches_reset() {
+    let (_t, root) = ws();
+    let t = tools(true);
+    let ctx = CallContext::new(&root).session("s");
+    let empty = json!({"pattern": "NoSuchThing", "path": "src"});
+    for _ in 0..4 {
+        assert_eq!(t.call("grep", &empty, &ctx).content, "No matches found");
+    }
+    let found = t.call("grep", &json!({"pattern": "fn", "path": "src/"}), &ctx);
+    assert!(found.content.starts_with("Found "), "{}", found.content);
+    for _ in 0..5 {
+        assert_eq!(t.call("grep", &empty, &ctx).content, "No matches found");
+    }
+    assert_eq!(
+        t.call("grep", &empty, &ctx).content,
+        r#"Error: grep found no matches in "src" 5 times in a row; stop searching it with new patterns: read the file directly, use another source, or report that nothing was found"#
+    );
+    // Another session and another target are untouched.
+    let other = CallContext::new(&root).session("t");
+    assert_eq!(t.call("grep", &empty, &other).content, "No matches found");
+    let whole = json!({"pattern": "NoSuchThing"});
+    assert_eq!(t.call("grep", &whole, &ctx).content, "No matches found");
+}
+
+// ------------------------------------------------------------------ CLI
+
+struct Cli {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    state: PathBuf,
+}
+
+impl Cli {
+    fn new() -> Cli {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("ws");
+        tree(&root);
+        let state = tmp.path().join("state");
+        Cli {
+            _tmp: tmp,
+            root,
+            state,
+        }
+    }
+
+    /// (exit code, stdout)
+    fn run(&self, args: &[&str]) -> (i32, String) {
+        let out = Command::new(env!("CARGO_BIN_EXE_dsh-search"))
+            .args(["--backend", BACKENDS[0]])
+            .args(args)
+            .arg("--cwd")
+            .arg(&self.root)
+            .env("DSH_SEARCH_STATE_DIR", &self.state)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8(out.stdout).unwrap(),
+        )
+    }
+}
+
+#[test]
+fn cli_five_empty_greps_then_the_sixth_is_denied() {
+    let cli = Cli::new();
+    let grep = ["grep", "NoSuchThing", "src", "--session", "S"];
+    for i in 0..5 {
+        assert_eq!(
+            cli.run(&grep),
+            (1, "No matches found\n".to_string()),
+            "call {i}"
+        );
+    }
+    assert_eq!(
+        cli.run(&grep),
+        (
+            2,
+            "Error: grep found no matches in \"src\" 5 times in a row; stop searching it with new patterns: read the file directly, use another source, or report that nothing was found\n".to_string()
+        )
+    );
+    // Another session starts from zero.
+    let other = ["grep", "NoSuchThing", "src", "--session", "T"];
+    assert_eq!(cli.run(&other).0, 1);
+    // Without a session nothing is counted.
+    for _ in 0..6 {
+        assert_eq!(cli.run(&["grep", "NoSuchThing", "src"]).0, 1);
+    }
+}
+
+#[test]
+fn cli_missing_path_is_denied_and_config_can_disable() {
+    let cli = Cli::new();
+    assert_eq!(
+        cli.run(&["grep", "fn", "src/gaurd.rs"]),
+        (
+            2,
+            "Error: path \"src/gaurd.rs\" does not exist; the nearest existing directory is \"src\", whose closest entries are \"src/guard.rs\", \"src/main.rs\", \"src/lib.rs\"; list it with glob {\"pattern\":\"*\",\"path\":\"src\"}, then retry with a path that exists\n".to_string()
+        )
+    );
+    let cfg = cli.root.parent().unwrap().join("off.json");
+    std::fs::write(&cfg, r#"{"guard": {"disabled": true}}"#).unwrap();
+    let (code, out) = cli.run(&[
+        "grep",
+        "fn",
+        "src/gaurd.rs",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        out.starts_with("Error: grep search failed (exit 2): "),
+        "{out}"
+    );
+}
