@@ -1,1 +1,79 @@
-fn main() {}
+//! A loop over one call, for profilers (`perf record`, `perf stat`,
+//! callgrind): `dsh-search bench` measures, this only repeats.
+//!
+//! ```text
+//! cargo bench --bench search -- <glob|grep|tool-glob|tool-grep> PATTERN DIR [N] [native|rg]
+//! ```
+//!
+//! Prints the median wall time and what the last call found.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use dsh_search::backend::{make_backend, BackendKind};
+use dsh_search::config::Config;
+use dsh_search::request::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
+use dsh_search::tool::{CallContext, Tools};
+
+fn main() {
+    // `cargo bench` passes `--bench`; skip flags.
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    if args.len() < 3 {
+        eprintln!(
+            "usage: search <glob|grep|tool-glob|tool-grep> PATTERN DIR [N] [native|rg] [INCLUDE]"
+        );
+        std::process::exit(2);
+    }
+    let (what, pattern, dir) = (&args[0], &args[1], PathBuf::from(&args[2]));
+    let n: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(10);
+    let kind = match args.get(4).map(String::as_str) {
+        Some("rg") => BackendKind::Rg,
+        _ => BackendKind::Native,
+    };
+    let include = args.get(5).cloned();
+    let backend = make_backend(kind);
+    let tools = Tools::new(Config::default(), make_backend(kind));
+    let mut times = Vec::new();
+    let mut note = String::new();
+    for _ in 0..n {
+        let start = Instant::now();
+        note = match what.as_str() {
+            "glob" => {
+                let mut r = GlobRequest::new(pattern.clone(), &dir);
+                r.raw_budget = Some(DEFAULT_RAW_OUTPUT_MAX_BYTES);
+                let o = backend.glob(&r);
+                format!("{} files, {:?}", o.results.files.len(), o.status)
+            }
+            "grep" => {
+                let mut r = GrepRequest::new(pattern.clone(), &dir);
+                r.raw_budget = Some(DEFAULT_RAW_OUTPUT_MAX_BYTES);
+                r.include = include.clone();
+                let o = backend.grep(&r);
+                format!("{} matches, {:?}", o.results.matches().count(), o.status)
+            }
+            "tool-glob" | "tool-grep" => {
+                let mut a = serde_json::json!({ "pattern": pattern });
+                if let Some(i) = &include {
+                    a["include"] = i.clone().into();
+                }
+                let ctx = CallContext::new(&dir).nested();
+                let r = tools.call(&what[5..], &a, &ctx);
+                format!("{} bytes of text", r.content.len())
+            }
+            other => {
+                eprintln!("unknown call {other}");
+                std::process::exit(2);
+            }
+        };
+        times.push(start.elapsed());
+    }
+    times.sort();
+    let med = times
+        .get(times.len() / 2)
+        .copied()
+        .unwrap_or(Duration::ZERO);
+    println!("median {med:?} min {:?} over {n}: {note}", times[0]);
+}

@@ -555,6 +555,55 @@ fn mtime_ties() {
     );
 }
 
+/// S2/S3 at scale, for the parallel glob walk: a few hundred directories
+/// nested four deep, files interleaved with subdirectories in every listing,
+/// three mtime buckets (and then all in one tick), symlinks and VCS dirs that
+/// are not descended. Any slip in the (mtime, position path) order between
+/// threads shows as a different byte order of rg's stdout.
+#[test]
+fn mtime_ties_many_dirs() {
+    let mut specs = Vec::new();
+    let mut n = 0u64;
+    for a in 0..6 {
+        for b in 0..5 {
+            for c in 0..4 {
+                for f in 0..3 {
+                    // Names that sort differently from their creation
+                    // order, so hash order, creation order and byte order
+                    // all disagree.
+                    let p = format!("a{a}/{}b{b}/c{c}x/f{}_{f}.rs", 9 - b, (n * 7) % 11);
+                    specs.push(file(&p, "x\n"));
+                    specs.push(mtime(&p, n % 3));
+                    n += 1;
+                }
+                let p = format!("a{a}/{}b{b}/m{c}.txt", 9 - b);
+                specs.push(file(&p, "m\n"));
+                specs.push(mtime(&p, (n + 1) % 3));
+                n += 1;
+            }
+            specs.push(symlink(format!("a{a}/l{b}"), format!("{}b{b}", 9 - b)));
+            specs.push(file(format!("a{a}/.git/x{b}"), "v\n"));
+        }
+        specs.push(file(format!("top{a}.c"), "t\n"));
+        specs.push(mtime(format!("top{a}.c"), a % 3));
+    }
+    let mut cases = Vec::new();
+    for path in [None, Some("."), Some("./"), Some("{root}"), Some("a2")] {
+        cases.push(glob("*", path));
+        cases.push(glob("*.rs", path));
+        cases.push(glob("**/c1x/**", path));
+    }
+    check("mtime_ties_many_dirs", &specs, &cases, Mode::InProcess);
+    specs.retain(|s| !matches!(s, Spec::Mtime(..)));
+    specs.push(Spec::TieAll(3));
+    check(
+        "mtime_ties_many_dirs_all_tied",
+        &specs,
+        &[glob("*", None), glob("*", Some("a1/")), glob("*.txt", None)],
+        Mode::InProcess,
+    );
+}
+
 /// X2: "No files were searched" (no path) vs exit 1 (explicit `.`).
 #[test]
 fn nothing_searched() {

@@ -8,6 +8,7 @@ use crate::outcome::{GlobResults, Outcome, Status};
 use crate::request::GlobRequest;
 
 use super::messages::{walk_error, Messages};
+use super::parwalk;
 use super::paths::Root;
 use super::walk::{glob_overrides, glob_walker, is_haystack};
 use super::{canonical_workdir, check_arg, exit_code, Budget};
@@ -42,7 +43,21 @@ pub(crate) fn run(req: &GlobRequest) -> Outcome<GlobResults> {
         }
     };
     let root = Root::new(&wc, req.path.as_deref());
-    // The sort forces the sequential walker (`hiargs.rs` L168).
+    if let Some((files, errors)) = parwalk::walk(&root, &ov, &budget) {
+        for e in &errors {
+            msgs.error(e);
+        }
+        let matched = !files.is_empty();
+        return Outcome {
+            status: budget.status(exit_code(matched, msgs.errored)),
+            stderr: msgs.lines,
+            results: GlobResults {
+                files: files.into_iter().map(|l| l.printed).collect(),
+            },
+        };
+    }
+    // The sort forces the sequential walker (`hiargs.rs` L168); used here
+    // for a root that is not a readable directory.
     let walker = glob_walker(root.walk_path(), &wc, ov).build();
     let mut listed: Vec<(Vec<u8>, Option<SystemTime>)> = Vec::new();
     for result in walker {

@@ -11,6 +11,7 @@ mod glob;
 mod grep;
 mod matcher;
 mod messages;
+mod parwalk;
 mod paths;
 mod sink;
 mod walk;
