@@ -17,7 +17,7 @@ use crate::request::GrepRequest;
 
 use super::fifo::FifoReader;
 use super::matcher;
-use super::messages::{walk_error, Messages, NOTHING_SEARCHED};
+use super::messages::{walk_error, walk_error_parallel, Messages, NOTHING_SEARCHED};
 use super::paths::Root;
 use super::sink::{FileBlock, JsonSink};
 use super::walk::{grep_walker, is_haystack, overrides};
@@ -112,18 +112,80 @@ pub(crate) fn run(req: &GrepRequest) -> Outcome<GrepResults> {
         shared: Mutex::new(Shared::default()),
         _p: std::marker::PhantomData,
     };
+    let real_dir = std::fs::symlink_metadata(ctx.root.walk_path()).is_ok_and(|m| m.is_dir());
     if one_file {
         search_sequential(&ctx, &wc, ov);
+    } else if real_dir {
+        search_pooled(&ctx, &wc, ov);
     } else {
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(12);
+        let threads = super::threads();
         let mut builder = VisitorBuilder { ctx: &ctx };
         grep_walker(ctx.root.walk_path(), &wc, ov, threads)
             .build_parallel()
             .visit(&mut builder);
     }
     finish(ctx, started)
+}
+
+/// How many files one pool job searches: small enough to balance the end of
+/// a walk between threads, large enough that queueing costs nothing.
+const BATCH: usize = 16;
+
+/// A directory root: ignore's sequential walker (the same `Ignore` matcher
+/// as rg's parallel one) lists the haystacks on one pool thread while the
+/// pool's threads search them in batches. The pool outlives the call, so a
+/// small tree costs no thread start, and nothing waits on the parallel
+/// walker's idle sleep (ignore 0.4.29 `walk.rs: get_work`, L1917). The order
+/// of files does not matter: blocks are sorted by path at the end (D2).
+/// Walk errors are worded as rg's parallel walker words them
+/// ([`walk_error_parallel`]).
+fn search_pooled(ctx: &Ctx<'_>, wc: &Path, ov: ignore::overrides::Override) {
+    let walker = grep_walker(ctx.root.walk_path(), wc, ov, 1).build();
+    rayon::scope(|s| {
+        let mut msgs = Messages::default();
+        let mut searched = false;
+        let mut batch: Vec<(DirEntry, bool)> = Vec::with_capacity(BATCH);
+        for result in walker {
+            if ctx.budget.stopped() {
+                break;
+            }
+            let dent = match result {
+                Ok(dent) => dent,
+                Err(err) => {
+                    msgs.error(&walk_error_parallel(&err, &ctx.root));
+                    continue;
+                }
+            };
+            if let Some(err) = dent.error() {
+                msgs.print(&walk_error_parallel(err, &ctx.root));
+            }
+            let Some(explicit) = is_haystack(&dent) else {
+                continue;
+            };
+            searched = true;
+            batch.push((dent, explicit));
+            if batch.len() == BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                s.spawn(move |_| search_batch(ctx, full));
+            }
+        }
+        if !batch.is_empty() {
+            s.spawn(move |_| search_batch(ctx, batch));
+        }
+        let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+        shared.msgs.extend(msgs);
+        shared.searched |= searched;
+    });
+}
+
+fn search_batch(ctx: &Ctx<'_>, batch: Vec<(DirEntry, bool)>) {
+    let mut worker = Worker::new(ctx);
+    for (dent, explicit) in batch {
+        if ctx.budget.stopped() {
+            return;
+        }
+        worker.search_haystack(&dent, explicit);
+    }
 }
 
 fn finish(ctx: Ctx<'_>, started: Instant) -> Outcome<GrepResults> {
@@ -212,9 +274,13 @@ impl<'a> Worker<'a> {
         let Some(explicit) = is_haystack(&dent) else {
             return;
         };
+        self.search_haystack(&dent, explicit);
+    }
+
+    fn search_haystack(&mut self, dent: &DirEntry, explicit: bool) {
         self.searched = true;
         let printed = self.ctx.root.display(dent.path());
-        match self.search(&dent, explicit, printed.clone()) {
+        match self.search(dent, explicit, printed.clone()) {
             Ok(block) => self.blocks.push(block),
             Err(err) => {
                 if self.ctx.budget.stopped() {

@@ -61,6 +61,17 @@ fn canonical_workdir(workdir: &Path) -> Result<PathBuf, String> {
     Ok(wc)
 }
 
+/// rg's worker count (`hiargs.rs: threads`: the available parallelism, at
+/// most 12), read once: the lookup reads cgroup files each time.
+fn threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(12)
+    })
+}
+
 /// A NUL cannot be passed in an argv: rg could not be started with it.
 fn check_arg(name: &str, value: Option<&str>) -> Result<(), String> {
     match value {
