@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod rg;
+pub mod tools;
 pub mod tree;
 
 use std::io::Write as _;
@@ -96,6 +97,8 @@ pub struct Report {
     name: String,
     context: String,
     cases: usize,
+    /// Tool-level calls compared and paths read (`tools::check_case`).
+    tool_checks: usize,
     failures: Vec<String>,
 }
 
@@ -113,6 +116,7 @@ impl Report {
             name: name.into(),
             context: String::new(),
             cases: 0,
+            tool_checks: 0,
             failures: Vec::new(),
         }
     }
@@ -189,6 +193,13 @@ impl Report {
                 self.failures.push(format!("[{who}] {label}\n{d}"));
             }
         }
+        // The same call at the tool level, both backends, and `read` of
+        // every path it returned. In process as the test's user, also for
+        // the cases whose raw side ran as uid 65534.
+        if !selfcheck {
+            self.tool_checks +=
+                tools::check_case(&call, tree.root(), &cwd, &label, &mut self.failures);
+        }
     }
 
     /// A suffix for the labels of the next cases (e.g. ` tree=3`).
@@ -214,9 +225,10 @@ impl Report {
     /// Print the tally; panic with every failure if there was one.
     pub fn finish(self) {
         loud(&format!(
-            "conformance {}: {} cases, {} failures\n",
+            "conformance {}: {} cases, {} tool-level checks, {} failures\n",
             self.name,
             self.cases,
+            self.tool_checks,
             self.failures.len()
         ));
         if self.failures.is_empty() {
