@@ -7,6 +7,7 @@ pub mod rg;
 pub mod tools;
 pub mod tree;
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::Path;
 
@@ -97,8 +98,8 @@ pub struct Report {
     name: String,
     context: String,
     cases: usize,
-    /// Tool-level calls compared and paths read (`tools::check_case`).
-    tool_checks: usize,
+    /// Tool-level calls compared and paths read, by kind (`tools::check_case`).
+    tool_checks: BTreeMap<String, usize>,
     failures: Vec<String>,
 }
 
@@ -116,7 +117,7 @@ impl Report {
             name: name.into(),
             context: String::new(),
             cases: 0,
-            tool_checks: 0,
+            tool_checks: BTreeMap::new(),
             failures: Vec::new(),
         }
     }
@@ -197,8 +198,14 @@ impl Report {
         // every path it returned. In process as the test's user, also for
         // the cases whose raw side ran as uid 65534.
         if !selfcheck {
-            self.tool_checks +=
-                tools::check_case(&call, tree.root(), &cwd, &label, &mut self.failures);
+            tools::check_case(
+                &call,
+                tree.root(),
+                &cwd,
+                &label,
+                &mut self.failures,
+                &mut self.tool_checks,
+            );
         }
     }
 
@@ -225,11 +232,11 @@ impl Report {
     /// Print the tally; panic with every failure if there was one.
     pub fn finish(self) {
         loud(&format!(
-            "conformance {}: {} cases, {} tool-level checks, {} failures\n",
+            "conformance {}: {} cases, {} failures; tool level: {:?}\n",
             self.name,
             self.cases,
-            self.tool_checks,
-            self.failures.len()
+            self.failures.len(),
+            self.tool_checks
         ));
         if self.failures.is_empty() {
             return;

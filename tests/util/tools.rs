@@ -8,14 +8,17 @@
 //! context (issue 4: "every path a search returns is a path `read` can open
 //! in the same context").
 
+use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use dsh_search::config::Config;
+use dsh_search::outcome::{GlobResults, GrepResults, Outcome};
 use dsh_search::spill::{SpillRef, SpillSource, SpillStore};
 use dsh_search::tool::{CallContext, ToolResult, Tools};
-use dsh_search::{NativeBackend, RgBackend};
+use dsh_search::{GlobRequest, GrepRequest, NativeBackend, RgBackend, SearchBackend};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -72,6 +75,61 @@ pub fn configs() -> Vec<(&'static str, Config)> {
     ]
 }
 
+/// A backend that runs each distinct request once per case and replays
+/// its outcome: the configurations and the direct/nested variants differ
+/// only after the backend has answered (rendering, caps, spill, meta), so
+/// one real search per backend and case is enough, and keeps the suite's
+/// runtime near the raw level's.
+struct Memo {
+    inner: Arc<dyn SearchBackend>,
+    globs: Mutex<HashMap<String, Outcome<GlobResults>>>,
+    greps: Mutex<HashMap<String, Outcome<GrepResults>>>,
+}
+
+impl Memo {
+    fn new(inner: Arc<dyn SearchBackend>) -> Arc<Memo> {
+        Arc::new(Memo {
+            inner,
+            globs: Mutex::default(),
+            greps: Mutex::default(),
+        })
+    }
+}
+
+impl SearchBackend for Memo {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults> {
+        let key = format!(
+            "{:?}",
+            (&req.pattern, &req.path, &req.workdir, req.raw_budget)
+        );
+        let mut seen = self.globs.lock().unwrap();
+        seen.entry(key)
+            .or_insert_with(|| self.inner.glob(req))
+            .clone()
+    }
+
+    fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults> {
+        let key = format!(
+            "{:?}",
+            (
+                &req.pattern,
+                &req.path,
+                &req.include,
+                &req.workdir,
+                req.raw_budget
+            )
+        );
+        let mut seen = self.greps.lock().unwrap();
+        seen.entry(key)
+            .or_insert_with(|| self.inner.grep(req))
+            .clone()
+    }
+}
+
 /// One configuration's tools on both backends.
 struct Pair {
     name: &'static str,
@@ -79,20 +137,19 @@ struct Pair {
     rg: Tools,
 }
 
-fn pairs() -> &'static [Pair] {
-    static PAIRS: OnceLock<Vec<Pair>> = OnceLock::new();
-    PAIRS.get_or_init(|| {
-        configs()
-            .into_iter()
-            .map(|(name, config)| Pair {
-                name,
-                native: Tools::new(config.clone(), Arc::new(NativeBackend::new()))
-                    .with_spill_store(Arc::new(DigestStore)),
-                rg: Tools::new(config, Arc::new(RgBackend::default()))
-                    .with_spill_store(Arc::new(DigestStore)),
-            })
-            .collect()
-    })
+/// Fresh tools for one case (fresh memos).
+fn pairs() -> Vec<Pair> {
+    let native: Arc<dyn SearchBackend> = Memo::new(Arc::new(NativeBackend::new()));
+    let rg: Arc<dyn SearchBackend> = Memo::new(Arc::new(RgBackend::default()));
+    configs()
+        .into_iter()
+        .map(|(name, config)| Pair {
+            name,
+            native: Tools::new(config.clone(), native.clone())
+                .with_spill_store(Arc::new(DigestStore)),
+            rg: Tools::new(config, rg.clone()).with_spill_store(Arc::new(DigestStore)),
+        })
+        .collect()
 }
 
 /// The tool name and JSON arguments of a raw call.
@@ -128,24 +185,37 @@ fn show(r: &ToolResult) -> String {
 
 /// Run `call` in `workdir` through the tools on both backends under every
 /// configuration, direct and nested; then `read` every returned path.
-/// Failures are pushed to `failures`; returns how many checks ran.
+/// Failures are pushed to `failures`; `tally` counts the calls compared
+/// and the reads by what they had to answer.
 pub fn check_case(
     call: &Call,
     root: &Path,
     workdir: &Path,
     label: &str,
     failures: &mut Vec<String>,
-) -> usize {
+    tally: &mut BTreeMap<String, usize>,
+) {
     let (tool, args) = tool_args(call);
-    let mut checks = 0;
     let mut returned: Option<Value> = None;
-    for pair in pairs() {
+    let pairs = pairs();
+    for pair in &pairs {
         for direct in [true, false] {
             let mut ctx = CallContext::new(workdir).session("parity");
             ctx.direct = direct;
             let a = pair.native.call(tool, &args, &ctx);
             let b = pair.rg.call(tool, &args, &ctx);
-            checks += 1;
+            *tally.entry("tool calls compared".into()).or_default() += 1;
+            // Which over-cap paths ran, so a run shows they were exercised.
+            for (needle, what) in [
+                ("stored at: /spill/", "spilled"),
+                ("could not be saved", "not saved (nested)"),
+                (" (line truncated)", "line truncated"),
+                ("(Omitted ", "inline cap"),
+            ] {
+                if a.content.contains(needle) {
+                    *tally.entry(what.into()).or_default() += 1;
+                }
+            }
             if a != b {
                 failures.push(format!(
                     "[tools {} {}] {label}\n  native: {}\n  rg:     {}\n",
@@ -162,13 +232,12 @@ pub fn check_case(
     }
     if let Some(value) = returned {
         for path in returned_paths(&value) {
-            checks += 1;
-            if let Some(f) = check_read(&pairs()[0].native, &path, root, workdir) {
-                failures.push(format!("[read] {label}\n  {path:?}: {f}\n"));
+            match check_read(&pairs[0].native, &path, root, workdir) {
+                Ok(kind) => *tally.entry(format!("read {}", kind.name())).or_default() += 1,
+                Err(f) => failures.push(format!("[read] {label}\n  {path:?}: {f}\n")),
             }
         }
     }
-    checks
 }
 
 /// The file paths of a glob or grep value (display paths), each once.
@@ -215,6 +284,18 @@ enum Expect {
     SplitName,
 }
 
+impl Expect {
+    fn name(&self) -> &'static str {
+        match self {
+            Expect::Text(..) => "text",
+            Expect::NotText => "FS_NOT_TEXT",
+            Expect::NotRegular => "FS_NOT_REGULAR_FILE",
+            Expect::LossyName => "FS_NOT_FOUND (lossy name)",
+            Expect::SplitName => "FS_NOT_FOUND (name split at \\n)",
+        }
+    }
+}
+
 fn expect(path: &str, root: &Path, workdir: &Path) -> Result<Expect, String> {
     let full = workdir.join(path);
     match std::fs::metadata(&full) {
@@ -242,12 +323,10 @@ fn expect(path: &str, root: &Path, workdir: &Path) -> Result<Expect, String> {
     }
 }
 
-/// `read {file_path}` in the same context; `Some(reason)` on a mismatch.
-fn check_read(tools: &Tools, path: &str, root: &Path, workdir: &Path) -> Option<String> {
-    let want = match expect(path, root, workdir) {
-        Ok(w) => w,
-        Err(e) => return Some(e),
-    };
+/// `read {file_path}` in the same context: what it had to answer, or why
+/// it did not.
+fn check_read(tools: &Tools, path: &str, root: &Path, workdir: &Path) -> Result<Expect, String> {
+    let want = expect(path, root, workdir)?;
     let ctx = CallContext::new(workdir).session("parity-read");
     let r = tools.call("read", &json!({ "file_path": path }), &ctx);
     let code = r.error.as_ref().and_then(|e| e.code()).map(str::to_string);
@@ -263,7 +342,10 @@ fn check_read(tools: &Tools, path: &str, root: &Path, workdir: &Path) -> Option<
         Expect::NotRegular => code.as_deref() == Some("FS_NOT_REGULAR_FILE"),
         Expect::LossyName | Expect::SplitName => code.as_deref() == Some("FS_NOT_FOUND"),
     };
-    (!ok).then(|| format!("expected {want:?}, read gave {}", show(&r)))
+    if !ok {
+        return Err(format!("expected {want:?}, read gave {}", show(&r)));
+    }
+    Ok(want)
 }
 
 /// Whether the tree under `root` has a name holding `\n` of which the last
