@@ -7,6 +7,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -433,4 +434,154 @@ backend_test!(caller_cancellation_stops_a_long_grep, |ws, b| {
     assert_eq!(code(&r).as_deref(), Some("SEARCH_ABORTED"));
     assert!(took < Duration::from_secs(6), "took {took:?}");
     assert_eq!(rg_processes_in(&ws.path()), Vec::<u32>::new());
+});
+
+// ---- nothing keeps working after a stopped call (issue 3) ----
+
+/// A backend decorator counting the backend calls that have not returned.
+struct InFlight {
+    inner: Arc<dyn SearchBackend>,
+    running: Arc<AtomicUsize>,
+    calls: Arc<AtomicUsize>,
+}
+
+/// Decrements the count when the backend call ends, by return or unwind.
+struct Leave<'a>(&'a AtomicUsize);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl InFlight {
+    fn enter(&self) -> Leave<'_> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.running.fetch_add(1, Ordering::SeqCst);
+        Leave(&self.running)
+    }
+}
+
+impl SearchBackend for InFlight {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn glob(&self, req: &dsh_search::GlobRequest) -> dsh_search::Outcome<dsh_search::GlobResults> {
+        let _leave = self.enter();
+        self.inner.glob(req)
+    }
+    fn grep(&self, req: &dsh_search::GrepRequest) -> dsh_search::Outcome<dsh_search::GrepResults> {
+        let _leave = self.enter();
+        self.inner.grep(req)
+    }
+}
+
+/// Threads of this process whose name (`comm`) is `name`.
+fn threads_named(name: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == name)
+        })
+        .count()
+}
+
+/// What was left the moment a stopped call returned.
+#[derive(Debug)]
+struct Leftovers {
+    content: String,
+    /// Threads carrying the calling thread's name: the caller itself plus
+    /// every thread started on its behalf and still alive.
+    threads: usize,
+    backend_calls_running: usize,
+    backend_calls: usize,
+    rg_processes: Vec<u32>,
+}
+
+/// Run a grep that would take seconds on a thread with a unique name, stop
+/// it by `timeout_ms` or by the caller's cancellation after 200 ms, and
+/// look at what is left as soon as `Tools::call` returns. Threads started
+/// without a name (the engine's walker threads, the rg backend's pipe
+/// readers, the dispatch's deadline watcher) inherit the name of the thread
+/// that started them (Linux copies `comm` on clone), so they are counted
+/// too. Also returns the most threads of that name seen during the call,
+/// which shows the count sees them.
+fn stop_and_look(ws: &Ws, b: &str, name: &'static str, cancel: bool) -> (Leftovers, usize) {
+    let mut c = Config::default();
+    c.search.timeout_ms = if cancel { 600_000 } else { 300 };
+    let running = Arc::new(AtomicUsize::new(0));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let t = Tools::new(
+        c,
+        Arc::new(InFlight {
+            inner: backend(b),
+            running: running.clone(),
+            calls: calls.clone(),
+        }),
+    );
+    let ctx = ws.ctx();
+    let caller = ctx.cancel.clone();
+    let dir = ws.path();
+    let worker = std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            let r = t.call("grep", &json!({"pattern": "a[ab]{20}c"}), &ctx);
+            Leftovers {
+                content: r.content,
+                threads: threads_named(name),
+                backend_calls_running: running.load(Ordering::SeqCst),
+                backend_calls: calls.load(Ordering::SeqCst),
+                rg_processes: rg_processes_in(&dir),
+            }
+        })
+        .unwrap();
+    let start = Instant::now();
+    let mut most = 0;
+    while !worker.is_finished() {
+        most = most.max(threads_named(name));
+        if cancel && start.elapsed() >= Duration::from_millis(200) {
+            caller.cancel();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (worker.join().unwrap(), most)
+}
+
+backend_test!(stopped_calls_leave_no_thread_or_process, |ws, b| {
+    slow_file(&ws);
+    // A directory, so grep walks: the engine's parallel walker runs.
+    for i in 0..8 {
+        ws.file(&format!("more/f{i}.txt"), "ab\n", None);
+    }
+    for (cancel, want) in [
+        (false, "Error: tool call timed out after 300ms"),
+        (
+            true,
+            "Error: grep was aborted before completion (tool timeout or caller cancellation)",
+        ),
+    ] {
+        // At most 15 bytes (the kernel's comm), unique per test.
+        let name = match (b, cancel) {
+            ("native", false) => "dsh-stop-nat-t",
+            ("native", true) => "dsh-stop-nat-c",
+            (_, false) => "dsh-stop-rg-t",
+            (_, true) => "dsh-stop-rg-c",
+        };
+        let (left, most) = stop_and_look(&ws, b, name, cancel);
+        assert_eq!(left.content, want);
+        // While the call ran, helper threads of the caller's name existed:
+        // the deadline watcher and the backend's own (the engine's walker,
+        // at least one; rg's two pipe readers). 4 on a 2-core machine.
+        assert!(
+            most >= 3,
+            "{name}: at most {most} thread(s) seen during the call"
+        );
+        // The moment it returned: only the caller, no backend call still
+        // running, no rg left in the workdir.
+        assert_eq!(left.threads, 1, "{name}: {left:?}");
+        assert_eq!(left.backend_calls_running, 0, "{name}: {left:?}");
+        assert_eq!(left.backend_calls, 1, "{name}: {left:?}");
+        assert_eq!(left.rg_processes, Vec::<u32>::new(), "{name}: {left:?}");
+    }
 });
