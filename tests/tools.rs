@@ -585,3 +585,118 @@ backend_test!(stopped_calls_leave_no_thread_or_process, |ws, b| {
         assert_eq!(left.rg_processes, Vec::<u32>::new(), "{name}: {left:?}");
     }
 });
+
+// ---- the deliberate differences of contract.md §3, on both backends ----
+
+fn raw_name_file(ws: &Ws, name: &[u8], content: &[u8]) {
+    use std::os::unix::ffi::OsStrExt;
+    std::fs::write(
+        ws.dir.path().join(std::ffi::OsStr::from_bytes(name)),
+        content,
+    )
+    .unwrap();
+}
+
+// D1: a file name that is not UTF-8 is decoded lossily; it does not fail
+// the search (the original fails the whole grep on `path.bytes`).
+backend_test!(d1_non_utf8_file_name_is_decoded_lossily, |ws, b| {
+    raw_name_file(&ws, b"caf\xe9.txt", b"needle one\n");
+    ws.file("ok.txt", "needle two\n", None);
+    let r = call(&ws, b, "grep", json!({"pattern": "needle"}));
+    assert_eq!(
+        r.content,
+        "Found 2 matches\n\ncaf\u{FFFD}.txt\nLine 1: needle one\n\nok.txt\nLine 1: needle two"
+    );
+    assert_eq!(r.value.unwrap()["matches"][0]["path"], "caf\u{FFFD}.txt");
+});
+
+// D2: files in display-path byte order, lines ascending, the same answer
+// on every run (rg's own order varies with its threads).
+backend_test!(d2_grep_files_in_display_path_order, |ws, b| {
+    for (name, content) in [
+        ("b.txt", "needle b1\nx\nneedle b3\n"),
+        ("a/z.txt", "needle az\n"),
+        ("B.txt", "needle B\n"),
+        ("a.txt", "x\nneedle a2\n"),
+        ("a/b/c.txt", "needle abc\n"),
+        ("_.txt", "needle _\n"),
+    ] {
+        ws.file(name, content, None);
+    }
+    // Byte order: 'B' < '_' < 'a'; "a.txt" < "a/…" as '.' < '/'.
+    let want = "Found 7 matches\n\nB.txt\nLine 1: needle B\n\n_.txt\nLine 1: needle _\n\na.txt\nLine 2: needle a2\n\na/b/c.txt\nLine 1: needle abc\n\na/z.txt\nLine 1: needle az\n\nb.txt\nLine 1: needle b1\nLine 3: needle b3";
+    for _ in 0..5 {
+        assert_eq!(
+            call(&ws, b, "grep", json!({"pattern": "needle"})).content,
+            want
+        );
+    }
+});
+
+// D3: a line that is not UTF-8 is decoded lossily (the original shows
+// `(line is not valid UTF-8)`).
+backend_test!(d3_non_utf8_line_is_decoded_lossily, |ws, b| {
+    raw_name_file(&ws, b"latin.txt", b"caf\xe9 needle\n");
+    let r = call(&ws, b, "grep", json!({"pattern": "needle"}));
+    assert_eq!(
+        r.content,
+        "Found 1 match\n\nlatin.txt\nLine 1: caf\u{FFFD} needle"
+    );
+    assert_eq!(r.value.unwrap()["matches"][0]["line"], "caf\u{FFFD} needle");
+});
+
+// D4: the search stops at the raw output cap. The input is a FIFO whose
+// writer keeps it open, so a search that kept reading would never end: only
+// stopping at the cap can give the overflow error (and not the timeout).
+backend_test!(d4_search_stops_at_the_raw_output_cap, |ws, b| {
+    let pipe = ws.dir.path().join("pipe");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &pipe,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let pipe_w = pipe.clone();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write as _;
+        let mut w = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&pipe_w)
+            .unwrap();
+        // 40 KB: fits the pipe's buffer, far over the 2,000-byte cap once
+        // printed as --json matches.
+        w.write_all("needle\n".repeat(6000).as_bytes()).unwrap();
+        w.flush().unwrap();
+        // Held open (no EOF) until the call has returned.
+        let _ = release_rx.recv();
+    });
+    let mut c = Config::default();
+    c.search.raw_output_max_bytes = 2000;
+    c.search.timeout_ms = 120_000; // only a hang guard
+    c.spill.max_inline_bytes = None;
+    let r = tools_with(b, c).call(
+        "grep",
+        &json!({"pattern": "needle", "path": "pipe"}),
+        &ws.ctx(),
+    );
+    drop(release_tx);
+    // Had the search never opened the FIFO, the writer would still wait in
+    // open(2): a non-blocking reader lets it through, so the test ends.
+    let _reader = {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(ws.dir.path().join("pipe"))
+    };
+    writer.join().unwrap();
+    assert_eq!(
+        r.content,
+        "Error: grep produced more raw output than the subprocess seam retained within the 2000-byte cap; narrow pattern, path, or include and retry"
+    );
+    assert_eq!(code(&r).as_deref(), Some("SEARCH_RAW_OUTPUT_OVERFLOW"));
+    assert_eq!(rg_processes_in(&ws.path()), Vec::<u32>::new());
+});
