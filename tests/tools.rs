@@ -700,3 +700,17 @@ backend_test!(d4_search_stops_at_the_raw_output_cap, |ws, b| {
     assert_eq!(code(&r).as_deref(), Some("SEARCH_RAW_OUTPUT_OVERFLOW"));
     assert_eq!(rg_processes_in(&ws.path()), Vec::<u32>::new());
 });
+
+// The seed splits `--files` output on `\n` (`seed-reference.md` §2.2): a
+// name holding a newline is two entries, on both backends (the engine
+// lists the name whole; the tool splits it as the seed does).
+backend_test!(glob_splits_a_name_holding_a_newline, |ws, b| {
+    ws.file("nl\nname.txt", "x\n", Some(1000));
+    ws.file("z.txt", "x\n", Some(2000));
+    let r = call(&ws, b, "glob", json!({"pattern": "*"}));
+    assert_eq!(r.content, "nl\nname.txt\nz.txt");
+    assert_eq!(
+        r.value.unwrap(),
+        json!({"root": ".", "paths": ["nl", "name.txt", "z.txt"]})
+    );
+});
