@@ -329,7 +329,7 @@ fn expect(path: &str, root: &Path, workdir: &Path) -> Result<Expect, String> {
 /// it did not.
 fn check_read(tools: &Tools, path: &str, root: &Path, workdir: &Path) -> Result<Expect, String> {
     let want = expect(path, root, workdir)?;
-    let ctx = CallContext::new(workdir).session("parity-read");
+    let ctx = CallContext::new(workdir).session("parity");
     let r = tools.call("read", &json!({ "file_path": path }), &ctx);
     let code = r.error.as_ref().and_then(|e| e.code()).map(str::to_string);
     let ok = match &want {
