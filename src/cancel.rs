@@ -22,6 +22,11 @@ impl CancelToken {
         self.0.store(true, Ordering::Release);
     }
 
+    /// The shared flag itself, for code that sets it from a signal handler.
+    pub(crate) fn flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.0)
+    }
+
     /// Whether [`CancelToken::cancel`] was called on any handle.
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::Acquire)

@@ -1,14 +1,52 @@
-//! dsh-search: the glob and grep tools of a coding agent, in-process.
+//! dsh-search: the `glob` and `grep` tools of a coding agent, in-process.
 //!
-//! The data flows top to bottom through these modules:
+//! A harness's glob and grep tools spawn `rg` with two fixed argument lists
+//! (`contract.md` §2). This crate answers the same two questions inside the
+//! process, byte for byte like ripgrep 15.2.0, and puts the model-facing
+//! tools on top. The data flows top to bottom through these modules:
 //!
-//! 1. [`request`]: a [`GlobRequest`] or [`GrepRequest`], the two fixed rg
-//!    invocations of `contract.md` §2 as values.
+//! 1. [`request`]: a [`GlobRequest`] or [`GrepRequest`], one of the two
+//!    invocations as a value (pattern, path, include, workdir, cancellation,
+//!    raw-output budget).
 //! 2. [`backend`]: the [`SearchBackend`] trait, with the in-process
 //!    [`NativeBackend`] and the [`RgBackend`] that spawns a real `rg`.
 //! 3. [`outcome`] and [`event`]: what a backend returns: rg's exit status,
-//!    its stderr lines, the listed files or the typed `--json` events.
-//! 4. The model-facing tools built on them.
+//!    its stderr lines, and the listed files or the typed `--json` events,
+//!    which serialize to rg's bytes.
+//! 4. [`tool`]: the model-facing tools (`glob`, `grep`, `read`, `write`,
+//!    `edit`) behind one dispatch entry point, [`tool::Tools::call`]; with
+//!    [`config`], [`spill`] (over-cap results), [`fs`] and [`session`] (the
+//!    file tools' filesystem and the observation policy's state) and
+//!    [`guard`] (hopeless calls denied before they run).
+//! 5. [`cli`] and [`bench`]: the `dsh-search` command line and the
+//!    benchmark harness.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use dsh_search::config::Config;
+//! use dsh_search::tool::{CallContext, Tools};
+//! use dsh_search::{GrepRequest, NativeBackend, SearchBackend, Status};
+//!
+//! let dir = std::env::temp_dir().join(format!("dsh-search-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! std::fs::write(dir.join("a.txt"), "one\nTODO: two\n")?;
+//!
+//! // The engine: what `rg --json --regexp=TODO -- a.txt` prints, as values.
+//! let outcome = NativeBackend::new().grep(&GrepRequest::new("TODO", &dir).path("a.txt"));
+//! assert_eq!(outcome.status, Status::Exited(0));
+//! let m = outcome.results.matches().next().unwrap();
+//! assert_eq!((m.line_number, m.lines.as_slice()), (2, &b"TODO: two\n"[..]));
+//!
+//! // The tool: what the model reads.
+//! let tools = Tools::new(Config::default(), Arc::new(NativeBackend::new()));
+//! let result = tools.call("grep", &serde_json::json!({"pattern": "TODO", "path": "a.txt"}),
+//!                         &CallContext::new(&dir));
+//! assert_eq!(result.content, "Found 1 match\n\na.txt\nLine 2: TODO: two");
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod backend;
 pub mod bench;

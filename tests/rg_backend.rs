@@ -11,7 +11,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -769,5 +769,56 @@ fn a_straggler_holding_the_pipes_is_killed_with_the_group() {
             "the straggler survived"
         );
         thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// SIGINT or SIGTERM to the CLI cancels the running call on either
+/// backend: the CLI prints the aborted error and exits 2, and rg (in its own
+/// process group, out of reach of a terminal's signal) is stopped too.
+#[test]
+fn cli_signal_cancels_the_call_and_stops_rg() {
+    use rustix::process::{kill_process, Pid, Signal};
+    for (backend, signal, procs) in [
+        ("rg", Signal::INT, 2),
+        ("rg", Signal::TERM, 2),
+        ("native", Signal::INT, 1),
+    ] {
+        let dir = tmp();
+        let root = canon(dir.path());
+        mkfifo(&root.join("f"));
+        let child = Command::new(env!("CARGO_BIN_EXE_dsh-search"))
+            .current_dir(&root)
+            .env("DSH_SEARCH_RG", rg_path())
+            .args(["grep", "--backend", backend, "--", "x", "f"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The CLI, and rg when it is the backend, are both blocked on the
+        // FIFO once they show up in the directory.
+        let start = Instant::now();
+        while procs_in(&root).len() < procs {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "{backend}: nothing started"
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
+        thread::sleep(Duration::from_millis(200));
+        let pid = Pid::from_raw(child.id() as i32).unwrap();
+        kill_process(pid, signal).unwrap();
+        let out = returns(move || child.wait_with_output().unwrap());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "Error: grep was aborted before completion (tool timeout or caller cancellation)\n",
+            "{backend}"
+        );
+        assert_eq!(out.status.code(), Some(2), "{backend}");
+        assert_eq!(
+            procs_in(&root),
+            Vec::<u32>::new(),
+            "{backend}: a process outlived the call"
+        );
     }
 }

@@ -12,10 +12,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::{Common, EditArgs, ReadArgs, WriteArgs};
+use super::{Common, EditArgs, Format, ReadArgs, WriteArgs};
 use crate::fs::LocalFs;
 use crate::session::Sessions;
-use crate::tool::{CallContext, Tools};
+use crate::tool::Tools;
 
 /// `dsh-search read`.
 pub fn read(common: &Common, args: &ReadArgs) -> u8 {
@@ -59,21 +59,10 @@ pub fn edit(common: &Common, args: &EditArgs) -> u8 {
     run(common, "edit", &a)
 }
 
-/// One call through the tools' dispatch (schema, guard, the tool).
+/// One call through the tools' dispatch (schema, guard, the tool), printed
+/// as text.
 fn run(common: &Common, tool: &str, args: &Value) -> u8 {
-    let tools = match super::tools::make_tools(common) {
-        Ok(t) => t,
-        Err(e) => return super::fail(e),
-    };
-    let workdir = match common.workdir().and_then(std::path::absolute) {
-        Ok(dir) => dir,
-        Err(e) => return super::fail(format!("cannot determine the working directory: {e}")),
-    };
-    let mut ctx = CallContext::new(workdir);
-    ctx.session_id = common.session.clone();
-    let result = tools.call(tool, args, &ctx);
-    super::tools::print(&result.content);
-    super::tools::exit_code(&result)
+    super::tools::run(common, tool, args, Format::Text)
 }
 
 /// The file tools' side of the command line's [`Tools`]: the local disk

@@ -14,7 +14,10 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+
 use crate::backend::BackendKind;
+use crate::cancel::CancelToken;
 
 /// dsh-search: the glob and grep tools of a coding agent, in-process.
 #[derive(Debug, Parser)]
@@ -43,6 +46,11 @@ pub struct Common {
     /// The session id: owner of spills, read observations and guard counters.
     #[arg(long, global = true, value_name = "ID")]
     pub session: Option<String>,
+    /// Set by SIGINT, SIGTERM or SIGHUP: the running call stops (an rg
+    /// child included, which lives in its own process group and would not
+    /// get the terminal's signal).
+    #[arg(skip)]
+    pub cancel: CancelToken,
 }
 
 /// `--backend` values.
@@ -184,6 +192,11 @@ impl Common {
 /// Parse the process's arguments and run; returns the process exit code.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
+    for signal in [SIGINT, SIGTERM, SIGHUP] {
+        // Without the handler the default action ends the process, which is
+        // also fine; a failed registration loses nothing else.
+        let _ = signal_hook::flag::register(signal, cli.common.cancel.flag());
+    }
     let code = match &cli.command {
         Command::Glob(a) if a.format == Format::Raw => raw::glob(&cli.common, a),
         Command::Grep(a) if a.format == Format::Raw => raw::grep(&cli.common, a),

@@ -21,6 +21,7 @@ pub fn glob(common: &Common, args: &GlobArgs) -> u8 {
     };
     let mut req = GlobRequest::new(args.pattern.clone(), workdir);
     req.path = args.path.clone();
+    req.cancel = common.cancel.clone();
     let outcome = make_backend(common.backend.into()).glob(&req);
     finish(&outcome, |w| outcome.results.write_raw(w))
 }
@@ -34,6 +35,7 @@ pub fn grep(common: &Common, args: &GrepArgs) -> u8 {
     let mut req = GrepRequest::new(args.pattern.clone(), workdir);
     req.path = args.path.clone();
     req.include = args.include.clone();
+    req.cancel = common.cancel.clone();
     let outcome = make_backend(common.backend.into()).grep(&req);
     finish(&outcome, |w| outcome.results.write_raw(w))
 }

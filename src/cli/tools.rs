@@ -104,7 +104,8 @@ pub fn make_tools(common: &Common) -> Result<Tools, String> {
     Ok(tools.with_guard(Arc::new(guard)))
 }
 
-fn run(common: &Common, tool: &str, args: &Value, format: Format) -> u8 {
+/// One call through the tools' dispatch, printed in `format`.
+pub(crate) fn run(common: &Common, tool: &str, args: &Value, format: Format) -> u8 {
     let tools = match make_tools(common) {
         Ok(t) => t,
         Err(e) => return super::fail(e),
@@ -115,6 +116,7 @@ fn run(common: &Common, tool: &str, args: &Value, format: Format) -> u8 {
     };
     let mut ctx = CallContext::new(workdir);
     ctx.session_id = common.session.clone();
+    ctx.cancel = common.cancel.clone();
     let result = tools.call(tool, args, &ctx);
     match format {
         Format::Json => match serde_json::to_string(&result) {

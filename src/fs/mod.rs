@@ -9,7 +9,7 @@
 mod error;
 pub mod literal;
 mod local;
-mod resolve;
+pub(crate) mod resolve;
 mod text;
 
 use std::fmt;

@@ -194,7 +194,7 @@ fn missing(wd: &Workdir, arg: &str, raw: &str) -> Option<String> {
 fn path_arg<'a>(args: &'a Value, name: &str) -> Option<Option<&'a str>> {
     match args.get(name) {
         None => Some(None),
-        Some(Value::String(s)) if !s.trim().is_empty() => Some(Some(s)),
+        Some(Value::String(s)) if !crate::tool::text::is_blank(s) => Some(Some(s)),
         Some(_) => None,
     }
 }
@@ -239,13 +239,12 @@ fn read_text(path: &std::path::Path, max: u64) -> Option<String> {
     file.take(max.saturating_add(1))
         .read_to_end(&mut bytes)
         .ok()?;
-    if bytes.len() as u64 > max || bytes.contains(&0) {
+    if bytes.len() as u64 > max {
         return None;
     }
-    let text = String::from_utf8(bytes).ok()?;
-    // The strict decoder strips a leading BOM (`seed-reference.md` §6.3).
-    Some(match text.strip_prefix('\u{FEFF}') {
-        Some(rest) => rest.to_string(),
-        None => text,
-    })
+    // Exactly edit's decoder: a NUL anywhere is binary, strict UTF-8, the
+    // leading BOM stripped (`seed-reference.md` §6.3).
+    crate::fs::decode_strict(&bytes, true)
+        .ok()
+        .map(str::to_owned)
 }

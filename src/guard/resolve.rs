@@ -17,7 +17,9 @@
 
 use std::fs::Metadata;
 use std::io::ErrorKind;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+use crate::fs::resolve::{has_dotdot_segment, lexical_join};
 
 /// The workdir of a call, when the guard can use it: an absolute path to an
 /// existing directory. `None` means the guard cannot decide and allows.
@@ -54,10 +56,11 @@ impl Workdir {
         }
     }
 
-    /// The lexical absolute form of `raw` (`seed-reference.md` §6.1).
+    /// The lexical absolute form of `raw`, as the file tools resolve it
+    /// (`seed-reference.md` §6.1).
     pub(crate) fn resolve(&self, raw: &str) -> PathBuf {
         let raw = Path::new(raw);
-        normalize(&self.base(raw).join(raw))
+        lexical_join(self.base(raw), raw)
     }
 
     /// `p` the way the model writes paths: relative to the workdir when it
@@ -79,23 +82,7 @@ impl Workdir {
 
 /// Whether `p` has a `..` segment (between separators or at either end).
 fn has_dotdot(p: &Path) -> bool {
-    p.components().any(|c| c == Component::ParentDir)
-}
-
-/// Remove `.` and `..` segments and trailing separators without touching the
-/// disk, like Node's `path.resolve`. `..` never climbs above the root.
-fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
+    has_dotdot_segment(&p.to_string_lossy())
 }
 
 /// What one stat says about a path.
@@ -263,12 +250,6 @@ mod tests {
         assert_eq!(similarity_distance(&chars("readme.md"), "README.md"), 0.0);
         assert_eq!(similarity_distance(&chars("ab"), "cd"), 1.0);
         assert_eq!(similarity_distance(&chars("abcd"), "abce"), 0.25);
-    }
-
-    #[test]
-    fn normalize_is_lexical() {
-        assert_eq!(normalize(Path::new("/a/b/../c/./d/")), Path::new("/a/c/d"));
-        assert_eq!(normalize(Path::new("/../x")), Path::new("/x"));
     }
 
     #[test]
