@@ -243,6 +243,8 @@ struct Worker<'a> {
     scratch: Vec<u8>,
     /// The read-ahead of [`FileReader`].
     readbuf: Vec<u8>,
+    /// The directory of the last file opened, for [`open_in_dir`].
+    dir: Option<(std::path::PathBuf, rustix::fd::OwnedFd)>,
     blocks: Vec<FileBlock>,
     msgs: Messages,
     searched: bool,
@@ -256,6 +258,7 @@ impl<'a> Worker<'a> {
             searcher: matcher::searcher(false),
             scratch: Vec::with_capacity(4096),
             readbuf: Vec::new(),
+            dir: None,
             blocks: Vec::new(),
             msgs: Messages::default(),
             searched: false,
@@ -316,7 +319,11 @@ impl<'a> Worker<'a> {
             self.searcher
                 .search_reader(&self.matcher, reader, &mut sink)?;
         } else {
-            let file = File::open(path)?;
+            let file = if dent.depth() > 0 {
+                open_in_dir(&mut self.dir, path)?
+            } else {
+                File::open(path)?
+            };
             let reader = FileReader::new(file, cancel, &mut self.readbuf);
             self.searcher
                 .search_reader(&self.matcher, reader, &mut sink)?;
@@ -326,6 +333,33 @@ impl<'a> Worker<'a> {
         }
         Ok(sink.into_block())
     }
+}
+
+/// Open a walked file relative to its directory, whose descriptor is
+/// kept while the following files are in the same directory: the kernel
+/// then resolves one name instead of the whole absolute path. The errors
+/// are the same `open(2)` errors (`io::Error` from the errno).
+fn open_in_dir(
+    cache: &mut Option<(std::path::PathBuf, rustix::fd::OwnedFd)>,
+    path: &Path,
+) -> io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return File::open(path);
+    };
+    if cache.as_ref().is_none_or(|(p, _)| p != parent) {
+        *cache = None;
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        match rustix::fs::open(parent, flags, Mode::empty()) {
+            Ok(fd) => *cache = Some((parent.to_path_buf(), fd)),
+            Err(_) => return File::open(path),
+        }
+    }
+    let Some((_, fd)) = cache.as_ref() else {
+        return File::open(path);
+    };
+    let fd = rustix::fs::openat(fd, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+    Ok(File::from(fd))
 }
 
 impl Drop for Worker<'_> {
@@ -397,8 +431,11 @@ const READAHEAD: usize = 64 * 1024;
 struct FileReader<'b> {
     file: File,
     cancel: crate::cancel::CancelToken,
-    ahead: &'b mut Vec<u8>,
+    /// The read-ahead buffer, `READAHEAD` bytes long, reused across files.
+    ahead: &'b mut [u8],
+    /// `ahead[pos..len]` is not consumed yet.
     pos: usize,
+    len: usize,
     eof: bool,
     started: bool,
 }
@@ -409,12 +446,15 @@ impl<'b> FileReader<'b> {
         cancel: crate::cancel::CancelToken,
         ahead: &'b mut Vec<u8>,
     ) -> FileReader<'b> {
-        ahead.clear();
+        if ahead.len() != READAHEAD {
+            ahead.resize(READAHEAD, 0);
+        }
         FileReader {
             file,
             cancel,
             ahead,
             pos: 0,
+            len: 0,
             eof: false,
             started: false,
         }
@@ -440,33 +480,25 @@ impl Read for FileReader<'_> {
         if self.cancel.is_cancelled() {
             return Err(cancelled());
         }
-        let mut n = 0;
         if !self.started && buf.len() < READAHEAD {
             // The first, small request (the BOM peek): read ahead once and
             // keep the rest for the next requests.
-            self.ahead.resize(READAHEAD, 0);
-            let mut ahead = std::mem::take(self.ahead);
-            let got = self.file.read(&mut ahead);
-            *self.ahead = ahead;
-            match got {
-                Ok(0) => {
-                    self.eof = true;
-                    self.ahead.clear();
+            self.started = true;
+            let k = loop {
+                match self.file.read(self.ahead) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    other => break other?,
                 }
-                Ok(k) => self.ahead.truncate(k),
-                Err(e) => {
-                    self.ahead.clear();
-                    return Err(e);
-                }
-            }
-            self.pos = 0;
+            };
+            self.eof = k == 0;
+            self.len = k;
         }
         self.started = true;
-        if self.pos < self.ahead.len() {
-            let k = buf.len().min(self.ahead.len() - self.pos);
-            buf[..k].copy_from_slice(&self.ahead[self.pos..self.pos + k]);
-            self.pos += k;
-            n = k;
+        let mut n = 0;
+        if self.pos < self.len {
+            n = buf.len().min(self.len - self.pos);
+            buf[..n].copy_from_slice(&self.ahead[self.pos..self.pos + n]);
+            self.pos += n;
         }
         let rest = self.fill(&mut buf[n..])?;
         Ok(n + rest)
