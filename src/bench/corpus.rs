@@ -91,6 +91,10 @@ const EXTS: &[&str] = &["c", "c", "c", "h", "h", "rs", "py", "md", "txt", "S"];
 pub const RARE_LITERAL: &str = "zq_unique_sentinel_42";
 /// A word on most lines of most files (the "common word").
 pub const COMMON_WORD: &str = "return";
+/// The tiny workspace's query: an identifier with a handful of matches (17
+/// lines in 15 of the small tier's files), what an agent greps for when it
+/// looks for the uses of one name.
+pub const IDENTIFIER: &str = "device_state";
 
 /// Write the tier's tree under `root` (created if missing) and return the
 /// number of bytes written. An existing complete tree (marked by a stamp file

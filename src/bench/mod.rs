@@ -97,8 +97,16 @@ pub fn run(
         trees.push((dir, format!("generated {}", tier.name()), true));
     }
     let mut jobs = Vec::new();
+    let mut tiny_done = false;
     for (tree, label, generated) in &trees {
         for w in workload::standard(tree, &tiny, *generated) {
+            // The tiny workspace is the same call whatever the tree: once.
+            if w.is_tiny() {
+                if tiny_done {
+                    continue;
+                }
+                tiny_done = true;
+            }
             if opts
                 .only
                 .as_ref()
@@ -106,6 +114,11 @@ pub fn run(
             {
                 continue;
             }
+            let label = if w.is_tiny() {
+                "generated small".to_string()
+            } else {
+                label.clone()
+            };
             for level in &opts.levels {
                 jobs.push((w.clone(), label.clone(), *level));
             }

@@ -67,6 +67,16 @@ pub struct Workload {
     pub call: Call,
 }
 
+impl Workload {
+    /// Whether this is the tiny-workspace workload (the same call on every
+    /// tree, so measured once).
+    pub fn is_tiny(&self) -> bool {
+        self.name.starts_with(TINY)
+    }
+}
+
+const TINY: &str = "grep tiny workspace";
+
 /// The standard workloads on `tree`, and the tiny-workspace one on `tiny`.
 ///
 /// `generated` says the tree comes from [`corpus::generate`], whose word
@@ -112,9 +122,9 @@ pub fn standard(tree: &Path, tiny: &Path, generated: bool) -> Vec<Workload> {
         w("grep with include *.h", tree, grep(r"\bint\b", Some("*.h"))),
         w("grep over the raw budget (return)", tree, grep(over, None)),
         w(
-            "grep tiny workspace (100 files)",
+            &format!("{TINY} (100 files, {})", corpus::IDENTIFIER),
             tiny,
-            grep(corpus::COMMON_WORD, None),
+            grep(corpus::IDENTIFIER, None),
         ),
     ]
 }

@@ -180,6 +180,7 @@ fn memory_table(opts: &bench::Options) -> Result<String, String> {
             format!("generated {}", t.name()),
         ));
     }
+    let mut tiny_done = false;
     for (tree, label) in trees {
         for w in bench::workload::standard(
             &tree,
@@ -191,6 +192,15 @@ fn memory_table(opts: &bench::Options) -> Result<String, String> {
             } = &w.call
             else {
                 continue;
+            };
+            let label = if w.is_tiny() {
+                if tiny_done {
+                    continue;
+                }
+                tiny_done = true;
+                "generated small".to_string()
+            } else {
+                label.clone()
             };
             let mb = |b: u64| format!("{:.1} MB", b as f64 / 1_048_576.0);
             let cmd = |backend: &str| {

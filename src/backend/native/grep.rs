@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -132,19 +133,43 @@ pub(crate) fn run(req: &GrepRequest) -> Outcome<GrepResults> {
 const BATCH: usize = 16;
 
 /// A directory root: ignore's sequential walker (the same `Ignore` matcher
-/// as rg's parallel one) lists the haystacks on one pool thread while the
-/// pool's threads search them in batches. The pool outlives the call, so a
-/// small tree costs no thread start, and nothing waits on the parallel
-/// walker's idle sleep (ignore 0.4.29 `walk.rs: get_work`, L1917). The order
-/// of files does not matter: blocks are sorted by path at the end (D2).
-/// Walk errors are worded as rg's parallel walker words them
-/// ([`walk_error_parallel`]).
+/// as rg's parallel one) lists the haystacks on the calling thread and
+/// queues them in batches; helpers on the shared pool search them, and the
+/// calling thread searches whatever is left once the walk ends. The pool
+/// outlives the call, so a small tree costs no thread start, and nothing
+/// waits on the parallel walker's idle sleep (ignore 0.4.29 `walk.rs:
+/// get_work`, L1917). The order of files does not matter: blocks are sorted
+/// by path at the end (D2). Walk errors are worded as rg's parallel walker
+/// words them ([`walk_error_parallel`]).
 fn search_pooled(ctx: &Ctx<'_>, wc: &Path, ov: ignore::overrides::Override) {
     let walker = grep_walker(ctx.root.walk_path(), wc, ov, 1).build();
-    rayon::scope(|s| {
+    let queue = Queue {
+        batches: Mutex::new(std::collections::VecDeque::new()),
+        helpers: AtomicUsize::new(0),
+    };
+    let max_helpers = super::threads();
+    rayon::in_place_scope(|s| {
+        let queue = &queue;
         let mut msgs = Messages::default();
         let mut searched = false;
         let mut batch: Vec<(DirEntry, bool)> = Vec::with_capacity(BATCH);
+        let push = |batch: Vec<(DirEntry, bool)>| {
+            queue
+                .batches
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push_back(batch);
+            // A helper exits when it finds the queue empty; one that is
+            // exiting while this batch is queued leaves it to the end of
+            // the walk, where the calling thread drains the queue.
+            if queue.helpers.load(Ordering::Acquire) < max_helpers {
+                queue.helpers.fetch_add(1, Ordering::AcqRel);
+                s.spawn(move |_| {
+                    queue.drain(ctx);
+                    queue.helpers.fetch_sub(1, Ordering::AcqRel);
+                });
+            }
+        };
         for result in walker {
             if ctx.budget.stopped() {
                 break;
@@ -165,20 +190,48 @@ fn search_pooled(ctx: &Ctx<'_>, wc: &Path, ov: ignore::overrides::Override) {
             searched = true;
             batch.push((dent, explicit));
             if batch.len() == BATCH {
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                s.spawn(move |_| search_batch(ctx, full));
+                push(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
             }
         }
-        if !batch.is_empty() {
-            s.spawn(move |_| search_batch(ctx, batch));
+        {
+            let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+            shared.msgs.extend(msgs);
+            shared.searched |= searched;
         }
-        let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
-        shared.msgs.extend(msgs);
-        shared.searched |= searched;
+        // The last, partial batch and anything the helpers have not taken.
+        search_batch(ctx, batch);
+        queue.drain(ctx);
     });
 }
 
+/// The batches of one call waiting for a thread.
+struct Queue {
+    batches: Mutex<std::collections::VecDeque<Vec<(DirEntry, bool)>>>,
+    /// Helpers spawned and not yet finished.
+    helpers: AtomicUsize,
+}
+
+impl Queue {
+    /// Search queued batches until none is left.
+    fn drain(&self, ctx: &Ctx<'_>) {
+        loop {
+            let next = self
+                .batches
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front();
+            match next {
+                Some(batch) => search_batch(ctx, batch),
+                None => return,
+            }
+        }
+    }
+}
+
 fn search_batch(ctx: &Ctx<'_>, batch: Vec<(DirEntry, bool)>) {
+    if batch.is_empty() {
+        return;
+    }
     let mut worker = Worker::new(ctx);
     for (dent, explicit) in batch {
         if ctx.budget.stopped() {
