@@ -18,7 +18,7 @@ use crate::request::GrepRequest;
 
 use super::fifo::FifoReader;
 use super::matcher;
-use super::messages::{walk_error, walk_error_parallel, Messages, NOTHING_SEARCHED};
+use super::messages::{walk_error, Messages, NOTHING_SEARCHED};
 use super::paths::Root;
 use super::sink::{FileBlock, JsonSink};
 use super::walk::{grep_walker, is_haystack, overrides};
@@ -132,76 +132,131 @@ pub(crate) fn run(req: &GrepRequest) -> Outcome<GrepResults> {
 /// a walk between threads, large enough that queueing costs nothing.
 const BATCH: usize = 16;
 
-/// A directory root: ignore's sequential walker (the same `Ignore` matcher
-/// as rg's parallel one) lists the haystacks on the calling thread and
-/// queues them in batches; helpers on the shared pool search them, and the
-/// calling thread searches whatever is left once the walk ends. The pool
-/// outlives the call, so a small tree costs no thread start, and nothing
-/// waits on the parallel walker's idle sleep (ignore 0.4.29 `walk.rs:
-/// get_work`, L1917). The order of files does not matter: blocks are sorted
-/// by path at the end (D2). Walk errors are worded as rg's parallel walker
-/// words them ([`walk_error_parallel`]).
+/// A directory root: rg's parallel walker with one walking thread (the same
+/// `Ignore` matching, errors and ignore-file lookups as rg's) queues the
+/// haystacks in batches; helpers on the shared pool search them while the
+/// walk goes on, and the calling thread searches whatever is left once it
+/// ends. One walking thread never waits in the walker's idle sleep (ignore
+/// 0.4.29 `walk.rs: get_work`, L1917: a worker with no work sleeps 1 ms at
+/// a time until the others finish), and the searching threads are the
+/// pool's, started once per process. The order of files does not matter:
+/// blocks are sorted by path at the end (D2).
 fn search_pooled(ctx: &Ctx<'_>, wc: &Path, ov: ignore::overrides::Override) {
-    let walker = grep_walker(ctx.root.walk_path(), wc, ov, 1).build();
     let queue = Queue {
         batches: Mutex::new(std::collections::VecDeque::new()),
         helpers: AtomicUsize::new(0),
     };
-    let max_helpers = super::threads();
     rayon::in_place_scope(|s| {
-        let queue = &queue;
-        let mut msgs = Messages::default();
-        let mut searched = false;
-        let mut batch: Vec<(DirEntry, bool)> = Vec::with_capacity(BATCH);
-        let push = |batch: Vec<(DirEntry, bool)>| {
-            queue
+        let mut builder = BatchBuilder {
+            ctx,
+            queue: &queue,
+            scope: s,
+            max_helpers: super::threads(),
+        };
+        grep_walker(ctx.root.walk_path(), wc, ov, 1)
+            .build_parallel()
+            .visit(&mut builder);
+        // Anything the helpers have not taken.
+        queue.drain(ctx);
+    });
+}
+
+struct BatchBuilder<'r, 's> {
+    ctx: &'s Ctx<'s>,
+    queue: &'s Queue,
+    scope: &'r rayon::Scope<'s>,
+    max_helpers: usize,
+}
+
+impl<'r, 's: 'r> ParallelVisitorBuilder<'r> for BatchBuilder<'r, 's> {
+    fn build(&mut self) -> Box<dyn ParallelVisitor + 'r> {
+        Box::new(Batcher {
+            ctx: self.ctx,
+            queue: self.queue,
+            scope: self.scope,
+            max_helpers: self.max_helpers,
+            batch: Vec::with_capacity(BATCH),
+            msgs: Messages::default(),
+            searched: false,
+        })
+    }
+}
+
+/// The walking thread's visitor: walk errors and haystacks, in batches.
+struct Batcher<'r, 's> {
+    ctx: &'s Ctx<'s>,
+    queue: &'s Queue,
+    scope: &'r rayon::Scope<'s>,
+    max_helpers: usize,
+    batch: Vec<(DirEntry, bool)>,
+    msgs: Messages,
+    searched: bool,
+}
+
+impl<'r, 's: 'r> Batcher<'r, 's> {
+    fn push(&mut self) {
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        let queue = self.queue;
+        let ctx = self.ctx;
+        queue
+            .batches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(batch);
+        // A helper exits when it finds the queue empty; a batch queued while
+        // the last one is exiting waits for the calling thread's drain.
+        if queue.helpers.load(Ordering::Acquire) < self.max_helpers {
+            queue.helpers.fetch_add(1, Ordering::AcqRel);
+            self.scope.spawn(move |_| {
+                queue.drain(ctx);
+                queue.helpers.fetch_sub(1, Ordering::AcqRel);
+            });
+        }
+    }
+}
+
+impl<'r, 's: 'r> ParallelVisitor for Batcher<'r, 's> {
+    fn visit(&mut self, result: Result<DirEntry, ignore::Error>) -> WalkState {
+        if self.ctx.budget.stopped() {
+            return WalkState::Quit;
+        }
+        let dent = match result {
+            Ok(dent) => dent,
+            Err(err) => {
+                self.msgs.error(&walk_error(&err, &self.ctx.root));
+                return WalkState::Continue;
+            }
+        };
+        // Ignore-file parse errors: `ignore_message!`, exit code unchanged.
+        if let Some(err) = dent.error() {
+            self.msgs.print(&walk_error(err, &self.ctx.root));
+        }
+        let Some(explicit) = is_haystack(&dent) else {
+            return WalkState::Continue;
+        };
+        self.searched = true;
+        self.batch.push((dent, explicit));
+        if self.batch.len() == BATCH {
+            self.push();
+        }
+        WalkState::Continue
+    }
+}
+
+impl Drop for Batcher<'_, '_> {
+    fn drop(&mut self) {
+        if !self.batch.is_empty() {
+            let batch = std::mem::take(&mut self.batch);
+            self.queue
                 .batches
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push_back(batch);
-            // A helper exits when it finds the queue empty; one that is
-            // exiting while this batch is queued leaves it to the end of
-            // the walk, where the calling thread drains the queue.
-            if queue.helpers.load(Ordering::Acquire) < max_helpers {
-                queue.helpers.fetch_add(1, Ordering::AcqRel);
-                s.spawn(move |_| {
-                    queue.drain(ctx);
-                    queue.helpers.fetch_sub(1, Ordering::AcqRel);
-                });
-            }
-        };
-        for result in walker {
-            if ctx.budget.stopped() {
-                break;
-            }
-            let dent = match result {
-                Ok(dent) => dent,
-                Err(err) => {
-                    msgs.error(&walk_error_parallel(&err, &ctx.root));
-                    continue;
-                }
-            };
-            if let Some(err) = dent.error() {
-                msgs.print(&walk_error_parallel(err, &ctx.root));
-            }
-            let Some(explicit) = is_haystack(&dent) else {
-                continue;
-            };
-            searched = true;
-            batch.push((dent, explicit));
-            if batch.len() == BATCH {
-                push(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
-            }
         }
-        {
-            let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
-            shared.msgs.extend(msgs);
-            shared.searched |= searched;
-        }
-        // The last, partial batch and anything the helpers have not taken.
-        search_batch(ctx, batch);
-        queue.drain(ctx);
-    });
+        let mut shared = self.ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+        shared.msgs.extend(std::mem::take(&mut self.msgs));
+        shared.searched |= self.searched;
+    }
 }
 
 /// The batches of one call waiting for a thread.

@@ -71,18 +71,7 @@ pub(crate) fn regex_error(err: &str) -> String {
 /// mapped back to the one rg walked.
 pub(crate) fn walk_error(err: &ignore::Error, root: &Root) -> String {
     let mut out = String::new();
-    fmt_error(err, root, false, &mut out);
-    out
-}
-
-/// [`walk_error`] for an error of the sequential walker worded as rg's
-/// parallel walker words the same failure: it reads directories with
-/// `fs::read_dir` itself (`walk.rs: Work::read_dir`, `DirEntryRaw::from_entry`)
-/// and wraps the bare io error with the path, where walkdir's error repeats
-/// the path (`IO error for operation on …`).
-pub(crate) fn walk_error_parallel(err: &ignore::Error, root: &Root) -> String {
-    let mut out = String::new();
-    fmt_error(err, root, true, &mut out);
+    fmt_error(err, root, &mut out);
     out
 }
 
@@ -90,7 +79,7 @@ fn show(root: &Root, p: &Path) -> String {
     root.unwalk(p).display().to_string()
 }
 
-fn fmt_error(err: &ignore::Error, root: &Root, parallel: bool, out: &mut String) {
+fn fmt_error(err: &ignore::Error, root: &Root, out: &mut String) {
     use ignore::Error;
     match err {
         Error::Partial(errs) => {
@@ -98,18 +87,18 @@ fn fmt_error(err: &ignore::Error, root: &Root, parallel: bool, out: &mut String)
                 if i > 0 {
                     out.push('\n');
                 }
-                fmt_error(e, root, parallel, out);
+                fmt_error(e, root, out);
             }
         }
         Error::WithLineNumber { line, err } => {
             let _ = write!(out, "line {line}: ");
-            fmt_error(err, root, parallel, out);
+            fmt_error(err, root, out);
         }
         Error::WithPath { path, err } => {
             let _ = write!(out, "{}: ", show(root, path));
-            fmt_error(err, root, parallel, out);
+            fmt_error(err, root, out);
         }
-        Error::WithDepth { err, .. } => fmt_error(err, root, parallel, out),
+        Error::WithDepth { err, .. } => fmt_error(err, root, out),
         Error::Loop { ancestor, child } => {
             let _ = write!(
                 out,
@@ -118,7 +107,7 @@ fn fmt_error(err: &ignore::Error, root: &Root, parallel: bool, out: &mut String)
                 show(root, ancestor)
             );
         }
-        Error::Io(io) => fmt_io(io, root, parallel, out),
+        Error::Io(io) => fmt_io(io, root, out),
         other => {
             let _ = write!(out, "{other}");
         }
@@ -127,7 +116,7 @@ fn fmt_error(err: &ignore::Error, root: &Root, parallel: bool, out: &mut String)
 
 /// An io error that may wrap a `walkdir::Error` (`Error::from_walkdir`),
 /// whose `Display` names the path (walkdir 2.5.0 `error.rs` L220).
-fn fmt_io(io: &std::io::Error, root: &Root, parallel: bool, out: &mut String) {
+fn fmt_io(io: &std::io::Error, root: &Root, out: &mut String) {
     let wd = io
         .get_ref()
         .and_then(|inner| inner.downcast_ref::<walkdir::Error>());
@@ -145,9 +134,6 @@ fn fmt_io(io: &std::io::Error, root: &Root, parallel: bool, out: &mut String) {
         return;
     }
     match (wd.path(), wd.io_error()) {
-        (_, Some(e)) if parallel => {
-            let _ = write!(out, "{e}");
-        }
         (Some(p), Some(e)) => {
             let _ = write!(out, "IO error for operation on {}: {e}", show(root, p));
         }
