@@ -54,7 +54,48 @@ struct Ctx<'a> {
     /// (`hiargs.rs` L235); we read it whole and search the slice instead.
     slice: bool,
     shared: Mutex<Shared>,
+    /// One [`Kit`] per thread that searches: slot 0 for a thread outside
+    /// the pool (the caller), then one per pool thread. A matcher clone
+    /// starts with an empty cache pool (regex-automata `meta::Regex::clone`)
+    /// whose lazy DFA must be rebuilt: like rg, which clones once per
+    /// thread, a thread keeps its clone (and its searcher's buffers) for the
+    /// whole call.
+    kits: Vec<Mutex<Option<Kit>>>,
     _p: std::marker::PhantomData<&'a ()>,
+}
+
+/// What one thread needs to search: a matcher, a searcher, buffers.
+struct Kit {
+    matcher: RegexMatcher,
+    searcher: Searcher,
+    scratch: Vec<u8>,
+    /// The read-ahead of [`FileReader`].
+    readbuf: Vec<u8>,
+}
+
+impl Ctx<'_> {
+    fn kit_slot(&self) -> &Mutex<Option<Kit>> {
+        let i = rayon::current_thread_index().map_or(0, |i| i + 1);
+        &self.kits[i.min(self.kits.len() - 1)]
+    }
+
+    fn take_kit(&self) -> Kit {
+        let taken = self
+            .kit_slot()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        taken.unwrap_or_else(|| Kit {
+            matcher: self.matcher.clone(),
+            searcher: matcher::searcher(false),
+            scratch: Vec::with_capacity(4096),
+            readbuf: Vec::new(),
+        })
+    }
+
+    fn return_kit(&self, kit: Kit) {
+        *self.kit_slot().lock().unwrap_or_else(|e| e.into_inner()) = Some(kit);
+    }
 }
 
 #[derive(Default)]
@@ -111,6 +152,9 @@ pub(crate) fn run(req: &GrepRequest) -> Outcome<GrepResults> {
         matcher,
         budget: Budget::new(req.raw_budget, req.cancel.clone()),
         shared: Mutex::new(Shared::default()),
+        kits: (0..rayon::current_num_threads() + 1)
+            .map(|_| Mutex::new(None))
+            .collect(),
         _p: std::marker::PhantomData,
     };
     let real_dir = std::fs::symlink_metadata(ctx.root.walk_path()).is_ok_and(|m| m.is_dir());
@@ -346,11 +390,8 @@ fn search_sequential(ctx: &Ctx<'_>, wc: &Path, ov: ignore::overrides::Override) 
 /// of the files this thread searched, merged into the call's state on drop.
 struct Worker<'a> {
     ctx: &'a Ctx<'a>,
-    matcher: RegexMatcher,
-    searcher: Searcher,
-    scratch: Vec<u8>,
-    /// The read-ahead of [`FileReader`].
-    readbuf: Vec<u8>,
+    /// Taken from the thread's slot, given back on drop.
+    kit: Option<Kit>,
     /// The directory of the last file opened, for [`open_in_dir`].
     dir: Option<(std::path::PathBuf, rustix::fd::OwnedFd)>,
     blocks: Vec<FileBlock>,
@@ -362,10 +403,7 @@ impl<'a> Worker<'a> {
     fn new(ctx: &'a Ctx<'a>) -> Worker<'a> {
         Worker {
             ctx,
-            matcher: ctx.matcher.clone(),
-            searcher: matcher::searcher(false),
-            scratch: Vec::with_capacity(4096),
-            readbuf: Vec::new(),
+            kit: Some(ctx.take_kit()),
             dir: None,
             blocks: Vec::new(),
             msgs: Messages::default(),
@@ -414,27 +452,32 @@ impl<'a> Worker<'a> {
         printed: Vec<u8>,
     ) -> io::Result<FileBlock> {
         let path = dent.path();
-        self.searcher
-            .set_binary_detection(matcher::binary(explicit));
-        let mut sink = JsonSink::new(&self.matcher, &self.ctx.budget, &mut self.scratch, printed);
+        let Some(Kit {
+            matcher,
+            searcher,
+            scratch,
+            readbuf,
+        }) = self.kit.as_mut()
+        else {
+            unreachable!("a worker holds its kit until dropped")
+        };
+        searcher.set_binary_detection(matcher::binary(explicit));
+        let mut sink = JsonSink::new(matcher, &self.ctx.budget, scratch, printed);
         let cancel = self.ctx.budget.cancel().clone();
         if explicit && self.ctx.slice {
             let data = read_whole(path, &cancel)?;
-            self.searcher
-                .search_slice(&self.matcher, &data, &mut sink)?;
+            searcher.search_slice(&*matcher, &data, &mut sink)?;
         } else if explicit && is_fifo(path) {
             let reader = FifoReader::open(path, cancel)?;
-            self.searcher
-                .search_reader(&self.matcher, reader, &mut sink)?;
+            searcher.search_reader(&*matcher, reader, &mut sink)?;
         } else {
             let file = if dent.depth() > 0 {
                 open_in_dir(&mut self.dir, path)?
             } else {
                 File::open(path)?
             };
-            let reader = FileReader::new(file, cancel, &mut self.readbuf);
-            self.searcher
-                .search_reader(&self.matcher, reader, &mut sink)?;
+            let reader = FileReader::new(file, cancel, readbuf);
+            searcher.search_reader(&*matcher, reader, &mut sink)?;
         }
         if self.ctx.budget.stopped() {
             return Err(cancelled());
@@ -472,6 +515,9 @@ fn open_in_dir(
 
 impl Drop for Worker<'_> {
     fn drop(&mut self) {
+        if let Some(kit) = self.kit.take() {
+            self.ctx.return_kit(kit);
+        }
         let mut shared = self.ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
         shared.blocks.append(&mut self.blocks);
         shared.msgs.extend(std::mem::take(&mut self.msgs));
