@@ -1,5 +1,8 @@
 //! The one integration test binary. One `mod` line per test module.
 
+// Helpers are `pub` so sibling modules share them; nothing leaves this binary.
+#![allow(unreachable_pub)]
+
 // Shared helpers: fixture trees, running rg and the backends, comparison.
 mod util;
 
