@@ -570,8 +570,11 @@ fn read_whole(path: &Path, cancel: &crate::cancel::CancelToken) -> io::Result<Ve
     }
 }
 
-/// How much a [`FileReader`] reads ahead for a small request.
-const READAHEAD: usize = 64 * 1024;
+/// How much a [`FileReader`] reads ahead for the BOM peek: a page. Every
+/// byte read ahead is copied once more (into the searcher's buffer), so a
+/// 64 KiB read-ahead cost more in copies than the syscall it saves; a page
+/// still holds most small files whole.
+const READAHEAD: usize = 4096;
 
 /// A file reader that fails once the call is cancelled (the searcher reads
 /// in 64 KiB buffers, so a large file stops promptly) and that answers the
