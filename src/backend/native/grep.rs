@@ -101,6 +101,8 @@ impl Ctx<'_> {
 #[derive(Default)]
 struct Shared {
     blocks: Vec<FileBlock>,
+    /// The statistics of the files without a match.
+    stats: Stats,
     msgs: Messages,
     searched: bool,
 }
@@ -343,6 +345,7 @@ fn search_batch(ctx: &Ctx<'_>, batch: Vec<(DirEntry, bool)>) {
 fn finish(ctx: Ctx<'_>, started: Instant) -> Outcome<GrepResults> {
     let Shared {
         mut blocks,
+        stats: unmatched,
         mut msgs,
         searched,
     } = ctx.shared.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -351,7 +354,7 @@ fn finish(ctx: Ctx<'_>, started: Instant) -> Outcome<GrepResults> {
     }
     // rg's file order is nondeterministic; path order makes ours stable.
     blocks.sort_by(|a, b| a.path.cmp(&b.path));
-    let mut stats = Stats::default();
+    let mut stats = unmatched;
     let mut matched = false;
     let mut events = Vec::with_capacity(blocks.iter().map(|b| b.events.len()).sum::<usize>() + 1);
     for b in blocks {
@@ -395,6 +398,8 @@ struct Worker<'a> {
     /// The directory of the last file opened, for [`open_in_dir`].
     dir: Option<(std::path::PathBuf, rustix::fd::OwnedFd)>,
     blocks: Vec<FileBlock>,
+    /// The statistics of the files without a match.
+    stats: Stats,
     msgs: Messages,
     searched: bool,
 }
@@ -406,6 +411,7 @@ impl<'a> Worker<'a> {
             kit: Some(ctx.take_kit()),
             dir: None,
             blocks: Vec::new(),
+            stats: Stats::default(),
             msgs: Messages::default(),
             searched: false,
         }
@@ -431,26 +437,23 @@ impl<'a> Worker<'a> {
 
     fn search_haystack(&mut self, dent: &DirEntry, explicit: bool) {
         self.searched = true;
-        let printed = self.ctx.root.display(dent.path());
-        match self.search(dent, explicit, printed.clone()) {
+        match self.search(dent, explicit) {
+            // A file without a match only counts in the summary.
+            Ok(block) if block.events.is_empty() => self.stats.add(&block.stats),
             Ok(block) => self.blocks.push(block),
             Err(err) => {
                 if self.ctx.budget.stopped() {
                     return;
                 }
                 // `main.rs: search`: `err_message!("{}: {}", path, err)`.
+                let printed = self.ctx.root.display(dent.path());
                 let shown = String::from_utf8_lossy(&printed);
                 self.msgs.error(&format!("{shown}: {err}"));
             }
         }
     }
 
-    fn search(
-        &mut self,
-        dent: &DirEntry,
-        explicit: bool,
-        printed: Vec<u8>,
-    ) -> io::Result<FileBlock> {
+    fn search(&mut self, dent: &DirEntry, explicit: bool) -> io::Result<FileBlock> {
         let path = dent.path();
         let Some(Kit {
             matcher,
@@ -462,7 +465,7 @@ impl<'a> Worker<'a> {
             unreachable!("a worker holds its kit until dropped")
         };
         searcher.set_binary_detection(matcher::binary(explicit));
-        let mut sink = JsonSink::new(matcher, &self.ctx.budget, scratch, printed);
+        let mut sink = JsonSink::new(matcher, &self.ctx.budget, scratch, &self.ctx.root, path);
         let cancel = self.ctx.budget.cancel().clone();
         if explicit && self.ctx.slice {
             let data = read_whole(path, &cancel)?;
@@ -520,6 +523,7 @@ impl Drop for Worker<'_> {
         }
         let mut shared = self.ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
         shared.blocks.append(&mut self.blocks);
+        shared.stats.add(&self.stats);
         shared.msgs.extend(std::mem::take(&mut self.msgs));
         shared.searched |= self.searched;
     }

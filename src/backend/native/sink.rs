@@ -2,6 +2,7 @@
 //! `JSONSink` would print (`json.rs` L719), with the same per-file `Stats`.
 
 use std::io;
+use std::path::Path;
 use std::time::Instant;
 
 use grep_matcher::Matcher;
@@ -10,12 +11,13 @@ use grep_searcher::{Searcher, Sink, SinkFinish, SinkMatch};
 
 use crate::event::{Begin, End, Event, Match, Stats, SubMatch};
 
+use super::paths::Root;
 use super::Budget;
 
 /// The events and statistics of one searched file.
 #[derive(Debug, Default)]
 pub(crate) struct FileBlock {
-    /// The printed path.
+    /// The printed path (empty when the file had no match).
     pub(crate) path: Vec<u8>,
     /// `begin`, `match`…, `end`; empty when the file had no match.
     pub(crate) events: Vec<Event>,
@@ -29,6 +31,10 @@ pub(crate) struct JsonSink<'a> {
     budget: &'a Budget,
     /// Scratch buffer for measuring JSON lines (`bytes_printed`).
     scratch: &'a mut Vec<u8>,
+    /// Where the printed path comes from, computed at the first match:
+    /// most files searched have none and never need it.
+    root: &'a Root,
+    walked: &'a Path,
     block: FileBlock,
     match_count: u64,
     start: Instant,
@@ -40,16 +46,16 @@ impl<'a> JsonSink<'a> {
         matcher: &'a RegexMatcher,
         budget: &'a Budget,
         scratch: &'a mut Vec<u8>,
-        path: Vec<u8>,
+        root: &'a Root,
+        walked: &'a Path,
     ) -> JsonSink<'a> {
         JsonSink {
             matcher,
             budget,
             scratch,
-            block: FileBlock {
-                path,
-                ..FileBlock::default()
-            },
+            root,
+            walked,
+            block: FileBlock::default(),
             match_count: 0,
             start: Instant::now(),
             submatches: Vec::new(),
@@ -114,6 +120,7 @@ impl Sink for JsonSink<'_> {
         }
         self.match_count += 1;
         if self.block.events.is_empty() {
+            self.block.path = self.root.display(self.walked);
             let begin = Event::Begin(Begin {
                 path: self.block.path.clone(),
             });
