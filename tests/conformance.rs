@@ -717,41 +717,51 @@ fn harness_normalizes_grep_output() {
     assert_eq!(String::from_utf8_lossy(&got), want);
 }
 
-/// Known divergence (not fixed; see README.conformance.md "Known
-/// divergences"): a typed path that starts with two `./` (`./.`, `././`,
-/// `././sub`). rg walks it as typed, and ignore 0.4.29 strips `./` once from
-/// a directory's ignore-file root (`GitignoreBuilder::new`) but twice from
-/// the candidate (`Ignore::matched`, then `Gitignore::strip`), so the roots no
-/// longer line up: every ignore file at or below the root is matched with the
-/// path relative to the CWD, and `/ig.txt` in `sub/.gitignore` stops
-/// matching `sub/ig.txt`. The engine walks an absolute path, where the roots
-/// always line up. Run with `cargo test --test tests -- --ignored`.
+/// A typed path that starts with two `./` (`./.`, `././`, `././sub`). rg
+/// walks it as typed, and ignore 0.4.29 strips `./` once from a directory's
+/// ignore-file root (`GitignoreBuilder::new`) but twice from the candidate
+/// (`Ignore::matched`, then `Gitignore::strip`), so the two no longer line
+/// up: every ignore file at or below the root is matched against the path
+/// relative to the CWD, and `/ig.txt` in `sub/.gitignore` stops matching
+/// `sub/ig.txt`. The engine walks absolute paths, where the crate's roots
+/// always line up, so it decides entries on rg's strings itself
+/// (`native/rgignore.rs`).
 #[test]
-#[ignore = "known divergence: paths starting with `././`"]
 fn double_dot_slash_paths() {
     let specs = vec![
         file(".git/HEAD", "x\n"),
-        file("sub/.gitignore", "/ig.txt\n"),
+        file("sub/.gitignore", "/ig.txt\nsub/sub.txt\n"),
         file("sub/ig.txt", "needle\n"),
+        file("sub/sub.txt", "needle\n"),
         file("sub/keep.txt", "needle\n"),
+        file("sub/deep/.ignore", "/d.txt\n"),
+        file("sub/deep/d.txt", "needle\n"),
     ];
-    let cases = vec![
-        grep("needle", Some("./."), None),
-        grep("needle", Some("././"), None),
-        grep("needle", Some("././sub"), None),
-        grep("needle", Some("./."), None).cwd("sub"),
-    ];
+    let mut cases = Vec::new();
+    for path in [
+        "./.",
+        "././",
+        "././sub",
+        "./././sub",
+        "././/sub",
+        "./sub",
+        ".",
+    ] {
+        cases.push(grep("needle", Some(path), None));
+        cases.push(grep("needle", Some(path), Some("*.txt")));
+    }
+    cases.push(grep("needle", Some("./."), None).cwd("sub"));
+    cases.push(grep("needle", Some("././deep"), None).cwd("sub"));
     check("double_dot_slash", &specs, &cases, Mode::InProcess);
 }
 
-/// Known divergence (not fixed): a `.git` file whose `gitdir:` is relative
-/// (`git worktree add` with `worktree.useRelativePaths`). ignore 0.4.29
-/// (`dir.rs: resolve_git_commondir`) opens `<gitdir>/commondir` relative to
-/// the process's current directory, which for rg is the workdir: run from the
-/// worktree's root, rg finds the main repository's `info/exclude`. The engine
-/// never uses the process's current directory, so it misses it.
+/// A `.git` file whose `gitdir:` is relative (`git worktree add` with
+/// `worktree.useRelativePaths`). ignore 0.4.29 (`dir.rs:
+/// resolve_git_commondir`) opens `<gitdir>/commondir` relative to the
+/// process's current directory, which for rg is the workdir: run from the
+/// worktree's root, rg reads the main repository's `info/exclude`; from
+/// elsewhere it does not.
 #[test]
-#[ignore = "known divergence: relative gitdir in a .git file"]
 fn relative_gitdir_worktree() {
     let specs = vec![
         file("main/.git/HEAD", "x\n"),
@@ -761,10 +771,57 @@ fn relative_gitdir_worktree() {
         file("wt/.git", "gitdir: ../main/.git/worktrees/dsh-rel-wt\n"),
         file("wt/exc.txt", "needle\n"),
         file("wt/a.txt", "needle\n"),
+        file("wt2/.git", "gitdir: ../main/.git/worktrees/dsh-rel-wt\n"),
+        file("wt2/exc.txt", "needle\n"),
     ];
     let cases = vec![
         grep("needle", None, None).cwd("wt"),
         grep("needle", Some("."), None).cwd("wt"),
+        grep("needle", Some(".."), None).cwd("wt"),
+        grep("needle", None, None).cwd("wt2"),
+        grep("needle", Some("wt"), None),
     ];
     check("relative_gitdir", &specs, &cases, Mode::InProcess);
+}
+
+/// Ignore files that fail to parse, in the walked directories (reported
+/// without changing the exit code, also when an include glob excludes the
+/// ignore file itself) and in parents of the root (an error: exit 2), where
+/// rg names the file by its absolute path even below the workdir (`.git/`).
+#[test]
+fn ignore_file_errors() {
+    let specs = vec![
+        file(".git/HEAD", "x\n"),
+        file(".git/info/exclude", "a{b\nexc.txt\n"),
+        file(".gitignore", "a{b\nok1.txt\na\\\n"),
+        file(".ignore", b"lat\xe9.txt\nok2.txt\n"),
+        file(".rgignore", "x{\n"),
+        file("sub/.gitignore", "{z\nok3.txt\n"),
+        file("sub/ok3.txt", "needle\n"),
+        file("sub/s.txt", "needle\n"),
+        file("ok1.txt", "needle\n"),
+        file("ok2.txt", "needle\n"),
+        file("exc.txt", "needle\n"),
+        file("a.txt", "needle\n"),
+        file("sub/deeper/.ignore", b"\xef\xbb\xbfok4.txt\r\n\\\r\n"),
+        file("sub/deeper/ok4.txt", "needle\n"),
+        file("sub/deeper/b.txt", "needle\n"),
+    ];
+    let mut cases = Vec::new();
+    for path in [
+        None,
+        Some("."),
+        Some("sub"),
+        Some("sub/deeper"),
+        Some(".git/"),
+    ] {
+        for inc in [None, Some("*.txt")] {
+            cases.push(grep("needle", path, inc));
+        }
+    }
+    for cwd in ["sub", "sub/deeper"] {
+        cases.push(grep("needle", None, None).cwd(cwd));
+        cases.push(grep("needle", Some(".."), Some("*.txt")).cwd(cwd));
+    }
+    check("ignore_file_errors", &specs, &cases, Mode::InProcess);
 }
