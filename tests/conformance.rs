@@ -825,3 +825,69 @@ fn ignore_file_errors() {
     }
     check("ignore_file_errors", &specs, &cases, Mode::InProcess);
 }
+
+/// A relative `core.excludesFile`: ignore 0.4.29 opens it relative to the
+/// process's current directory (`gitignore.rs: build_global`), which for rg
+/// is the workdir. `HOME` is process-wide, so rg and the CLI run as separate
+/// processes with their own `$HOME/.gitconfig`, the CLI from `/`.
+#[test]
+fn relative_excludes_file() {
+    let Some(env) = rg::env() else { return };
+    let tree = Tree::build(&[
+        file("repo/.git/HEAD", "x\n"),
+        file("repo/myexcl", "*.ex\n"),
+        file("repo/a.ex", "needle\n"),
+        file("repo/b.txt", "needle\n"),
+        file("repo/sub/c.ex", "needle\n"),
+        file("home/.gitconfig", "[core]\n\texcludesFile = myexcl\n"),
+    ]);
+    let home = tree.root().join("home");
+    let mut report = Report::new("relative_excludes_file");
+    let cases = [
+        grep("needle", None, None).cwd("repo"),
+        grep("needle", Some("."), None).cwd("repo"),
+        grep("needle", Some("sub"), None).cwd("repo"),
+        grep("needle", None, None).cwd("repo/sub"),
+        grep("needle", Some("repo"), None),
+    ];
+    for case in cases {
+        let label = format!("relative_excludes_file: {}", case.label());
+        if !crate::util::selected(&label) {
+            continue;
+        }
+        report.count();
+        let cwd = tree.root().join(&case.cwd);
+        let run =
+            |program: &std::path::Path, args: Vec<std::ffi::OsString>, dir: &std::path::Path| {
+                let out = std::process::Command::new(program)
+                    .args(args)
+                    .current_dir(dir)
+                    .env("HOME", &home)
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .expect("spawn");
+                let text = String::from_utf8_lossy(&out.stderr).into_owned();
+                rg::Raw {
+                    stdout: out.stdout,
+                    stderr: text.lines().map(str::to_string).collect(),
+                    status: format!("exit {}", out.status.code().unwrap_or(-1)),
+                }
+            };
+        let want = run(
+            &env.rg,
+            case.call.rg_argv().into_iter().map(Into::into).collect(),
+            &cwd,
+        );
+        let got = run(
+            std::path::Path::new(env!("CARGO_BIN_EXE_dsh-search")),
+            case.call.cli_argv("native", &cwd),
+            // The workdir comes from `--cwd`; the process's own current
+            // directory must not matter.
+            std::path::Path::new("/"),
+        );
+        if let Some(d) = rg::diff(&case.call, &want, &got) {
+            report.fail(format!("[cli native] {label}\n{d}"));
+        }
+    }
+    report.finish();
+}
