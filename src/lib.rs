@@ -18,7 +18,7 @@
 //!    [`config`], [`spill`] (over-cap results), [`fs`] and [`session`] (the
 //!    file tools' filesystem and the observation policy's state) and
 //!    [`guard`] (hopeless calls denied before they run).
-//! 5. [`cli`] and [`bench`]: the `dsh-search` command line and the
+//! 5. [`cli`] and [`bench`](mod@bench): the `dsh-search` command line and the
 //!    benchmark harness.
 //!
 //! # Example

@@ -631,6 +631,76 @@ fn permissions() {
     check("permissions", &specs, &cases, Mode::Nobody);
 }
 
+/// A tree shaped for the tool level (`tools::configs`' small caps): top-level
+/// groups of different sizes for the sampled glob page, lines longer than
+/// the small preview cap, multi-byte characters at the cut, a flag-shaped
+/// name, absolute and `..` paths, and a blank pattern (refused by the tool's
+/// own check on both backends, searched for a space by rg).
+#[test]
+fn tool_caps() {
+    let specs = vec![
+        file("src/a.rs", "fn main() { needle(); }\n"),
+        file(
+            "src/b.txt",
+            "needle in b\nno match here\nneedle again needle\n",
+        ),
+        file("src/deep/c.rs", "// needle deep\n"),
+        file("src/.hidden.rs", "needle hidden rs\n"),
+        file(
+            "docs/readme.md",
+            "# needle docs with a line longer than ten bytes\n",
+        ),
+        file("notes.md", "notes needle\n"),
+        file("top.txt", "top needle\nalpha\n"),
+        file("-dash.txt", "-foo needle\n"),
+        file("space name.txt", "needle with space\n"),
+        file("ünï.txt", "needle ünï ö ünï ö ünï ö\n"),
+        file(".git/HEAD", "ref: refs/heads/main needle\n"),
+        file(".gitignore", "ignored.txt\nbuild/\n"),
+        file("ignored.txt", "needle ignored\n"),
+        file("build/out.txt", "needle build\n"),
+        file("vendor/x/1.rs", "needle v1\n"),
+        file("vendor/x/2.rs", "needle v2\n"),
+        file("vendor/y/3.rs", "needle v3\n"),
+        dir("emptydir"),
+        mtime("top.txt", 100),
+        mtime("src/a.rs", 100),
+        mtime("vendor/x/1.rs", 50),
+    ];
+    let mut cases = Vec::new();
+    for path in [
+        None,
+        Some("."),
+        Some("vendor"),
+        Some("./vendor/"),
+        Some("{root}"),
+        Some("{root}/src/../vendor"),
+        Some(".git"),
+        Some("missing"),
+        Some("-dash.txt"),
+    ] {
+        for p in ["*", "**/*.rs", "*.rs", "[", "*.none"] {
+            cases.push(glob(p, path));
+        }
+        for p in [
+            "needle",
+            "-foo",
+            "ö",
+            "(unclosed",
+            "nothing matches this",
+            " ",
+        ] {
+            cases.push(grep(p, path, None));
+        }
+        for inc in ["*.txt", "ignored.txt", "{a"] {
+            cases.push(grep("needle", path, Some(inc)));
+        }
+    }
+    cases.push(grep("needle", Some(".."), None).cwd("vendor"));
+    cases.push(glob("*", Some("../src")).cwd("vendor"));
+    check("tool_caps", &specs, &cases, Mode::InProcess);
+}
+
 /// W7: grep on an explicit FIFO blocks in rg (it waits for a writer), so rg is
 /// not run; both backends must return `Cancelled` once the token is set.
 #[test]

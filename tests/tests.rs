@@ -4,10 +4,13 @@
 mod util;
 
 // The native engine and the rg backend against the real rg 15.2.0, case table
-// over fixture trees (`contract.md` §2, `rg-semantics.md` §2).
+// over fixture trees (`contract.md` §2, `rg-semantics.md` §2); every case
+// also at the tool level on both backends, and `read` of every returned path
+// (`util::tools`).
 mod conformance;
 
-// Seeded random trees and patterns against the real rg (DSH_SEARCH_SEED).
+// Seeded random trees and patterns against the real rg (DSH_SEARCH_SEED),
+// with the same tool-level checks.
 mod random_trees;
 
 // The rg backend and the CLI raw mode against a real rg.
@@ -34,9 +37,6 @@ mod tools;
 
 // The tools' command line: formats, exit statuses, config, spill.
 mod tools_cli;
-
-// Tool-level parity: the same result object on both backends over fixture trees.
-mod tools_parity;
 
 // The search-path guard: its rules, allow cases, counters and messages.
 mod guard;

@@ -7,6 +7,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -433,4 +434,283 @@ backend_test!(caller_cancellation_stops_a_long_grep, |ws, b| {
     assert_eq!(code(&r).as_deref(), Some("SEARCH_ABORTED"));
     assert!(took < Duration::from_secs(6), "took {took:?}");
     assert_eq!(rg_processes_in(&ws.path()), Vec::<u32>::new());
+});
+
+// ---- nothing keeps working after a stopped call (issue 3) ----
+
+/// A backend decorator counting the backend calls that have not returned.
+struct InFlight {
+    inner: Arc<dyn SearchBackend>,
+    running: Arc<AtomicUsize>,
+    calls: Arc<AtomicUsize>,
+}
+
+/// Decrements the count when the backend call ends, by return or unwind.
+struct Leave<'a>(&'a AtomicUsize);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl InFlight {
+    fn enter(&self) -> Leave<'_> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.running.fetch_add(1, Ordering::SeqCst);
+        Leave(&self.running)
+    }
+}
+
+impl SearchBackend for InFlight {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn glob(&self, req: &dsh_search::GlobRequest) -> dsh_search::Outcome<dsh_search::GlobResults> {
+        let _leave = self.enter();
+        self.inner.glob(req)
+    }
+    fn grep(&self, req: &dsh_search::GrepRequest) -> dsh_search::Outcome<dsh_search::GrepResults> {
+        let _leave = self.enter();
+        self.inner.grep(req)
+    }
+}
+
+/// Threads of this process whose name (`comm`) is `name`.
+fn threads_named(name: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == name)
+        })
+        .count()
+}
+
+/// What was left the moment a stopped call returned.
+#[derive(Debug)]
+struct Leftovers {
+    content: String,
+    /// Threads carrying the calling thread's name: the caller itself plus
+    /// every thread started on its behalf and still alive.
+    threads: usize,
+    backend_calls_running: usize,
+    backend_calls: usize,
+    rg_processes: Vec<u32>,
+}
+
+/// Run a grep that would take seconds on a thread with a unique name, stop
+/// it by `timeout_ms` or by the caller's cancellation after 200 ms, and
+/// look at what is left as soon as `Tools::call` returns. Threads started
+/// without a name (the engine's walker threads, the rg backend's pipe
+/// readers, the dispatch's deadline watcher) inherit the name of the thread
+/// that started them (Linux copies `comm` on clone), so they are counted
+/// too. Also returns the most threads of that name seen during the call,
+/// which shows the count sees them.
+fn stop_and_look(ws: &Ws, b: &str, name: &'static str, cancel: bool) -> (Leftovers, usize) {
+    let mut c = Config::default();
+    c.search.timeout_ms = if cancel { 600_000 } else { 300 };
+    let running = Arc::new(AtomicUsize::new(0));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let t = Tools::new(
+        c,
+        Arc::new(InFlight {
+            inner: backend(b),
+            running: running.clone(),
+            calls: calls.clone(),
+        }),
+    );
+    let ctx = ws.ctx();
+    let caller = ctx.cancel.clone();
+    let dir = ws.path();
+    let worker = std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            let r = t.call("grep", &json!({"pattern": "a[ab]{20}c"}), &ctx);
+            Leftovers {
+                content: r.content,
+                threads: threads_named(name),
+                backend_calls_running: running.load(Ordering::SeqCst),
+                backend_calls: calls.load(Ordering::SeqCst),
+                rg_processes: rg_processes_in(&dir),
+            }
+        })
+        .unwrap();
+    let start = Instant::now();
+    let mut most = 0;
+    while !worker.is_finished() {
+        most = most.max(threads_named(name));
+        if cancel && start.elapsed() >= Duration::from_millis(200) {
+            caller.cancel();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (worker.join().unwrap(), most)
+}
+
+backend_test!(stopped_calls_leave_no_thread_or_process, |ws, b| {
+    slow_file(&ws);
+    // A directory, so grep walks: the engine's parallel walker runs.
+    for i in 0..8 {
+        ws.file(&format!("more/f{i}.txt"), "ab\n", None);
+    }
+    for (cancel, want) in [
+        (false, "Error: tool call timed out after 300ms"),
+        (
+            true,
+            "Error: grep was aborted before completion (tool timeout or caller cancellation)",
+        ),
+    ] {
+        // At most 15 bytes (the kernel's comm), unique per test.
+        let name = match (b, cancel) {
+            ("native", false) => "dsh-stop-nat-t",
+            ("native", true) => "dsh-stop-nat-c",
+            (_, false) => "dsh-stop-rg-t",
+            (_, true) => "dsh-stop-rg-c",
+        };
+        let (left, most) = stop_and_look(&ws, b, name, cancel);
+        assert_eq!(left.content, want);
+        // While the call ran, helper threads of the caller's name existed:
+        // the deadline watcher and the backend's own (the engine's walker,
+        // at least one; rg's two pipe readers). 4 on a 2-core machine.
+        assert!(
+            most >= 3,
+            "{name}: at most {most} thread(s) seen during the call"
+        );
+        // The moment it returned: only the caller, no backend call still
+        // running, no rg left in the workdir.
+        assert_eq!(left.threads, 1, "{name}: {left:?}");
+        assert_eq!(left.backend_calls_running, 0, "{name}: {left:?}");
+        assert_eq!(left.backend_calls, 1, "{name}: {left:?}");
+        assert_eq!(left.rg_processes, Vec::<u32>::new(), "{name}: {left:?}");
+    }
+});
+
+// ---- the deliberate differences of contract.md §3, on both backends ----
+
+fn raw_name_file(ws: &Ws, name: &[u8], content: &[u8]) {
+    use std::os::unix::ffi::OsStrExt;
+    std::fs::write(
+        ws.dir.path().join(std::ffi::OsStr::from_bytes(name)),
+        content,
+    )
+    .unwrap();
+}
+
+// D1: a file name that is not UTF-8 is decoded lossily; it does not fail
+// the search (the original fails the whole grep on `path.bytes`).
+backend_test!(d1_non_utf8_file_name_is_decoded_lossily, |ws, b| {
+    raw_name_file(&ws, b"caf\xe9.txt", b"needle one\n");
+    ws.file("ok.txt", "needle two\n", None);
+    let r = call(&ws, b, "grep", json!({"pattern": "needle"}));
+    assert_eq!(
+        r.content,
+        "Found 2 matches\n\ncaf\u{FFFD}.txt\nLine 1: needle one\n\nok.txt\nLine 1: needle two"
+    );
+    assert_eq!(r.value.unwrap()["matches"][0]["path"], "caf\u{FFFD}.txt");
+});
+
+// D2: files in display-path byte order, lines ascending, the same answer
+// on every run (rg's own order varies with its threads).
+backend_test!(d2_grep_files_in_display_path_order, |ws, b| {
+    for (name, content) in [
+        ("b.txt", "needle b1\nx\nneedle b3\n"),
+        ("a/z.txt", "needle az\n"),
+        ("B.txt", "needle B\n"),
+        ("a.txt", "x\nneedle a2\n"),
+        ("a/b/c.txt", "needle abc\n"),
+        ("_.txt", "needle _\n"),
+    ] {
+        ws.file(name, content, None);
+    }
+    // Byte order: 'B' < '_' < 'a'; "a.txt" < "a/…" as '.' < '/'.
+    let want = "Found 7 matches\n\nB.txt\nLine 1: needle B\n\n_.txt\nLine 1: needle _\n\na.txt\nLine 2: needle a2\n\na/b/c.txt\nLine 1: needle abc\n\na/z.txt\nLine 1: needle az\n\nb.txt\nLine 1: needle b1\nLine 3: needle b3";
+    for _ in 0..5 {
+        assert_eq!(
+            call(&ws, b, "grep", json!({"pattern": "needle"})).content,
+            want
+        );
+    }
+});
+
+// D3: a line that is not UTF-8 is decoded lossily (the original shows
+// `(line is not valid UTF-8)`).
+backend_test!(d3_non_utf8_line_is_decoded_lossily, |ws, b| {
+    raw_name_file(&ws, b"latin.txt", b"caf\xe9 needle\n");
+    let r = call(&ws, b, "grep", json!({"pattern": "needle"}));
+    assert_eq!(
+        r.content,
+        "Found 1 match\n\nlatin.txt\nLine 1: caf\u{FFFD} needle"
+    );
+    assert_eq!(r.value.unwrap()["matches"][0]["line"], "caf\u{FFFD} needle");
+});
+
+// D4: the search stops at the raw output cap. The input is a FIFO whose
+// writer keeps it open, so a search that kept reading would never end: only
+// stopping at the cap can give the overflow error (and not the timeout).
+backend_test!(d4_search_stops_at_the_raw_output_cap, |ws, b| {
+    let pipe = ws.dir.path().join("pipe");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &pipe,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let pipe_w = pipe.clone();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write as _;
+        let mut w = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&pipe_w)
+            .unwrap();
+        // 40 KB: fits the pipe's buffer, far over the 2,000-byte cap once
+        // printed as --json matches.
+        w.write_all("needle\n".repeat(6000).as_bytes()).unwrap();
+        w.flush().unwrap();
+        // Held open (no EOF) until the call has returned.
+        let _ = release_rx.recv();
+    });
+    let mut c = Config::default();
+    c.search.raw_output_max_bytes = 2000;
+    c.search.timeout_ms = 120_000; // only a hang guard
+    c.spill.max_inline_bytes = None;
+    let r = tools_with(b, c).call(
+        "grep",
+        &json!({"pattern": "needle", "path": "pipe"}),
+        &ws.ctx(),
+    );
+    drop(release_tx);
+    // Had the search never opened the FIFO, the writer would still wait in
+    // open(2): a non-blocking reader lets it through, so the test ends.
+    let _reader = {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(ws.dir.path().join("pipe"))
+    };
+    writer.join().unwrap();
+    assert_eq!(
+        r.content,
+        "Error: grep produced more raw output than the subprocess seam retained within the 2000-byte cap; narrow pattern, path, or include and retry"
+    );
+    assert_eq!(code(&r).as_deref(), Some("SEARCH_RAW_OUTPUT_OVERFLOW"));
+    assert_eq!(rg_processes_in(&ws.path()), Vec::<u32>::new());
+});
+
+// The seed splits `--files` output on `\n` (`seed-reference.md` §2.2): a
+// name holding a newline is two entries, on both backends (the engine
+// lists the name whole; the tool splits it as the seed does).
+backend_test!(glob_splits_a_name_holding_a_newline, |ws, b| {
+    ws.file("nl\nname.txt", "x\n", Some(1000));
+    ws.file("z.txt", "x\n", Some(2000));
+    let r = call(&ws, b, "glob", json!({"pattern": "*"}));
+    assert_eq!(r.content, "nl\nname.txt\nz.txt");
+    assert_eq!(
+        r.value.unwrap(),
+        json!({"root": ".", "paths": ["nl", "name.txt", "z.txt"]})
+    );
 });

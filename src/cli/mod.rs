@@ -2,7 +2,7 @@
 //!
 //! This module only parses; each subcommand lives in the file that owns its
 //! layer: [`raw`] (rg's own output), [`tools`] (the model-facing glob, grep
-//! and `call`), [`files`] (read, write, edit), [`bench`].
+//! and `call`), [`files`] (read, write, edit), [`bench`](mod@bench).
 
 pub mod bench;
 pub mod files;

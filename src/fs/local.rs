@@ -22,7 +22,7 @@ use super::{
 };
 
 /// `diffBasisMaxBytes`' default (`seed-reference.md` §9.3): 10 MiB.
-pub const DEFAULT_DIFF_BASIS_MAX_BYTES: u64 = 10 * 1024 * 1024;
+pub(crate) const DEFAULT_DIFF_BASIS_MAX_BYTES: u64 = 10 * 1024 * 1024;
 
 /// The prefix of staging directories. A directory left behind by a process
 /// that died mid-write is removed by the next write into the same directory.

@@ -224,11 +224,16 @@ pub fn run_glob(
             paths: Vec::new(),
         });
     }
-    // Contract D1: file names that are not UTF-8 are decoded lossily.
+    // The seed parses the `--files` stdout (`seed-reference.md` §2.2):
+    // split on `\n`, empty segments skipped, so a name holding `\n` becomes
+    // two entries, whichever backend listed it. Contract D1: file names
+    // that are not UTF-8 are decoded lossily.
     let paths = outcome
         .results
         .files
         .iter()
+        .flat_map(|f| f.split(|&b| b == b'\n'))
+        .filter(|seg| !seg.is_empty())
         .map(|f| display_path(&String::from_utf8_lossy(f), &ctx.workdir))
         .collect();
     Ok(GlobValue { root, paths })

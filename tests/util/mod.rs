@@ -4,8 +4,10 @@
 #![allow(dead_code)]
 
 pub mod rg;
+pub mod tools;
 pub mod tree;
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::Path;
 
@@ -96,6 +98,8 @@ pub struct Report {
     name: String,
     context: String,
     cases: usize,
+    /// Tool-level calls compared and paths read, by kind (`tools::check_case`).
+    tool_checks: BTreeMap<String, usize>,
     failures: Vec<String>,
 }
 
@@ -113,6 +117,7 @@ impl Report {
             name: name.into(),
             context: String::new(),
             cases: 0,
+            tool_checks: BTreeMap::new(),
             failures: Vec::new(),
         }
     }
@@ -189,6 +194,19 @@ impl Report {
                 self.failures.push(format!("[{who}] {label}\n{d}"));
             }
         }
+        // The same call at the tool level, both backends, and `read` of
+        // every path it returned. In process as the test's user, also for
+        // the cases whose raw side ran as uid 65534.
+        if !selfcheck {
+            tools::check_case(
+                &call,
+                tree.root(),
+                &cwd,
+                &label,
+                &mut self.failures,
+                &mut self.tool_checks,
+            );
+        }
     }
 
     /// A suffix for the labels of the next cases (e.g. ` tree=3`).
@@ -214,10 +232,11 @@ impl Report {
     /// Print the tally; panic with every failure if there was one.
     pub fn finish(self) {
         loud(&format!(
-            "conformance {}: {} cases, {} failures\n",
+            "conformance {}: {} cases, {} failures; tool level: {:?}\n",
             self.name,
             self.cases,
-            self.failures.len()
+            self.failures.len(),
+            self.tool_checks
         ));
         if self.failures.is_empty() {
             return;

@@ -86,7 +86,7 @@ impl fmt::Display for RgCommand {
 /// One POSIX shell word: unchanged when it only holds characters no shell
 /// treats specially, else single-quoted with `'` written as `'\''` (the
 /// seed's `singleQuote`, `seed-reference.md` §1.5).
-pub fn quote(word: &OsStr) -> String {
+pub(crate) fn quote(word: &OsStr) -> String {
     let text = word.to_string_lossy();
     let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
     if !text.is_empty() && text.chars().all(plain) {

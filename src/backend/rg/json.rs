@@ -19,7 +19,7 @@ use crate::event::{self, Event, SubMatch};
 /// `--files` stdout → one entry per `\n`-terminated name, raw bytes. Empty
 /// segments are skipped, nothing is trimmed (`seed-reference.md` §2.2); a
 /// name holding `\n` splits in two, exactly as rg prints it.
-pub fn parse_files(stdout: &[u8]) -> Vec<Vec<u8>> {
+pub(crate) fn parse_files(stdout: &[u8]) -> Vec<Vec<u8>> {
     stdout
         .split(|&b| b == b'\n')
         .filter(|s| !s.is_empty())
@@ -30,7 +30,7 @@ pub fn parse_files(stdout: &[u8]) -> Vec<Vec<u8>> {
 /// `--json` stdout → events, in output order. Stops at the first line that
 /// is not one of rg's messages and returns the events before it with the
 /// reason, worded like the seed's details (`seed-reference.md` §2.1).
-pub fn parse_json(stdout: &[u8]) -> (Vec<Event>, Option<String>) {
+pub(crate) fn parse_json(stdout: &[u8]) -> (Vec<Event>, Option<String>) {
     let mut events = Vec::new();
     for line in stdout.split(|&b| b == b'\n').filter(|s| !s.is_empty()) {
         match parse_line(line) {

@@ -1,5 +1,5 @@
 //! The file tools `read`, `write` and `edit` (`seed-reference.md` §6), over
-//! a [`FileSystem`], with the read-before-write [`ObservationPolicy`].
+//! a [`FileSystem`](crate::fs::FileSystem), with the read-before-write [`ObservationPolicy`].
 //!
 //! Each tool is one function taking the configuration, the filesystem, the
 //! policy (`None`: the bare deployment, no policy), the arguments (already

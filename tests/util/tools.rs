@@ -1,0 +1,377 @@
+//! The tool level of every conformance case (`contract.md` §3–§5): the same
+//! glob or grep call through [`Tools::call`] on the native engine and on the
+//! rg backend must give equal [`ToolResult`]s (content, error, value, meta),
+//! for a direct call with a session and for a nested call, under the default
+//! configuration and under small caps that run the over-cap paths (previews,
+//! head and sampled glob pages, spill footers, the inline cap, the meta cap).
+//! Then every path the call returned is opened with `read` in the same
+//! context (issue 4: "every path a search returns is a path `read` can open
+//! in the same context").
+
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use dsh_search::config::Config;
+use dsh_search::outcome::{GlobResults, GrepResults, Outcome};
+use dsh_search::spill::{SpillRef, SpillSource, SpillStore};
+use dsh_search::tool::{CallContext, ToolResult, Tools};
+use dsh_search::{GlobRequest, GrepRequest, NativeBackend, RgBackend, SearchBackend};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::rg::Call;
+
+/// A spill store whose locator is derived from what was saved (owner, tool,
+/// name and a digest of the content), so two results that spilled compare
+/// equal exactly when their spilled texts are equal, and the random names of
+/// the local store do not get in the way.
+pub struct DigestStore;
+
+impl SpillStore for DigestStore {
+    fn save_text(
+        &self,
+        owner: &str,
+        source: &SpillSource,
+        name: &str,
+        content: &str,
+    ) -> std::io::Result<SpillRef> {
+        let digest = Sha256::digest(content.as_bytes());
+        // 64 bits of the digest: short enough that the inline cap's notice
+        // fits the small configuration's 150 bytes.
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        Ok(SpillRef {
+            locator: format!(
+                "/spill/{owner}/{}/{}/{name}/{hex}",
+                source.tool_name, source.label
+            ),
+            hint: "Hint.".to_string(),
+        })
+    }
+}
+
+/// The configurations every case runs under.
+pub fn configs() -> Vec<(&'static str, Config)> {
+    let mut plain = Config::default();
+    plain.spill.max_inline_bytes = None;
+    // Sampled glob pages, 10-byte previews, a tiny meta cap and the inline
+    // byte cap of the spill policy.
+    let mut sampled = Config::default();
+    sampled.search.glob_max_results = 3;
+    sampled.search.grep_max_matches = 4;
+    sampled.search.grep_max_line_bytes = 10;
+    sampled.search.search_meta_max_bytes = 200;
+    sampled.search.sample_over_cap_glob_results = true;
+    sampled.spill.max_inline_bytes = Some(150);
+    // The shipped head mode (no sampling) over a small cap.
+    let mut head = Config::default();
+    head.search.glob_max_results = 2;
+    head.search.grep_max_matches = 1;
+    head.search.grep_max_line_bytes = 3;
+    vec![
+        ("default", plain),
+        ("small sampled", sampled),
+        ("small head", head),
+    ]
+}
+
+/// A backend that runs each distinct request once per case and replays
+/// its outcome: the configurations and the direct/nested variants differ
+/// only after the backend has answered (rendering, caps, spill, meta), so
+/// one real search per backend and case is enough, and keeps the suite's
+/// runtime near the raw level's.
+struct Memo {
+    inner: Arc<dyn SearchBackend>,
+    globs: Mutex<HashMap<String, Outcome<GlobResults>>>,
+    greps: Mutex<HashMap<String, Outcome<GrepResults>>>,
+}
+
+impl Memo {
+    fn new(inner: Arc<dyn SearchBackend>) -> Arc<Memo> {
+        Arc::new(Memo {
+            inner,
+            globs: Mutex::default(),
+            greps: Mutex::default(),
+        })
+    }
+}
+
+impl SearchBackend for Memo {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults> {
+        let key = format!(
+            "{:?}",
+            (&req.pattern, &req.path, &req.workdir, req.raw_budget)
+        );
+        let mut seen = self.globs.lock().unwrap();
+        seen.entry(key)
+            .or_insert_with(|| self.inner.glob(req))
+            .clone()
+    }
+
+    fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults> {
+        let key = format!(
+            "{:?}",
+            (
+                &req.pattern,
+                &req.path,
+                &req.include,
+                &req.workdir,
+                req.raw_budget
+            )
+        );
+        let mut seen = self.greps.lock().unwrap();
+        seen.entry(key)
+            .or_insert_with(|| self.inner.grep(req))
+            .clone()
+    }
+}
+
+/// One configuration's tools on both backends.
+struct Pair {
+    name: &'static str,
+    native: Tools,
+    rg: Tools,
+}
+
+/// Fresh tools for one case (fresh memos).
+fn pairs() -> Vec<Pair> {
+    let native: Arc<dyn SearchBackend> = Memo::new(Arc::new(NativeBackend::new()));
+    let rg: Arc<dyn SearchBackend> = Memo::new(Arc::new(RgBackend::default()));
+    configs()
+        .into_iter()
+        .map(|(name, config)| Pair {
+            name,
+            native: Tools::new(config.clone(), native.clone())
+                .with_spill_store(Arc::new(DigestStore)),
+            rg: Tools::new(config, rg.clone()).with_spill_store(Arc::new(DigestStore)),
+        })
+        .collect()
+}
+
+/// The tool name and JSON arguments of a raw call.
+pub fn tool_args(call: &Call) -> (&'static str, Value) {
+    match call {
+        Call::Glob { pattern, path } => {
+            let mut a = json!({ "pattern": pattern });
+            if let Some(p) = path {
+                a["path"] = json!(p);
+            }
+            ("glob", a)
+        }
+        Call::Grep {
+            pattern,
+            path,
+            include,
+        } => {
+            let mut a = json!({ "pattern": pattern });
+            if let Some(p) = path {
+                a["path"] = json!(p);
+            }
+            if let Some(i) = include {
+                a["include"] = json!(i);
+            }
+            ("grep", a)
+        }
+    }
+}
+
+fn show(r: &ToolResult) -> String {
+    serde_json::to_string(r).unwrap_or_else(|e| format!("<{e}>"))
+}
+
+/// Run `call` in `workdir` through the tools on both backends under every
+/// configuration, direct and nested; then `read` every returned path.
+/// Failures are pushed to `failures`; `tally` counts the calls compared
+/// and the reads by what they had to answer.
+pub fn check_case(
+    call: &Call,
+    root: &Path,
+    workdir: &Path,
+    label: &str,
+    failures: &mut Vec<String>,
+    tally: &mut BTreeMap<String, usize>,
+) {
+    let (tool, args) = tool_args(call);
+    let mut returned: Option<Value> = None;
+    let pairs = pairs();
+    for pair in &pairs {
+        for direct in [true, false] {
+            let mut ctx = CallContext::new(workdir).session("parity");
+            ctx.direct = direct;
+            let a = pair.native.call(tool, &args, &ctx);
+            let b = pair.rg.call(tool, &args, &ctx);
+            *tally.entry("tool calls compared".into()).or_default() += 1;
+            // Which over-cap paths ran, so a run shows they were exercised.
+            for (needle, what) in [
+                ("stored at: /spill/", "spilled"),
+                ("could not be saved", "not saved (nested)"),
+                (" (line truncated)", "line truncated"),
+                ("(Omitted ", "inline cap"),
+            ] {
+                if a.content.contains(needle) {
+                    *tally.entry(what.into()).or_default() += 1;
+                }
+            }
+            if a != b {
+                failures.push(format!(
+                    "[tools {} {}] {label}\n  native: {}\n  rg:     {}\n",
+                    pair.name,
+                    if direct { "direct" } else { "nested" },
+                    show(&a),
+                    show(&b)
+                ));
+            }
+            if returned.is_none() {
+                returned = a.value.clone();
+            }
+        }
+    }
+    if let Some(value) = returned {
+        for path in returned_paths(&value) {
+            match check_read(&pairs[0].native, &path, root, workdir) {
+                Ok(kind) => *tally.entry(format!("read {}", kind.name())).or_default() += 1,
+                Err(f) => failures.push(format!("[read] {label}\n  {path:?}: {f}\n")),
+            }
+        }
+    }
+}
+
+/// The file paths of a glob or grep value (display paths), each once.
+fn returned_paths(value: &Value) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let paths = value["paths"].as_array().into_iter().flatten();
+    let matched = value["matches"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| &m["path"]);
+    for p in paths.chain(matched) {
+        if let Some(s) = p.as_str() {
+            if !out.iter().any(|o| o == s) {
+                out.push(s.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// What `read` must answer for a display path: derived from the file the
+/// operating system finds under that name from the workdir (the file rg
+/// opened, for every name rg printed in UTF-8).
+#[derive(Debug, PartialEq)]
+enum Expect {
+    /// A regular text file: read succeeds and opens this inode.
+    Text(u64, u64),
+    /// `FS_NOT_TEXT`: a NUL in the first 8,192 bytes or invalid UTF-8
+    /// (`seed-reference.md` §6.1).
+    NotText,
+    /// `FS_NOT_REGULAR_FILE`: a FIFO, a socket, a directory.
+    NotRegular,
+    /// `FS_NOT_FOUND`, allowed only for a name decoded lossily (contract
+    /// D1): the display name holds U+FFFD where the real name has bytes
+    /// that are not UTF-8, so it names no file. The model sees the
+    /// replacement character and cannot ask for the file by name; the
+    /// contract's promise holds for every name that is UTF-8.
+    LossyName,
+    /// `FS_NOT_FOUND`, allowed only for a piece of a name holding `\n`:
+    /// the seed splits rg's `--files` output on `\n` (`seed-reference.md`
+    /// §2.2), so such a name comes back as two entries, neither of which
+    /// names the file. Only glob does this; grep's paths come whole.
+    SplitName,
+}
+
+impl Expect {
+    fn name(&self) -> &'static str {
+        match self {
+            Expect::Text(..) => "text",
+            Expect::NotText => "FS_NOT_TEXT",
+            Expect::NotRegular => "FS_NOT_REGULAR_FILE",
+            Expect::LossyName => "FS_NOT_FOUND (lossy name)",
+            Expect::SplitName => "FS_NOT_FOUND (name split at \\n)",
+        }
+    }
+}
+
+fn expect(path: &str, root: &Path, workdir: &Path) -> Result<Expect, String> {
+    let full = workdir.join(path);
+    match std::fs::metadata(&full) {
+        Ok(md) if md.is_file() => {
+            let bytes = std::fs::read(&full).map_err(|e| format!("cannot read {full:?}: {e}"))?;
+            let sniff = &bytes[..bytes.len().min(8192)];
+            if sniff.contains(&0) || std::str::from_utf8(&bytes).is_err() {
+                Ok(Expect::NotText)
+            } else {
+                Ok(Expect::Text(md.dev(), md.ino()))
+            }
+        }
+        Ok(_) => Ok(Expect::NotRegular),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && path.contains('\u{FFFD}') => {
+            Ok(Expect::LossyName)
+        }
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound && is_piece_of_split_name(path, root) =>
+        {
+            Ok(Expect::SplitName)
+        }
+        Err(e) => Err(format!(
+            "the search returned a path the OS cannot find from the workdir: {e}"
+        )),
+    }
+}
+
+/// `read {file_path}` in the same context: what it had to answer, or why
+/// it did not.
+fn check_read(tools: &Tools, path: &str, root: &Path, workdir: &Path) -> Result<Expect, String> {
+    let want = expect(path, root, workdir)?;
+    let ctx = CallContext::new(workdir).session("parity");
+    let r = tools.call("read", &json!({ "file_path": path }), &ctx);
+    let code = r.error.as_ref().and_then(|e| e.code()).map(str::to_string);
+    let ok = match &want {
+        Expect::Text(dev, ino) => {
+            // read shows the lexical absolute path it opened: the same inode.
+            let shown = r.value.as_ref().and_then(|v| v["path"].as_str());
+            shown
+                .and_then(|s| std::fs::metadata(s).ok())
+                .is_some_and(|md| md.dev() == *dev && md.ino() == *ino)
+        }
+        Expect::NotText => code.as_deref() == Some("FS_NOT_TEXT"),
+        Expect::NotRegular => code.as_deref() == Some("FS_NOT_REGULAR_FILE"),
+        Expect::LossyName | Expect::SplitName => code.as_deref() == Some("FS_NOT_FOUND"),
+    };
+    if !ok {
+        return Err(format!("expected {want:?}, read gave {}", show(&r)));
+    }
+    Ok(want)
+}
+
+/// Whether the tree under `root` has a name holding `\n` of which the last
+/// segment of `path` is the first piece (`nl` of `nl\nname.txt`) or the
+/// whole path is the last piece (`name.txt`).
+fn is_piece_of_split_name(path: &str, root: &Path) -> bool {
+    let last = path.rsplit('/').next().unwrap_or(path);
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pieces: Vec<&str> = name.split('\n').collect();
+            if pieces.len() > 1
+                && (pieces.first() == Some(&last) || path.ends_with(pieces[pieces.len() - 1]))
+            {
+                return true;
+            }
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(e.path());
+            }
+        }
+    }
+    false
+}
