@@ -12,6 +12,7 @@ mod grep;
 mod matcher;
 mod messages;
 mod paths;
+mod rgignore;
 mod sink;
 mod walk;
 
