@@ -835,3 +835,178 @@ fn harness_normalizes_grep_output() {
     let got = rg::normalize_grep(stream.as_bytes());
     assert_eq!(String::from_utf8_lossy(&got), want);
 }
+
+/// A typed path that starts with two `./` (`./.`, `././`, `././sub`). rg
+/// walks it as typed, and ignore 0.4.29 strips `./` once from a directory's
+/// ignore-file root (`GitignoreBuilder::new`) but twice from the candidate
+/// (`Ignore::matched`, then `Gitignore::strip`), so the two no longer line
+/// up: every ignore file at or below the root is matched against the path
+/// relative to the CWD, and `/ig.txt` in `sub/.gitignore` stops matching
+/// `sub/ig.txt`. The engine walks absolute paths, where the crate's roots
+/// always line up, so it decides entries on rg's strings itself
+/// (`native/rgignore.rs`).
+#[test]
+fn double_dot_slash_paths() {
+    let specs = vec![
+        file(".git/HEAD", "x\n"),
+        file("sub/.gitignore", "/ig.txt\nsub/sub.txt\n"),
+        file("sub/ig.txt", "needle\n"),
+        file("sub/sub.txt", "needle\n"),
+        file("sub/keep.txt", "needle\n"),
+        file("sub/deep/.ignore", "/d.txt\n"),
+        file("sub/deep/d.txt", "needle\n"),
+    ];
+    let mut cases = Vec::new();
+    for path in [
+        "./.",
+        "././",
+        "././sub",
+        "./././sub",
+        "././/sub",
+        "./sub",
+        ".",
+    ] {
+        cases.push(grep("needle", Some(path), None));
+        cases.push(grep("needle", Some(path), Some("*.txt")));
+    }
+    cases.push(grep("needle", Some("./."), None).cwd("sub"));
+    cases.push(grep("needle", Some("././deep"), None).cwd("sub"));
+    check("double_dot_slash", &specs, &cases, Mode::InProcess);
+}
+
+/// A `.git` file whose `gitdir:` is relative (`git worktree add` with
+/// `worktree.useRelativePaths`). ignore 0.4.29 (`dir.rs:
+/// resolve_git_commondir`) opens `<gitdir>/commondir` relative to the
+/// process's current directory, which for rg is the workdir: run from the
+/// worktree's root, rg reads the main repository's `info/exclude`; from
+/// elsewhere it does not.
+#[test]
+fn relative_gitdir_worktree() {
+    let specs = vec![
+        file("main/.git/HEAD", "x\n"),
+        file("main/.git/info/exclude", "exc.txt\n"),
+        file("main/.git/worktrees/dsh-rel-wt/commondir", "../..\n"),
+        file("main/.git/worktrees/dsh-rel-wt/HEAD", "x\n"),
+        file("wt/.git", "gitdir: ../main/.git/worktrees/dsh-rel-wt\n"),
+        file("wt/exc.txt", "needle\n"),
+        file("wt/a.txt", "needle\n"),
+        file("wt2/.git", "gitdir: ../main/.git/worktrees/dsh-rel-wt\n"),
+        file("wt2/exc.txt", "needle\n"),
+    ];
+    let cases = vec![
+        grep("needle", None, None).cwd("wt"),
+        grep("needle", Some("."), None).cwd("wt"),
+        grep("needle", Some(".."), None).cwd("wt"),
+        grep("needle", None, None).cwd("wt2"),
+        grep("needle", Some("wt"), None),
+    ];
+    check("relative_gitdir", &specs, &cases, Mode::InProcess);
+}
+
+/// Ignore files that fail to parse, in the walked directories (reported
+/// without changing the exit code, also when an include glob excludes the
+/// ignore file itself) and in parents of the root (an error: exit 2), where
+/// rg names the file by its absolute path even below the workdir (`.git/`).
+#[test]
+fn ignore_file_errors() {
+    let specs = vec![
+        file(".git/HEAD", "x\n"),
+        file(".git/info/exclude", "a{b\nexc.txt\n"),
+        file(".gitignore", "a{b\nok1.txt\na\\\n"),
+        file(".ignore", b"lat\xe9.txt\nok2.txt\n"),
+        file(".rgignore", "x{\n"),
+        file("sub/.gitignore", "{z\nok3.txt\n"),
+        file("sub/ok3.txt", "needle\n"),
+        file("sub/s.txt", "needle\n"),
+        file("ok1.txt", "needle\n"),
+        file("ok2.txt", "needle\n"),
+        file("exc.txt", "needle\n"),
+        file("a.txt", "needle\n"),
+        file("sub/deeper/.ignore", b"\xef\xbb\xbfok4.txt\r\n\\\r\n"),
+        file("sub/deeper/ok4.txt", "needle\n"),
+        file("sub/deeper/b.txt", "needle\n"),
+    ];
+    let mut cases = Vec::new();
+    for path in [
+        None,
+        Some("."),
+        Some("sub"),
+        Some("sub/deeper"),
+        Some(".git/"),
+    ] {
+        for inc in [None, Some("*.txt")] {
+            cases.push(grep("needle", path, inc));
+        }
+    }
+    for cwd in ["sub", "sub/deeper"] {
+        cases.push(grep("needle", None, None).cwd(cwd));
+        cases.push(grep("needle", Some(".."), Some("*.txt")).cwd(cwd));
+    }
+    check("ignore_file_errors", &specs, &cases, Mode::InProcess);
+}
+
+/// A relative `core.excludesFile`: ignore 0.4.29 opens it relative to the
+/// process's current directory (`gitignore.rs: build_global`), which for rg
+/// is the workdir. `HOME` is process-wide, so rg and the CLI run as separate
+/// processes with their own `$HOME/.gitconfig`, the CLI from `/`.
+#[test]
+fn relative_excludes_file() {
+    let Some(env) = rg::env() else { return };
+    let tree = Tree::build(&[
+        file("repo/.git/HEAD", "x\n"),
+        file("repo/myexcl", "*.ex\n"),
+        file("repo/a.ex", "needle\n"),
+        file("repo/b.txt", "needle\n"),
+        file("repo/sub/c.ex", "needle\n"),
+        file("home/.gitconfig", "[core]\n\texcludesFile = myexcl\n"),
+    ]);
+    let home = tree.root().join("home");
+    let mut report = Report::new("relative_excludes_file");
+    let cases = [
+        grep("needle", None, None).cwd("repo"),
+        grep("needle", Some("."), None).cwd("repo"),
+        grep("needle", Some("sub"), None).cwd("repo"),
+        grep("needle", None, None).cwd("repo/sub"),
+        grep("needle", Some("repo"), None),
+    ];
+    for case in cases {
+        let label = format!("relative_excludes_file: {}", case.label());
+        if !crate::util::selected(&label) {
+            continue;
+        }
+        report.count();
+        let cwd = tree.root().join(&case.cwd);
+        let run =
+            |program: &std::path::Path, args: Vec<std::ffi::OsString>, dir: &std::path::Path| {
+                let out = std::process::Command::new(program)
+                    .args(args)
+                    .current_dir(dir)
+                    .env("HOME", &home)
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .expect("spawn");
+                let text = String::from_utf8_lossy(&out.stderr).into_owned();
+                rg::Raw {
+                    stdout: out.stdout,
+                    stderr: text.lines().map(str::to_string).collect(),
+                    status: format!("exit {}", out.status.code().unwrap_or(-1)),
+                }
+            };
+        let want = run(
+            &env.rg,
+            case.call.rg_argv().into_iter().map(Into::into).collect(),
+            &cwd,
+        );
+        let got = run(
+            std::path::Path::new(env!("CARGO_BIN_EXE_dsh-search")),
+            case.call.cli_argv("native", &cwd),
+            // The workdir comes from `--cwd`; the process's own current
+            // directory must not matter.
+            std::path::Path::new("/"),
+        );
+        if let Some(d) = rg::diff(&case.call, &want, &got) {
+            report.fail(format!("[cli native] {label}\n{d}"));
+        }
+    }
+    report.finish();
+}

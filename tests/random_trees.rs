@@ -84,8 +84,42 @@ const LINES: &[&str] = &[
     "123 456",
 ];
 const IGNORE_LINES: &[&str] = &[
-    "*.rs", "*.log", "build/", "!keep.rs", "/top.txt", "**/deep", "*.md", "sub/", "#comment",
-    "!*.txt", "a.*", ".env", "ünï*",
+    "*.rs",
+    "*.log",
+    "build/",
+    "!keep.rs",
+    "/top.txt",
+    "**/deep",
+    "*.md",
+    "sub/",
+    "#comment",
+    "!*.txt",
+    "a.*",
+    ".env",
+    "ünï*",
+    // Anchored, nested, negated directories, escapes, odd lines.
+    "src/*.rs",
+    "/sub/**",
+    "deep/**/*.txt",
+    "!build/",
+    "!sub/",
+    "!.hidden/",
+    "\\#h.md",
+    "\\!x",
+    "x y.txt",
+    "*.txt  ",
+    "[ab].*",
+    "**/src/**",
+    "*/",
+    "!*/",
+    ".*",
+    "!.env",
+    "a{b",
+    "",
+    "docs/*",
+    "/*",
+    "!/src",
+    "**",
 ];
 const GLOB_ATOMS: &[&str] = &[
     "*",
@@ -153,7 +187,7 @@ fn random_content(r: &mut Rng) -> Vec<u8> {
 fn random_tree(r: &mut Rng) -> (Vec<Spec>, Vec<String>, Vec<String>) {
     let mut specs = Vec::new();
     let mut dirs = vec![String::new()];
-    for _ in 0..r.below(8) {
+    for _ in 0..r.below(12) {
         let parent = dirs[r.below(dirs.len())].clone();
         let name = r.pick(DIR_NAMES);
         let d = if parent.is_empty() {
@@ -161,7 +195,7 @@ fn random_tree(r: &mut Rng) -> (Vec<Spec>, Vec<String>, Vec<String>) {
         } else {
             format!("{parent}/{name}")
         };
-        if d.split('/').count() <= 4 && !dirs.contains(&d) {
+        if d.split('/').count() <= 6 && !dirs.contains(&d) {
             specs.push(dir(&d));
             dirs.push(d);
         }
@@ -186,9 +220,13 @@ fn random_tree(r: &mut Rng) -> (Vec<Spec>, Vec<String>, Vec<String>) {
         for d in &dirs {
             if r.chance(15) {
                 let mut text = String::new();
-                for _ in 0..1 + r.below(3) {
+                if r.chance(10) {
+                    text.push('\u{feff}');
+                }
+                let eol = if r.chance(15) { "\r\n" } else { "\n" };
+                for _ in 0..1 + r.below(4) {
                     text.push_str(r.pick(IGNORE_LINES));
-                    text.push('\n');
+                    text.push_str(eol);
                 }
                 let p = if d.is_empty() {
                     name.to_string()
@@ -203,13 +241,38 @@ fn random_tree(r: &mut Rng) -> (Vec<Spec>, Vec<String>, Vec<String>) {
     }
     if r.chance(50) && !dirs.contains(&".git".to_string()) && !files.contains(&".git".to_string()) {
         specs.push(file(".git/HEAD", "needle ref\n"));
+        if r.chance(30) {
+            let line = r.pick(IGNORE_LINES);
+            specs.push(file(".git/info/exclude", format!("{line}\n")));
+        }
         dirs.push(".git".into());
+    }
+    // A nested repository (cuts off the parent's .gitignore) or a `.jj` one.
+    if r.chance(20) && dirs.len() > 2 {
+        let d = dirs[1 + r.below(dirs.len() - 1)].clone();
+        if !d.starts_with(".git") {
+            let vcs = if r.chance(70) { ".git" } else { ".jj" };
+            let p = format!("{d}/{vcs}/HEAD");
+            if !files.iter().any(|f| f.starts_with(&format!("{d}/{vcs}"))) {
+                specs.push(file(&p, "ref\n"));
+            }
+        }
     }
     (specs, dirs, files)
 }
 
 fn random_path(r: &mut Rng, dirs: &[String], files: &[String]) -> Option<String> {
-    match r.below(6) {
+    let dir = |r: &mut Rng| {
+        dirs.get(r.below(dirs.len()))
+            .filter(|d| !d.is_empty())
+            .cloned()
+    };
+    match r.below(11) {
+        6 => dir(r).map(|d| format!("./{d}/")),
+        7 => dir(r).map(|d| format!("{d}//")),
+        8 => dir(r).map(|d| format!("{d}/.")),
+        9 => files.get(r.below(files.len().max(1))).cloned(),
+        10 => dir(r).map(|d| format!("{d}/../{d}")),
         0 | 1 => None,
         2 => Some(".".into()),
         3 => dirs
@@ -224,6 +287,22 @@ fn random_path(r: &mut Rng, dirs: &[String], files: &[String]) -> Option<String>
             .filter(|d| !d.is_empty())
             .map(|d| format!("{d}/")),
     }
+}
+
+/// The path to use from `cwd`: the root's paths only make sense at the root;
+/// from a subdirectory, none, `.` or a path through `..` (never above the
+/// tree: `cwd` is at least one level deep).
+fn in_cwd(r: &mut Rng, path: Option<String>, cwd: String) -> (Option<String>, String) {
+    if cwd.is_empty() {
+        return (path, cwd);
+    }
+    let p = match r.below(5) {
+        0 | 1 => None,
+        2 => Some(".".to_string()),
+        3 => Some("..".to_string()),
+        _ => Some(format!("../{}", cwd.rsplit('/').next().unwrap_or("."))),
+    };
+    (p, cwd)
 }
 
 #[test]
@@ -254,9 +333,8 @@ fn random_trees_match_rg() {
             } else {
                 String::new()
             };
-            let cwd_ok = !cwd.is_empty() && path.is_none();
-            let c = glob(&g, path.as_deref());
-            cases.push(if cwd_ok { c.cwd(&cwd) } else { c });
+            let (path, cwd) = in_cwd(&mut rng, path, cwd);
+            cases.push(glob(&g, path.as_deref()).cwd(&cwd));
         }
         for _ in 0..8 {
             let path = random_path(&mut rng, &dirs, &files);
@@ -271,9 +349,8 @@ fn random_trees_match_rg() {
             } else {
                 String::new()
             };
-            let cwd_ok = !cwd.is_empty() && path.is_none();
-            let c = grep(&re, path.as_deref(), include.as_deref());
-            cases.push(if cwd_ok { c.cwd(&cwd) } else { c });
+            let (path, cwd) = in_cwd(&mut rng, path, cwd);
+            cases.push(grep(&re, path.as_deref(), include.as_deref()).cwd(&cwd));
         }
         let before = report.failures();
         report.set_context(format!(" tree={t}"));

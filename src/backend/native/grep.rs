@@ -20,8 +20,9 @@ use super::fifo::FifoReader;
 use super::matcher;
 use super::messages::{walk_error, Messages, NOTHING_SEARCHED};
 use super::paths::Root;
+use super::rgignore::RgIgnore;
 use super::sink::{FileBlock, JsonSink};
-use super::walk::{grep_walker, is_haystack, overrides};
+use super::walk::{grep_walker, grep_walker_rg, is_haystack, overrides};
 use super::{canonical_workdir, check_arg, exit_code, Budget};
 
 /// How much of a file is read between two looks at the cancellation flag
@@ -167,9 +168,18 @@ pub(crate) fn run(req: &GrepRequest) -> Outcome<GrepResults> {
     } else {
         let threads = super::threads();
         let mut builder = VisitorBuilder { ctx: &ctx };
-        grep_walker(ctx.root.walk_path(), &wc, ov, threads)
+        let rgi = std::sync::Arc::new(RgIgnore::new(&ctx.root, &wc, ov));
+        grep_walker_rg(ctx.root.walk_path(), &wc, rgi.clone(), threads)
             .build_parallel()
             .visit(&mut builder);
+        let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+        for (msg, errored) in rgi.take_messages() {
+            if errored {
+                shared.msgs.error(&msg);
+            } else {
+                shared.msgs.print(&msg);
+            }
+        }
     }
     finish(ctx, started)
 }

@@ -13,6 +13,7 @@ mod matcher;
 mod messages;
 mod parwalk;
 mod paths;
+mod rgignore;
 mod sink;
 mod walk;
 

@@ -66,6 +66,12 @@ impl Root {
         }
     }
 
+    /// The path as typed; `./` for the implicit path (the root directory's
+    /// name in rg's walk).
+    pub(crate) fn given(&self) -> &Path {
+        &self.given
+    }
+
     /// The absolute path to walk.
     pub(crate) fn walk_path(&self) -> &Path {
         &self.walk

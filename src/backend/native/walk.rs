@@ -6,6 +6,8 @@ use std::path::Path;
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::WalkBuilder;
 
+use super::rgignore::RgIgnore;
+
 /// rg's VCS excludes, added after the user glob in the glob argv.
 const VCS_EXCLUDES: [&str; 12] = [
     "!**/.git",
@@ -80,6 +82,26 @@ pub(crate) fn grep_walker(root: &Path, wc: &Path, ov: Override, threads: usize) 
         .git_ignore(true)
         .git_exclude(true)
         .add_custom_ignore_filename(".rgignore");
+    b
+}
+
+/// grep over a directory: the crate's own filters off, every entry below
+/// the root decided by [`RgIgnore::keep`] on rg's path strings.
+pub(crate) fn grep_walker_rg(
+    root: &Path,
+    wc: &Path,
+    rgi: std::sync::Arc<RgIgnore>,
+    threads: usize,
+) -> WalkBuilder {
+    let mut b = common(root, wc, Override::empty());
+    b.threads(threads)
+        .hidden(false)
+        .parents(false)
+        .ignore(false)
+        .git_global(false)
+        .git_ignore(false)
+        .git_exclude(false)
+        .filter_entry(move |dent| rgi.keep(dent));
     b
 }
 

@@ -1,0 +1,404 @@
+//! rg's ignore decisions (`--glob` overrides, `.rgignore`, `.ignore`,
+//! `.gitignore`, `info/exclude`, the global excludes file, hidden entries)
+//! computed on the path strings rg itself walks.
+//!
+//! ignore 0.4.29 matches ignore files by stripping byte prefixes of the
+//! walked path (`dir.rs: Ignore::matched` L500, `matched_ignore` L548;
+//! `gitignore.rs: Gitignore::strip` L286), and rg walks paths relative to its
+//! CWD. The engine walks absolute paths (it never uses the process's current
+//! directory), and on those the crate's stripping lines up where rg's does
+//! not: a path typed with two leading `./` (`./.`, `././src`) makes rg match
+//! every ignore file at or below the root against the path relative to the
+//! CWD. The crate also resolves a relative `gitdir:` in a `.git` file and a
+//! relative `core.excludesFile` against the process's current directory,
+//! which for rg is the workdir. So for the grep walk the crate's own filters
+//! are turned off and this module decides every entry through
+//! `WalkBuilder::filter_entry`, with matchers built by the crate's public
+//! `GitignoreBuilder` on rg's strings and files read at their absolute paths.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use ignore::gitignore::{gitconfig_excludes_path, Gitignore, GitignoreBuilder};
+use ignore::overrides::Override;
+use ignore::{DirEntry, Error, Match};
+
+use super::messages::walk_error;
+use super::paths::Root;
+
+/// The ignore files of one directory (`dir.rs: IgnoreInner`).
+struct Rules {
+    custom: Gitignore,
+    ignore: Gitignore,
+    git: Gitignore,
+    exclude: Gitignore,
+    has_git: bool,
+}
+
+/// A directory at or below the search root, with its ancestors up to it.
+struct Node {
+    rules: Rules,
+    /// The directory as rg walks it (the typed root joined with names).
+    rg_dir: PathBuf,
+    /// Whether this directory or one between it and the root is a repo.
+    any_git: bool,
+    parent: Option<Arc<Node>>,
+}
+
+/// One grep call's ignore state, shared by the walker's threads.
+pub(crate) struct RgIgnore {
+    root: Root,
+    wc: PathBuf,
+    overrides: Override,
+    global: Gitignore,
+    /// `add_parents`: the canonical root and its ancestors' rules, nearest
+    /// first; `None` when the root cannot be canonicalized.
+    abs_base: Option<PathBuf>,
+    parents: Vec<Rules>,
+    parents_any_git: bool,
+    root_node: Arc<Node>,
+    nodes: RwLock<HashMap<PathBuf, Arc<Node>>>,
+    /// Ignore-file errors: (message, whether rg counts it as an error).
+    messages: Mutex<Vec<(String, bool)>>,
+}
+
+enum M {
+    None,
+    Ignore,
+    Whitelist,
+}
+
+fn conv<T>(m: Match<T>) -> M {
+    match m {
+        Match::None => M::None,
+        Match::Ignore(_) => M::Ignore,
+        Match::Whitelist(_) => M::Whitelist,
+    }
+}
+
+/// `pathutil.rs: strip_prefix`, byte-wise.
+fn strip<'a>(prefix: &[u8], path: &'a Path) -> Option<&'a Path> {
+    path.as_os_str()
+        .as_bytes()
+        .strip_prefix(prefix)
+        .map(|r| Path::new(OsStr::from_bytes(r)))
+}
+
+fn strip_if<'a>(prefix: &[u8], path: &'a Path) -> &'a Path {
+    strip(prefix, path).unwrap_or(path)
+}
+
+/// Several errors of one directory are reported as one message, the way
+/// `PartialErrorBuilder::into_error_option` combines them.
+fn combine(mut errs: Vec<Error>) -> Option<Error> {
+    match errs.len() {
+        0 => None,
+        1 => errs.pop(),
+        _ => Some(Error::Partial(errs)),
+    }
+}
+
+/// `dir.rs: create_gitignore`: a matcher rooted at rg's directory string,
+/// read from the absolute file; I/O errors are dropped.
+fn create(rg_dir: &Path, file: &Path, errs: &mut Vec<Error>) -> Gitignore {
+    let mut b = GitignoreBuilder::new(rg_dir);
+    if file.exists() {
+        if let Some(e) = b.add(file) {
+            if !e.is_io() {
+                errs.push(e);
+            }
+        }
+    }
+    match b.build() {
+        Ok(gi) => gi,
+        Err(e) => {
+            errs.push(e);
+            Gitignore::empty()
+        }
+    }
+}
+
+/// The first line of an opened file (`BufRead::lines`, as
+/// `resolve_git_commondir` reads it).
+fn first_line(f: File) -> Option<Result<String, std::io::Error>> {
+    BufReader::new(f).lines().next()
+}
+
+impl Rules {
+    /// `dir.rs: add_child_path_with_found_ignore_files` for the directory
+    /// rg walks as `rg_dir`, found at `abs`. Relative `gitdir:`/`commondir`
+    /// paths are resolved against the workdir, rg's CWD.
+    fn build(rg_dir: &Path, abs: &Path, wc: &Path, errs: &mut Vec<Error>) -> Rules {
+        let git_type = abs.join(".git").metadata().ok().map(|m| m.file_type());
+        let has_jj = abs.join(".jj").exists();
+        let custom = create(rg_dir, &abs.join(".rgignore"), errs);
+        let ignore = create(rg_dir, &abs.join(".ignore"), errs);
+        let git = create(rg_dir, &abs.join(".gitignore"), errs);
+        let exclude = match commondir(abs, wc, git_type.is_some_and(|t| t.is_file())) {
+            Ok(dir) => create(rg_dir, &dir.join("info/exclude"), errs),
+            Err(e) => {
+                errs.extend(e);
+                Gitignore::empty()
+            }
+        };
+        Rules {
+            custom,
+            ignore,
+            git,
+            exclude,
+            has_git: git_type.is_some() || has_jj,
+        }
+    }
+}
+
+/// `Error::with_path` (private in the crate).
+fn with_path(e: std::io::Error, path: &Path) -> Error {
+    Error::WithPath {
+        path: path.to_path_buf(),
+        err: Box::new(Error::Io(e)),
+    }
+}
+
+/// `dir.rs: resolve_git_commondir` (L1056), with the workdir standing in for
+/// the process's current directory.
+fn commondir(abs: &Path, wc: &Path, dot_git_is_file: bool) -> Result<PathBuf, Option<Error>> {
+    let git = abs.join(".git");
+    if !dot_git_is_file {
+        return Ok(git);
+    }
+    let f = File::open(&git).map_err(|e| Some(with_path(e, &git)))?;
+    let line = match first_line(f) {
+        Some(Ok(l)) => l,
+        Some(Err(e)) => return Err(Some(with_path(e, &git))),
+        None => return Err(None),
+    };
+    let Some(real) = line.strip_prefix("gitdir: ") else {
+        return Err(None);
+    };
+    let real = wc.join(real);
+    let file = real.join("commondir");
+    let Ok(f) = File::open(&file) else {
+        return Err(None);
+    };
+    let line = match first_line(f) {
+        Some(Ok(l)) => l,
+        Some(Err(e)) => return Err(Some(with_path(e, &file))),
+        None => return Err(None),
+    };
+    Ok(if line.starts_with('.') {
+        real.join(line)
+    } else {
+        wc.join(line)
+    })
+}
+
+impl RgIgnore {
+    /// The state for walking `root` (a directory) from the workdir `wc`
+    /// with the include globs `overrides`. Errors of the parents' ignore
+    /// files are recorded here, as the walker reports them.
+    pub(crate) fn new(root: &Root, wc: &Path, overrides: Override) -> RgIgnore {
+        let walk = root.walk_path();
+        let mut parents = Vec::new();
+        let mut parent_errs = Vec::new();
+        let abs_base = walk.canonicalize().ok();
+        if let Some(base) = &abs_base {
+            // Built from `/` down, as `add_parents` does (the order of its
+            // errors), matched nearest first.
+            let ancestors: Vec<&Path> = base.ancestors().skip(1).collect();
+            for p in ancestors.into_iter().rev() {
+                let mut r = Rules::build(p, p, wc, &mut parent_errs);
+                r.has_git = p.join(".git").exists() || p.join(".jj").exists();
+                parents.push(r);
+            }
+            parents.reverse();
+        }
+        let parents_any_git = parents.iter().any(|r| r.has_git);
+        let mut messages = Vec::new();
+        if let Some(e) = combine(parent_errs) {
+            // Parents are read at their absolute paths, also when the walk
+            // root lies below one (`.git/` names `<wc>/.git/info/exclude`).
+            messages.push((e.to_string(), true));
+        }
+        let mut root_errs = Vec::new();
+        let rules = Rules::build(root.given(), walk, wc, &mut root_errs);
+        if let Some(e) = combine(root_errs) {
+            messages.push((walk_error(&e, root), false));
+        }
+        let root_node = Arc::new(Node {
+            any_git: rules.has_git,
+            rules,
+            rg_dir: root.given().to_path_buf(),
+            parent: None,
+        });
+        RgIgnore {
+            root: root.clone(),
+            wc: wc.to_path_buf(),
+            overrides,
+            global: global(wc),
+            abs_base,
+            parents,
+            parents_any_git,
+            root_node,
+            nodes: RwLock::new(HashMap::new()),
+            messages: Mutex::new(messages),
+        }
+    }
+
+    /// The messages to print: (text, whether it makes rg exit 2).
+    pub(crate) fn take_messages(&self) -> Vec<(String, bool)> {
+        std::mem::take(&mut *self.messages.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The rules of the directory `abs` at `depth` below the root.
+    fn node(&self, abs: &Path, depth: usize) -> Arc<Node> {
+        if depth == 0 {
+            return self.root_node.clone();
+        }
+        if let Some(n) = self
+            .nodes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(abs)
+        {
+            return n.clone();
+        }
+        let parent = self.node(abs.parent().unwrap_or(abs), depth - 1);
+        let rg_dir = self.root.unwalk(abs);
+        let mut errs = Vec::new();
+        let rules = Rules::build(&rg_dir, abs, &self.wc, &mut errs);
+        let node = Arc::new(Node {
+            any_git: rules.has_git || parent.any_git,
+            rules,
+            rg_dir,
+            parent: Some(parent),
+        });
+        let mut nodes = self.nodes.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = nodes.get(abs) {
+            // Another thread built it first and reported its errors.
+            return n.clone();
+        }
+        nodes.insert(abs.to_path_buf(), node.clone());
+        drop(nodes);
+        if let Some(e) = combine(errs) {
+            let msg = walk_error(&e, &self.root);
+            self.messages
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((msg, false));
+        }
+        node
+    }
+
+    /// Whether rg keeps `dent` (`walk.rs: should_skip_entry` over
+    /// `dir.rs: Ignore::matched_dir_entry`). Never called at depth 0.
+    pub(crate) fn keep(&self, dent: &DirEntry) -> bool {
+        let abs = dent.path();
+        let is_dir = dent.file_type().is_some_and(|t| t.is_dir());
+        let rg_path = self.root.unwalk(abs);
+        let path = strip_if(b"./", &rg_path);
+        // rg reads a directory's ignore files (and reports their errors)
+        // when it enters it, whatever becomes of its entries.
+        let node = self.node(abs.parent().unwrap_or(abs), dent.depth() - 1);
+        if !self.overrides.is_empty() {
+            match conv(self.overrides.matched(path, is_dir)) {
+                M::Ignore => return false,
+                M::Whitelist => return true,
+                M::None => {}
+            }
+        }
+        match self.matched_ignore(&node, path, is_dir) {
+            M::Ignore => false,
+            M::Whitelist => true,
+            M::None => !is_hidden(abs),
+        }
+    }
+
+    fn matched_ignore(&self, node: &Arc<Node>, path: &Path, is_dir: bool) -> M {
+        let any_git = node.any_git || self.parents_any_git;
+        let mut m = [M::None, M::None, M::None, M::None];
+        let mut saw_git = false;
+        let mut check = |r: &Rules, p: &Path, saw_git: &mut bool| {
+            if matches!(m[0], M::None) {
+                m[0] = conv(r.custom.matched(p, is_dir));
+            }
+            if matches!(m[1], M::None) {
+                m[1] = conv(r.ignore.matched(p, is_dir));
+            }
+            if any_git && !*saw_git && matches!(m[2], M::None) {
+                m[2] = conv(r.git.matched(p, is_dir));
+            }
+            if any_git && !*saw_git && matches!(m[3], M::None) {
+                m[3] = conv(r.exclude.matched(p, is_dir));
+            }
+            *saw_git = *saw_git || r.has_git;
+        };
+        let mut n = Some(node);
+        let mut last = node;
+        while let Some(nd) = n {
+            check(&nd.rules, path, &mut saw_git);
+            last = nd;
+            n = nd.parent.as_ref();
+        }
+        if let Some(base) = &self.abs_base {
+            // `matched_ignore` L596: the path below the root, joined to the
+            // canonical root.
+            let rel = if last.rg_dir.as_path() == Path::new(".") {
+                path
+            } else {
+                let dir = strip_if(b"./", &last.rg_dir);
+                let rel = strip_if(dir.as_os_str().as_bytes(), path);
+                strip_if(b"/", rel)
+            };
+            let p = base.join(rel);
+            for r in &self.parents {
+                check(r, &p, &mut saw_git);
+            }
+        }
+        let global = if any_git {
+            conv(self.global.matched(path, is_dir))
+        } else {
+            M::None
+        };
+        let [c, i, g, x] = m;
+        for r in [c, i, g, x, global] {
+            if !matches!(r, M::None) {
+                return r;
+            }
+        }
+        M::None
+    }
+}
+
+/// `pathutil.rs: is_hidden` on the file name (`file_name`, L113).
+fn is_hidden(path: &Path) -> bool {
+    let b = path.as_os_str().as_bytes();
+    if b.is_empty() || b.ends_with(b".") {
+        return false;
+    }
+    let name = match b.iter().rposition(|&c| c == b'/') {
+        Some(i) => &b[i + 1..],
+        None => b,
+    };
+    name.first() == Some(&b'.')
+}
+
+/// `GitignoreBuilder::build_global` rooted at the CWD (`dir.rs:
+/// build_with_cwd`), with a relative excludes path resolved against the
+/// workdir; its errors are only logged by rg.
+fn global(wc: &Path) -> Gitignore {
+    let Some(path) = gitconfig_excludes_path() else {
+        return Gitignore::empty();
+    };
+    let path = wc.join(path);
+    if !path.is_file() {
+        return Gitignore::empty();
+    }
+    let mut b = GitignoreBuilder::new(wc);
+    let _ = b.add(&path);
+    b.build().unwrap_or_else(|_| Gitignore::empty())
+}
