@@ -209,9 +209,21 @@ fn search_pooled(ctx: &Ctx<'_>, wc: &Path, ov: ignore::overrides::Override) {
             scope: s,
             max_helpers: super::threads(),
         };
-        grep_walker(ctx.root.walk_path(), wc, ov, 1)
+        // Ignore rules decided on rg's path strings ([`RgIgnore`]).
+        let rgi = std::sync::Arc::new(RgIgnore::new(&ctx.root, wc, ov));
+        grep_walker_rg(ctx.root.walk_path(), wc, rgi.clone(), 1)
             .build_parallel()
             .visit(&mut builder);
+        {
+            let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+            for (msg, errored) in rgi.take_messages() {
+                if errored {
+                    shared.msgs.error(&msg);
+                } else {
+                    shared.msgs.print(&msg);
+                }
+            }
+        }
         // Anything the helpers have not taken.
         queue.drain(ctx);
     });
