@@ -76,7 +76,7 @@ struct Kit {
 
 impl Ctx<'_> {
     fn kit_slot(&self) -> &Mutex<Option<Kit>> {
-        let i = rayon::current_thread_index().map_or(0, |i| i + 1);
+        let i = super::pool().current_thread_index().map_or(0, |i| i + 1);
         &self.kits[i.min(self.kits.len() - 1)]
     }
 
@@ -155,7 +155,7 @@ pub(crate) fn run(req: &GrepRequest) -> Outcome<GrepResults> {
         matcher,
         budget: Budget::new(req.raw_budget, req.cancel.clone()),
         shared: Mutex::new(Shared::default()),
-        kits: (0..rayon::current_num_threads() + 1)
+        kits: (0..super::pool().current_num_threads() + 1)
             .map(|_| Mutex::new(None))
             .collect(),
         _p: std::marker::PhantomData,
@@ -190,9 +190,9 @@ const BATCH: usize = 16;
 
 /// A directory root: rg's parallel walker with one walking thread (the same
 /// `Ignore` matching, errors and ignore-file lookups as rg's) queues the
-/// haystacks in batches; helpers on the shared pool search them while the
-/// walk goes on, and the calling thread searches whatever is left once it
-/// ends. One walking thread never waits in the walker's idle sleep (ignore
+/// haystacks in batches; helpers on the engine's pool search them while
+/// the walk goes on, and the walking thread searches whatever is left once
+/// it ends. One walking thread never waits in the walker's idle sleep (ignore
 /// 0.4.29 `walk.rs: get_work`, L1917: a worker with no work sleeps 1 ms at
 /// a time until the others finish), and the searching threads are the
 /// pool's, started once per process. The order of files does not matter:
@@ -202,7 +202,7 @@ fn search_pooled(ctx: &Ctx<'_>, wc: &Path, ov: ignore::overrides::Override) {
         batches: Mutex::new(std::collections::VecDeque::new()),
         helpers: AtomicUsize::new(0),
     };
-    rayon::in_place_scope(|s| {
+    super::pool().in_place_scope(|s| {
         let mut builder = BatchBuilder {
             ctx,
             queue: &queue,
@@ -321,9 +321,14 @@ impl Drop for Batcher<'_, '_> {
                 .unwrap_or_else(|e| e.into_inner())
                 .push_back(batch);
         }
-        let mut shared = self.ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
-        shared.msgs.extend(std::mem::take(&mut self.msgs));
-        shared.searched |= self.searched;
+        {
+            let mut shared = self.ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+            shared.msgs.extend(std::mem::take(&mut self.msgs));
+            shared.searched |= self.searched;
+        }
+        // The walk is over: the walking thread searches what the helpers
+        // have not taken (the calling thread waits for it anyway).
+        self.queue.drain(self.ctx);
     }
 }
 

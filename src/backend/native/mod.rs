@@ -73,6 +73,24 @@ fn threads() -> usize {
     })
 }
 
+/// The engine's worker threads: started once per process and shared by
+/// every call, so a call on a small tree starts no thread of its own. The
+/// pool is the engine's own (not rayon's global one, which the embedding
+/// program may size or use), and its threads are named so that they are not
+/// taken for threads a call left behind.
+fn pool() -> &'static rayon::ThreadPool {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads())
+            .thread_name(|i| format!("dsh-search-{i}"))
+            .build()
+            // Like `std::thread::spawn` (and so the walker): no thread, no
+            // search.
+            .expect("the search threads start")
+    })
+}
+
 /// A NUL cannot be passed in an argv: rg could not be started with it.
 fn check_arg(name: &str, value: Option<&str>) -> Result<(), String> {
     match value {

@@ -4,7 +4,7 @@
 //! depth-first pre-order over each directory's readdir order, then one stable
 //! sort on the modification time. The order of two files with the same mtime
 //! is therefore their order in that walk. We walk directories in parallel on
-//! the shared rayon pool and give every entry its *position path*: the
+//! the engine's thread pool and give every entry its *position path*: the
 //! indexes, in readdir order, of each directory on the way down and of the
 //! entry in its own directory. Comparing position paths lexicographically is
 //! the sequential pre-order, so sorting on (mtime, position path) gives rg's
@@ -82,7 +82,7 @@ pub(crate) fn walk(
         budget,
         found: Mutex::new(Found::default()),
     };
-    rayon::scope(|s| visit(s, &ctx, path.to_path_buf(), Some(fd), Arc::from(Vec::new())));
+    super::pool().scope(|s| visit(s, &ctx, path.to_path_buf(), Some(fd), Arc::from(Vec::new())));
     let Found {
         mut files,
         mut errors,
