@@ -4,7 +4,7 @@
 //!
 //! The engine never reads or changes the process's current directory: the
 //! workdir is canonicalized (rg's `getcwd`) and every relative path is walked
-//! as an absolute one that rg's matchers see the same way ([`paths`]).
+//! as an absolute one that rg's matchers see the same way (the `paths` module).
 
 mod fifo;
 mod glob;
