@@ -147,3 +147,82 @@ fn calls_from_other_rayon_pools() {
         );
     }
 }
+
+/// The raw budget (`contract.md` §3: "the size of the stdout rg would
+/// print") crossed in the middle of a parallel walk, on many threads at
+/// once: the native engine says `OverBudget` exactly when the rg backend
+/// does; a call cancelled before it starts says `Cancelled`.
+#[test]
+fn budget_and_cancel_on_many_threads() {
+    use dsh_search::{GlobRequest, GrepRequest, RgBackend, SearchBackend, Status};
+    let Some(env) = rg::env() else { return };
+    let trees: Arc<Vec<Tree>> = Arc::new((0..4).map(|s| Tree::build(&tree_specs(s))).collect());
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let trees = Arc::clone(&trees);
+            let rg_path = env.rg.clone();
+            std::thread::spawn(move || {
+                let rgb = RgBackend::with_path(rg_path);
+                let native = NativeBackend::new();
+                let root = trees[t % trees.len()].root();
+                let mut failures = Vec::new();
+                let glob_len = rgb.glob(&GlobRequest::new("*", root)).results.raw_len() as u64;
+                let mut grep_raw = Vec::new();
+                rgb.grep(&GrepRequest::new("needle", root))
+                    .results
+                    .write_raw(&mut grep_raw)
+                    .unwrap();
+                let grep_len = grep_raw.len() as u64;
+                for budget in [
+                    0,
+                    1,
+                    glob_len / 2,
+                    glob_len.saturating_sub(1),
+                    glob_len,
+                    glob_len + 1,
+                ] {
+                    let mut req = GlobRequest::new("*", root);
+                    req.raw_budget = Some(budget);
+                    let (n, r) = (native.glob(&req).status, rgb.glob(&req).status);
+                    if n != r {
+                        failures.push(format!("glob budget {budget}/{glob_len}: {n:?} / rg {r:?}"));
+                    }
+                }
+                // rg's summary line varies by a few bytes (elapsed): stay
+                // clear of the total.
+                for budget in [
+                    0,
+                    100,
+                    grep_len / 2,
+                    grep_len.saturating_sub(300),
+                    grep_len + 300,
+                ] {
+                    let mut req = GrepRequest::new("needle", root);
+                    req.raw_budget = Some(budget);
+                    let (n, r) = (native.grep(&req).status, rgb.grep(&req).status);
+                    if n != r {
+                        failures.push(format!("grep budget {budget}/{grep_len}: {n:?} / rg {r:?}"));
+                    }
+                }
+                let req = GlobRequest::new("*", root);
+                req.cancel.cancel();
+                let o = native.glob(&req);
+                if o.status != Status::Cancelled {
+                    failures.push(format!("cancelled glob: {:?}", o.status));
+                }
+                let req = GrepRequest::new("needle", root);
+                req.cancel.cancel();
+                let o = native.grep(&req);
+                if o.status != Status::Cancelled {
+                    failures.push(format!("cancelled grep: {:?}", o.status));
+                }
+                failures
+            })
+        })
+        .collect();
+    let failures: Vec<String> = threads
+        .into_iter()
+        .flat_map(|h| h.join().expect("no call panics"))
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
