@@ -46,3 +46,7 @@ mod guard;
 
 // The guard in the dispatch and on the command line.
 mod guard_dispatch;
+
+// The native engine called from many threads and from other rayon pools at
+// once, against rg's answers.
+mod concurrency;

@@ -14,8 +14,11 @@
 //! `Ignore::matched` (`dir.rs` L398) reduces to the overrides, which we ask
 //! the same way (`Override::matched(path, is_dir)`, the path built by
 //! `Path::join` like walkdir does). Files are stat'ed relative to their
-//! directory's descriptor: the same `statx` as `Path::metadata` without
-//! resolving the whole path again for each of them.
+//! directory's descriptor (`fstatat`), without resolving the whole path
+//! again for each of them. Not `statx`: `Path::metadata` falls back to
+//! `stat` where `statx` is missing (Linux < 4.11) or refused by a seccomp
+//! filter (EPERM in older container runtimes); a bare `statx` would fail
+//! there, give every file an unknown mtime and so a different order.
 //!
 //! Only a root that is a readable directory is walked here; anything else
 //! (a file, a missing path, an unreadable directory) takes the sequential
@@ -27,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use ignore::overrides::Override;
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, StatxFlags};
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 
 use super::paths::Root;
 use super::Budget;
@@ -187,8 +190,8 @@ fn visit<'s>(
         let mut ft = ent.file_type();
         if ft == FileType::Unknown {
             // `std::fs::DirEntry::file_type` falls back to `lstat`.
-            match rustix::fs::statx(dirfd, name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::TYPE) {
-                Ok(st) => ft = FileType::from_raw_mode(st.stx_mode.into()),
+            match rustix::fs::statat(dirfd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => ft = FileType::from_raw_mode(st.st_mode),
                 Err(e) => {
                     errors.push(WalkError {
                         pos: pos.iter().copied().chain([i]).collect(),
@@ -210,9 +213,11 @@ fn visit<'s>(
             }
             let printed = ctx.root.display(&child);
             // `Path::metadata` follows symlinks; a regular file is no link.
-            let mtime = rustix::fs::statx(dirfd, name, AtFlags::empty(), StatxFlags::MTIME)
+            // The field types differ between architectures.
+            #[allow(clippy::unnecessary_cast, trivial_numeric_casts)]
+            let mtime = rustix::fs::statat(dirfd, name, AtFlags::empty())
                 .ok()
-                .map(|st| (st.stx_mtime.tv_sec, st.stx_mtime.tv_nsec));
+                .map(|st| (st.st_mtime as i64, st.st_mtime_nsec as u32));
             if !ctx.budget.spend(printed.len() as u64 + 1) {
                 break;
             }
