@@ -105,13 +105,20 @@ fn combine(mut errs: Vec<Error>) -> Option<Error> {
 
 /// `dir.rs: create_gitignore`: a matcher rooted at rg's directory string,
 /// read from the absolute file; I/O errors are dropped.
+///
+/// Most directories hold none of the names, so an absent file costs one
+/// failed `open` and no matcher is built: rg stats the name first
+/// (`create_gitignore` L1034) and builds an empty matcher, whose `matched`
+/// answers `None` like [`Gitignore::empty`]. Any `open` error means the
+/// crate's `add` would fail with an I/O error, which is dropped too.
 fn create(rg_dir: &Path, file: &Path, errs: &mut Vec<Error>) -> Gitignore {
+    if File::open(file).is_err() {
+        return Gitignore::empty();
+    }
     let mut b = GitignoreBuilder::new(rg_dir);
-    if file.exists() {
-        if let Some(e) = b.add(file) {
-            if !e.is_io() {
-                errs.push(e);
-            }
+    if let Some(e) = b.add(file) {
+        if !e.is_io() {
+            errs.push(e);
         }
     }
     match b.build() {
@@ -135,16 +142,22 @@ impl Rules {
     /// paths are resolved against the workdir, rg's CWD.
     fn build(rg_dir: &Path, abs: &Path, wc: &Path, errs: &mut Vec<Error>) -> Rules {
         let git_type = abs.join(".git").metadata().ok().map(|m| m.file_type());
-        let has_jj = abs.join(".jj").exists();
+        // `.jj` only counts when there is no `.git` (`has_git` L357).
+        let has_jj = git_type.is_none() && abs.join(".jj").exists();
         let custom = create(rg_dir, &abs.join(".rgignore"), errs);
         let ignore = create(rg_dir, &abs.join(".ignore"), errs);
         let git = create(rg_dir, &abs.join(".gitignore"), errs);
-        let exclude = match commondir(abs, wc, git_type.is_some_and(|t| t.is_file())) {
-            Ok(dir) => create(rg_dir, &dir.join("info/exclude"), errs),
-            Err(e) => {
-                errs.extend(e);
-                Gitignore::empty()
-            }
+        let exclude = match git_type {
+            // Without a `.git`, `.git/info/exclude` cannot exist: rg's stat
+            // of it fails and it builds an empty matcher.
+            None => Gitignore::empty(),
+            Some(t) => match commondir(abs, wc, t.is_file()) {
+                Ok(dir) => create(rg_dir, &dir.join("info/exclude"), errs),
+                Err(e) => {
+                    errs.extend(e);
+                    Gitignore::empty()
+                }
+            },
         };
         Rules {
             custom,
