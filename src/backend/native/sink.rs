@@ -133,15 +133,18 @@ impl Sink for JsonSink<'_> {
         self.record_matches(searcher, mat.buffer(), mat.bytes_range_in_buffer());
         self.block.stats.matches += self.submatches.len() as u64;
         self.block.stats.matched_lines += mat.lines().count() as u64;
-        let m = Event::Match(Match {
+        let m = Match {
             path: self.block.path.clone(),
             lines: mat.bytes().to_vec(),
             line_number: mat.line_number().unwrap_or(0),
             absolute_offset: mat.absolute_byte_offset(),
             submatches: self.submatches.clone(),
-        });
-        let ok = self.printed(&m);
-        self.block.events.push(m);
+        };
+        // Counted, not written: the length is all `bytes_printed` needs.
+        let n = m.json_len() as u64;
+        self.block.stats.bytes_printed += n;
+        let ok = self.budget.spend(n);
+        self.block.events.push(Event::Match(m));
         Ok(ok)
     }
 
