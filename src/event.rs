@@ -37,8 +37,8 @@ pub struct Begin {
 /// `{"type":"match","data":{"path":P,"lines":D,"line_number":N,"absolute_offset":N,"submatches":[…]}}`
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Match {
-    /// The path as rg prints it (raw bytes).
-    pub path: Vec<u8>,
+    /// The path as rg prints it (raw bytes), shared by a file's matches.
+    pub path: std::sync::Arc<[u8]>,
     /// The whole line, terminator (`\n` or `\r\n`) included when present.
     pub lines: Vec<u8>,
     /// 1-based line number.
@@ -366,7 +366,7 @@ mod tests {
     #[test]
     fn match_with_submatches_and_control_escape() {
         let m = Match {
-            path: b"f".to_vec(),
+            path: b"f".to_vec().into(),
             lines: b"a\x01b\tc\n".to_vec(),
             line_number: 3,
             absolute_offset: 10,
@@ -416,7 +416,7 @@ mod tests {
                 for subs in subs_sets {
                     for (ln, off) in [(0, 0), (9, 10), (1234567, u64::MAX)] {
                         let m = Match {
-                            path: path.to_vec(),
+                            path: path.into(),
                             lines: l.clone(),
                             line_number: ln,
                             absolute_offset: off,

@@ -283,11 +283,11 @@ pub fn run_grep(
         })
         .map(|m| {
             let path = match &last {
-                Some((raw, shown)) if *raw == m.path.as_slice() => shown.clone(),
+                Some((raw, shown)) if *raw == &m.path[..] => shown.clone(),
                 _ => {
                     // Contract D1 and D3: lossy paths and lines.
                     let shown = display_path(&String::from_utf8_lossy(&m.path), &ctx.workdir);
-                    last = Some((m.path.as_slice(), shown.clone()));
+                    last = Some((&m.path[..], shown.clone()));
                     shown
                 }
             };

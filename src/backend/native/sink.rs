@@ -39,6 +39,8 @@ pub(crate) struct JsonSink<'a> {
     match_count: u64,
     start: Instant,
     submatches: Vec<SubMatch>,
+    /// The printed path once more, shared by the file's match events.
+    shared_path: std::sync::Arc<[u8]>,
 }
 
 impl<'a> JsonSink<'a> {
@@ -59,6 +61,7 @@ impl<'a> JsonSink<'a> {
             match_count: 0,
             start: Instant::now(),
             submatches: Vec::new(),
+            shared_path: std::sync::Arc::from(&[][..]),
         }
     }
 
@@ -121,6 +124,7 @@ impl Sink for JsonSink<'_> {
         self.match_count += 1;
         if self.block.events.is_empty() {
             self.block.path = self.root.display(self.walked);
+            self.shared_path = self.block.path.as_slice().into();
             let begin = Event::Begin(Begin {
                 path: self.block.path.clone(),
             });
@@ -134,7 +138,7 @@ impl Sink for JsonSink<'_> {
         self.block.stats.matches += self.submatches.len() as u64;
         self.block.stats.matched_lines += mat.lines().count() as u64;
         let m = Match {
-            path: self.block.path.clone(),
+            path: self.shared_path.clone(),
             lines: mat.bytes().to_vec(),
             line_number: mat.line_number().unwrap_or(0),
             absolute_offset: mat.absolute_byte_offset(),
