@@ -141,12 +141,23 @@ impl Rules {
     /// rg walks as `rg_dir`, found at `abs`. Relative `gitdir:`/`commondir`
     /// paths are resolved against the workdir, rg's CWD.
     fn build(rg_dir: &Path, abs: &Path, wc: &Path, errs: &mut Vec<Error>) -> Rules {
-        let git_type = abs.join(".git").metadata().ok().map(|m| m.file_type());
+        let listed = Listed::read(abs);
+        let maybe = |name: &[u8]| listed.as_ref().is_none_or(|l| l.has(name));
+        let git_type = maybe(b".git")
+            .then(|| abs.join(".git").metadata().ok().map(|m| m.file_type()))
+            .flatten();
         // `.jj` only counts when there is no `.git` (`has_git` L357).
-        let has_jj = git_type.is_none() && abs.join(".jj").exists();
-        let custom = create(rg_dir, &abs.join(".rgignore"), errs);
-        let ignore = create(rg_dir, &abs.join(".ignore"), errs);
-        let git = create(rg_dir, &abs.join(".gitignore"), errs);
+        let has_jj = git_type.is_none() && maybe(b".jj") && abs.join(".jj").exists();
+        let mut create_if = |name: &str| {
+            if maybe(name.as_bytes()) {
+                create(rg_dir, &abs.join(name), errs)
+            } else {
+                Gitignore::empty()
+            }
+        };
+        let custom = create_if(".rgignore");
+        let ignore = create_if(".ignore");
+        let git = create_if(".gitignore");
         let exclude = match git_type {
             // Without a `.git`, `.git/info/exclude` cannot exist: rg's stat
             // of it fails and it builds an empty matcher.
@@ -166,6 +177,43 @@ impl Rules {
             exclude,
             has_git: git_type.is_some() || has_jj,
         }
+    }
+}
+
+/// Which of the names rg looks up in a directory its listing holds.
+///
+/// rg's parallel walker looks up only the names of the listing it has just
+/// read (ignore 0.4.29 `dir.rs: add_child_with_entries`, L284); the filter
+/// here does not see that listing, and looking up all five names costs a
+/// failed path lookup each on the walking thread. One listing (`open`, two
+/// `getdents64`, `close`) answers all five; a name it holds is then looked
+/// up as before. When the listing cannot be read, every name is looked up.
+struct Listed(u8);
+
+const NAMES: [&[u8]; 5] = [b".git", b".jj", b".rgignore", b".ignore", b".gitignore"];
+
+impl Listed {
+    fn read(abs: &Path) -> Option<Listed> {
+        use rustix::fs::{Dir, Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::open(abs, flags, Mode::empty()).ok()?;
+        let mut dir = Dir::new(fd).ok()?;
+        let mut bits = 0u8;
+        while let Some(entry) = dir.read() {
+            let entry = entry.ok()?;
+            let name = entry.file_name().to_bytes();
+            if let Some(i) = NAMES.iter().position(|n| *n == name) {
+                bits |= 1 << i;
+            }
+        }
+        Some(Listed(bits))
+    }
+
+    fn has(&self, name: &[u8]) -> bool {
+        NAMES
+            .iter()
+            .position(|n| *n == name)
+            .is_none_or(|i| self.0 & (1 << i) != 0)
     }
 }
 
