@@ -61,6 +61,12 @@ pub(crate) struct RgIgnore {
     abs_base: Option<PathBuf>,
     parents: Vec<Rules>,
     parents_any_git: bool,
+    /// Whether no parent has an ignore rule: then matching them is skipped
+    /// (an empty matcher answers `None`), and with it a path join per entry.
+    parents_empty: bool,
+    /// The directory of the last entry decided: a directory's entries come
+    /// one after another, so most lookups need no hashing of the path.
+    last: Mutex<Option<(PathBuf, Arc<Node>)>>,
     root_node: Arc<Node>,
     nodes: RwLock<HashMap<PathBuf, Arc<Node>>>,
     /// Ignore-file errors: (message, whether rg counts it as an error).
@@ -279,6 +285,9 @@ impl RgIgnore {
             parents.reverse();
         }
         let parents_any_git = parents.iter().any(|r| r.has_git);
+        let parents_empty = parents.iter().all(|r| {
+            r.custom.is_empty() && r.ignore.is_empty() && r.git.is_empty() && r.exclude.is_empty()
+        });
         let mut messages = Vec::new();
         if let Some(e) = combine(parent_errs) {
             // Parents are read at their absolute paths, also when the walk
@@ -304,6 +313,8 @@ impl RgIgnore {
             abs_base,
             parents,
             parents_any_git,
+            parents_empty,
+            last: Mutex::new(None),
             root_node,
             nodes: RwLock::new(HashMap::new()),
             messages: Mutex::new(messages),
@@ -313,6 +324,19 @@ impl RgIgnore {
     /// The messages to print: (text, whether it makes rg exit 2).
     pub(crate) fn take_messages(&self) -> Vec<(String, bool)> {
         std::mem::take(&mut *self.messages.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// [`RgIgnore::node`] through the last directory seen.
+    fn node_cached(&self, abs: &Path, depth: usize) -> Arc<Node> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((dir, node)) = &*last {
+            if dir.as_os_str() == abs.as_os_str() {
+                return node.clone();
+            }
+        }
+        let node = self.node(abs, depth);
+        *last = Some((abs.to_path_buf(), node.clone()));
+        node
     }
 
     /// The rules of the directory `abs` at `depth` below the root.
@@ -364,7 +388,7 @@ impl RgIgnore {
         let path = strip_if(b"./", &rg_path);
         // rg reads a directory's ignore files (and reports their errors)
         // when it enters it, whatever becomes of its entries.
-        let node = self.node(abs.parent().unwrap_or(abs), dent.depth() - 1);
+        let node = self.node_cached(abs.parent().unwrap_or(abs), dent.depth() - 1);
         if !self.overrides.is_empty() {
             match conv(self.overrides.matched(path, is_dir)) {
                 M::Ignore => return false,
@@ -405,7 +429,7 @@ impl RgIgnore {
             last = nd;
             n = nd.parent.as_ref();
         }
-        if let Some(base) = &self.abs_base {
+        if let Some(base) = self.abs_base.as_ref().filter(|_| !self.parents_empty) {
             // `matched_ignore` L596: the path below the root, joined to the
             // canonical root.
             let rel = if last.rg_dir.as_path() == Path::new(".") {
