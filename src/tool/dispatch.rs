@@ -43,6 +43,9 @@ pub struct Tools {
     guard: Option<Arc<dyn CallGuard>>,
     fs: Arc<dyn FileSystem>,
     policy: Option<ObservationPolicy>,
+    /// The definitions, built once: they depend on the configuration only,
+    /// and building them (texts, schemas) is a fixed cost per call.
+    defs: Arc<Vec<ToolDefinition>>,
 }
 
 /// The tools this dispatch can run.
@@ -56,6 +59,7 @@ impl Tools {
     pub fn new(config: Config, backend: Arc<dyn SearchBackend>) -> Tools {
         let fs = LocalFs::new().with_diff_basis_max_bytes(config.fs.diff_basis_max_bytes);
         Tools {
+            defs: Arc::new(definitions::all(&config)),
             config: Arc::new(config),
             backend,
             spill: None,
@@ -115,7 +119,7 @@ impl Tools {
 
     /// The definitions of the five tools.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
-        definitions::all(&self.config)
+        self.defs.to_vec()
     }
 
     /// Dispatch one call. Never panics on any input; every failure is an
@@ -128,7 +132,7 @@ impl Tools {
                 "tool call aborted before dispatch",
             ));
         }
-        let def = match definitions::find(&self.config, name) {
+        let def = match self.defs.iter().find(|d| d.name == name) {
             Some(def) if IMPLEMENTED.contains(&name) => def,
             _ => {
                 return ToolResult::error(ToolError::plain(format!(
