@@ -37,8 +37,8 @@ pub struct Begin {
 /// `{"type":"match","data":{"path":P,"lines":D,"line_number":N,"absolute_offset":N,"submatches":[…]}}`
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Match {
-    /// The path as rg prints it (raw bytes).
-    pub path: Vec<u8>,
+    /// The path as rg prints it (raw bytes), shared by a file's matches.
+    pub path: std::sync::Arc<[u8]>,
     /// The whole line, terminator (`\n` or `\r\n`) included when present.
     pub lines: Vec<u8>,
     /// 1-based line number.
@@ -152,6 +152,31 @@ impl Event {
 }
 
 impl Match {
+    /// The length of [`Match::write_json`]'s line, counted without writing
+    /// it: the engine counts every match line toward `bytes_printed` and
+    /// the raw budget, and most of them are never printed.
+    pub fn json_len(&self) -> usize {
+        const FIXED: usize = r#"{"type":"match","data":{"path":,"lines":,"line_number":,"absolute_offset":,"submatches":[]}}"#.len() + 1;
+        const PER_SUB: usize = r#"{"match":,"start":,"end":}"#.len();
+        let subs: usize = self
+            .submatches
+            .iter()
+            .map(|sm| {
+                PER_SUB
+                    + data_len(&self.lines[sm.start..sm.end])
+                    + digits(sm.start as u64)
+                    + digits(sm.end as u64)
+            })
+            .sum::<usize>()
+            + self.submatches.len().saturating_sub(1);
+        FIXED
+            + data_len(&self.path)
+            + data_len(&self.lines)
+            + digits(self.line_number)
+            + digits(self.absolute_offset)
+            + subs
+    }
+
     /// Append this match's JSON line, `\n` included, to `out`.
     pub fn write_json(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"type\":\"match\",\"data\":{\"path\":");
@@ -198,6 +223,35 @@ pub(crate) fn write_data(out: &mut Vec<u8>, bytes: &[u8]) {
             out.extend_from_slice(b"\"}");
         }
     }
+}
+
+/// The length [`write_data`] writes for `bytes`.
+pub(crate) fn data_len(bytes: &[u8]) -> usize {
+    match std::str::from_utf8(bytes) {
+        // `{"text":"…"}`
+        Ok(text) => 11 + escaped_len(text),
+        // `{"bytes":"…"}` around padded base64.
+        Err(_) => 12 + bytes.len().div_ceil(3) * 4,
+    }
+}
+
+/// The length of `s` inside serde_json's quotes: `"` and `\` and the five
+/// short control escapes take 2 bytes, other bytes below 0x20 `\u00XX`
+/// (serde_json `ser.rs: ESCAPE`), every other byte itself.
+fn escaped_len(s: &str) -> usize {
+    s.len()
+        + s.bytes()
+            .map(|b| match b {
+                b'"' | b'\\' | 0x08 | 0x09 | 0x0A | 0x0C | 0x0D => 1,
+                0x00..=0x1F => 5,
+                _ => 0,
+            })
+            .sum::<usize>()
+}
+
+/// The number of decimal digits of `n`.
+fn digits(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |l| l as usize + 1)
 }
 
 /// A JSON string with serde_json's escaping (it is serde_json that escapes).
@@ -312,7 +366,7 @@ mod tests {
     #[test]
     fn match_with_submatches_and_control_escape() {
         let m = Match {
-            path: b"f".to_vec(),
+            path: b"f".to_vec().into(),
             lines: b"a\x01b\tc\n".to_vec(),
             line_number: 3,
             absolute_offset: 10,
@@ -325,6 +379,56 @@ mod tests {
             "{\"type\":\"match\",\"data\":{\"path\":{\"text\":\"f\"},\"lines\":{\"text\":\"a\\u0001b\\tc\\n\"},\
              \"line_number\":3,\"absolute_offset\":10,\"submatches\":[{\"match\":{\"text\":\"a\\u0001\"},\"start\":0,\"end\":2}]}}\n"
         );
+    }
+
+    /// `json_len` against the written line, on inputs where escaping,
+    /// base64 and digit counts change the length.
+    #[test]
+    fn match_json_len_is_the_written_length() {
+        let mut lines: Vec<Vec<u8>> = vec![
+            b"plain line\n".to_vec(),
+            b"q\"uo\\te\x01\x1f\x08\x0c\r\t\x7f\n".to_vec(),
+            "caf\u{e9} \u{1F600}\n".as_bytes().to_vec(),
+            b"\xff\xfe bytes\n".to_vec(),
+            b"".to_vec(),
+            b"ab".to_vec(),
+        ];
+        lines.push((0u8..=255).collect());
+        let paths: [&[u8]; 3] = [b"f", b"dir/\"odd\\name\t.c", b"\xff.txt"];
+        for path in paths {
+            for l in &lines {
+                let n = l.len();
+                let subs_sets = [
+                    vec![],
+                    vec![SubMatch {
+                        start: 0,
+                        end: n.min(2),
+                    }],
+                    vec![
+                        SubMatch { start: 0, end: 0 },
+                        SubMatch {
+                            start: n / 2,
+                            end: n,
+                        },
+                        SubMatch { start: n, end: n },
+                    ],
+                ];
+                for subs in subs_sets {
+                    for (ln, off) in [(0, 0), (9, 10), (1234567, u64::MAX)] {
+                        let m = Match {
+                            path: path.into(),
+                            lines: l.clone(),
+                            line_number: ln,
+                            absolute_offset: off,
+                            submatches: subs.clone(),
+                        };
+                        let mut out = Vec::new();
+                        m.write_json(&mut out);
+                        assert_eq!(m.json_len(), out.len(), "{}", String::from_utf8_lossy(&out));
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -300,7 +300,7 @@ fn newline_in_a_path_is_one_argument() {
     assert_eq!(out.status, Status::Exited(0));
     let m: Vec<_> = out.results.matches().collect();
     assert_eq!(m.len(), 1);
-    assert_eq!(m[0].path, b"a\nb");
+    assert_eq!(&m[0].path[..], b"a\nb");
     // --files prints the name as is, so it splits in two entries (§2.2).
     let glob = rg().glob(&GlobRequest::new("*", dir.path()));
     assert_eq!(glob.results.files, vec![b"a".to_vec(), b"b".to_vec()]);
@@ -335,7 +335,7 @@ fn bytes_forms_parse_and_reserialize_exactly() {
     let latin: Vec<_> = out
         .results
         .matches()
-        .filter(|m| m.path == b"caf\xe9.txt")
+        .filter(|m| &m.path[..] == b"caf\xe9.txt")
         .collect();
     assert_eq!(latin.len(), 2);
     let first = latin.iter().find(|m| m.line_number == 1).unwrap();

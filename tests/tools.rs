@@ -570,11 +570,12 @@ backend_test!(stopped_calls_leave_no_thread_or_process, |ws, b| {
         };
         let (left, most) = stop_and_look(&ws, b, name, cancel);
         assert_eq!(left.content, want);
-        // While the call ran, helper threads of the caller's name existed:
-        // the deadline watcher and the backend's own (the engine's walker,
-        // at least one; rg's two pipe readers). 4 on a 2-core machine.
+        // While the call ran, helper threads of the caller's name existed
+        // besides the caller: the backend's own (the engine's walker, at
+        // least one; rg's two pipe readers). The deadline is kept by the
+        // process's one `dsh-timer` thread, which carries its own name.
         assert!(
-            most >= 3,
+            most >= 2,
             "{name}: at most {most} thread(s) seen during the call"
         );
         // The moment it returned: only the caller, no backend call still

@@ -123,7 +123,7 @@ fn files(paths: &[&str]) -> Outcome<GlobResults> {
 
 fn mat(path: &[u8], line_number: u64, line: &[u8]) -> Event {
     Event::Match(Match {
-        path: path.to_vec(),
+        path: path.into(),
         lines: line.to_vec(),
         line_number,
         absolute_offset: 0,

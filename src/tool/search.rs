@@ -270,6 +270,9 @@ pub fn run_grep(
     if !ladder("grep", &outcome, &tokens, config)? {
         return Ok(GrepValue::default());
     }
+    // A file's matches come one after another: its display path is worked
+    // out once (it resolves the workdir for an absolute path).
+    let mut last: Option<(&[u8], String)> = None;
     let mut matches: Vec<GrepMatch> = outcome
         .results
         .events
@@ -278,11 +281,21 @@ pub fn run_grep(
             Event::Match(m) => Some(m),
             _ => None,
         })
-        .map(|m| GrepMatch {
-            // Contract D1 and D3: lossy paths and lines.
-            path: display_path(&String::from_utf8_lossy(&m.path), &ctx.workdir),
-            line_number: m.line_number,
-            line: strip_terminator(&String::from_utf8_lossy(&m.lines)).to_string(),
+        .map(|m| {
+            let path = match &last {
+                Some((raw, shown)) if *raw == &m.path[..] => shown.clone(),
+                _ => {
+                    // Contract D1 and D3: lossy paths and lines.
+                    let shown = display_path(&String::from_utf8_lossy(&m.path), &ctx.workdir);
+                    last = Some((&m.path[..], shown.clone()));
+                    shown
+                }
+            };
+            GrepMatch {
+                path,
+                line_number: m.line_number,
+                line: strip_terminator(&String::from_utf8_lossy(&m.lines)).to_string(),
+            }
         })
         .collect();
     // Contract D2: rg's file order varies from run to run; ours does not.

@@ -61,6 +61,12 @@ pub(crate) struct RgIgnore {
     abs_base: Option<PathBuf>,
     parents: Vec<Rules>,
     parents_any_git: bool,
+    /// Whether no parent has an ignore rule: then matching them is skipped
+    /// (an empty matcher answers `None`), and with it a path join per entry.
+    parents_empty: bool,
+    /// The directory of the last entry decided: a directory's entries come
+    /// one after another, so most lookups need no hashing of the path.
+    last: Mutex<Option<(PathBuf, Arc<Node>)>>,
     root_node: Arc<Node>,
     nodes: RwLock<HashMap<PathBuf, Arc<Node>>>,
     /// Ignore-file errors: (message, whether rg counts it as an error).
@@ -105,13 +111,20 @@ fn combine(mut errs: Vec<Error>) -> Option<Error> {
 
 /// `dir.rs: create_gitignore`: a matcher rooted at rg's directory string,
 /// read from the absolute file; I/O errors are dropped.
+///
+/// Most directories hold none of the names, so an absent file costs one
+/// failed `open` and no matcher is built: rg stats the name first
+/// (`create_gitignore` L1034) and builds an empty matcher, whose `matched`
+/// answers `None` like [`Gitignore::empty`]. Any `open` error means the
+/// crate's `add` would fail with an I/O error, which is dropped too.
 fn create(rg_dir: &Path, file: &Path, errs: &mut Vec<Error>) -> Gitignore {
+    if File::open(file).is_err() {
+        return Gitignore::empty();
+    }
     let mut b = GitignoreBuilder::new(rg_dir);
-    if file.exists() {
-        if let Some(e) = b.add(file) {
-            if !e.is_io() {
-                errs.push(e);
-            }
+    if let Some(e) = b.add(file) {
+        if !e.is_io() {
+            errs.push(e);
         }
     }
     match b.build() {
@@ -134,17 +147,34 @@ impl Rules {
     /// rg walks as `rg_dir`, found at `abs`. Relative `gitdir:`/`commondir`
     /// paths are resolved against the workdir, rg's CWD.
     fn build(rg_dir: &Path, abs: &Path, wc: &Path, errs: &mut Vec<Error>) -> Rules {
-        let git_type = abs.join(".git").metadata().ok().map(|m| m.file_type());
-        let has_jj = abs.join(".jj").exists();
-        let custom = create(rg_dir, &abs.join(".rgignore"), errs);
-        let ignore = create(rg_dir, &abs.join(".ignore"), errs);
-        let git = create(rg_dir, &abs.join(".gitignore"), errs);
-        let exclude = match commondir(abs, wc, git_type.is_some_and(|t| t.is_file())) {
-            Ok(dir) => create(rg_dir, &dir.join("info/exclude"), errs),
-            Err(e) => {
-                errs.extend(e);
+        let listed = Listed::read(abs);
+        let maybe = |name: &[u8]| listed.as_ref().is_none_or(|l| l.has(name));
+        let git_type = maybe(b".git")
+            .then(|| abs.join(".git").metadata().ok().map(|m| m.file_type()))
+            .flatten();
+        // `.jj` only counts when there is no `.git` (`has_git` L357).
+        let has_jj = git_type.is_none() && maybe(b".jj") && abs.join(".jj").exists();
+        let mut create_if = |name: &str| {
+            if maybe(name.as_bytes()) {
+                create(rg_dir, &abs.join(name), errs)
+            } else {
                 Gitignore::empty()
             }
+        };
+        let custom = create_if(".rgignore");
+        let ignore = create_if(".ignore");
+        let git = create_if(".gitignore");
+        let exclude = match git_type {
+            // Without a `.git`, `.git/info/exclude` cannot exist: rg's stat
+            // of it fails and it builds an empty matcher.
+            None => Gitignore::empty(),
+            Some(t) => match commondir(abs, wc, t.is_file()) {
+                Ok(dir) => create(rg_dir, &dir.join("info/exclude"), errs),
+                Err(e) => {
+                    errs.extend(e);
+                    Gitignore::empty()
+                }
+            },
         };
         Rules {
             custom,
@@ -153,6 +183,43 @@ impl Rules {
             exclude,
             has_git: git_type.is_some() || has_jj,
         }
+    }
+}
+
+/// Which of the names rg looks up in a directory its listing holds.
+///
+/// rg's parallel walker looks up only the names of the listing it has just
+/// read (ignore 0.4.29 `dir.rs: add_child_with_entries`, L284); the filter
+/// here does not see that listing, and looking up all five names costs a
+/// failed path lookup each on the walking thread. One listing (`open`, two
+/// `getdents64`, `close`) answers all five; a name it holds is then looked
+/// up as before. When the listing cannot be read, every name is looked up.
+struct Listed(u8);
+
+const NAMES: [&[u8]; 5] = [b".git", b".jj", b".rgignore", b".ignore", b".gitignore"];
+
+impl Listed {
+    fn read(abs: &Path) -> Option<Listed> {
+        use rustix::fs::{Dir, Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::open(abs, flags, Mode::empty()).ok()?;
+        let mut dir = Dir::new(fd).ok()?;
+        let mut bits = 0u8;
+        while let Some(entry) = dir.read() {
+            let entry = entry.ok()?;
+            let name = entry.file_name().to_bytes();
+            if let Some(i) = NAMES.iter().position(|n| *n == name) {
+                bits |= 1 << i;
+            }
+        }
+        Some(Listed(bits))
+    }
+
+    fn has(&self, name: &[u8]) -> bool {
+        NAMES
+            .iter()
+            .position(|n| *n == name)
+            .is_none_or(|i| self.0 & (1 << i) != 0)
     }
 }
 
@@ -218,6 +285,9 @@ impl RgIgnore {
             parents.reverse();
         }
         let parents_any_git = parents.iter().any(|r| r.has_git);
+        let parents_empty = parents.iter().all(|r| {
+            r.custom.is_empty() && r.ignore.is_empty() && r.git.is_empty() && r.exclude.is_empty()
+        });
         let mut messages = Vec::new();
         if let Some(e) = combine(parent_errs) {
             // Parents are read at their absolute paths, also when the walk
@@ -243,6 +313,8 @@ impl RgIgnore {
             abs_base,
             parents,
             parents_any_git,
+            parents_empty,
+            last: Mutex::new(None),
             root_node,
             nodes: RwLock::new(HashMap::new()),
             messages: Mutex::new(messages),
@@ -252,6 +324,19 @@ impl RgIgnore {
     /// The messages to print: (text, whether it makes rg exit 2).
     pub(crate) fn take_messages(&self) -> Vec<(String, bool)> {
         std::mem::take(&mut *self.messages.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// [`RgIgnore::node`] through the last directory seen.
+    fn node_cached(&self, abs: &Path, depth: usize) -> Arc<Node> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((dir, node)) = &*last {
+            if dir.as_os_str() == abs.as_os_str() {
+                return node.clone();
+            }
+        }
+        let node = self.node(abs, depth);
+        *last = Some((abs.to_path_buf(), node.clone()));
+        node
     }
 
     /// The rules of the directory `abs` at `depth` below the root.
@@ -303,7 +388,7 @@ impl RgIgnore {
         let path = strip_if(b"./", &rg_path);
         // rg reads a directory's ignore files (and reports their errors)
         // when it enters it, whatever becomes of its entries.
-        let node = self.node(abs.parent().unwrap_or(abs), dent.depth() - 1);
+        let node = self.node_cached(abs.parent().unwrap_or(abs), dent.depth() - 1);
         if !self.overrides.is_empty() {
             match conv(self.overrides.matched(path, is_dir)) {
                 M::Ignore => return false,
@@ -344,7 +429,7 @@ impl RgIgnore {
             last = nd;
             n = nd.parent.as_ref();
         }
-        if let Some(base) = &self.abs_base {
+        if let Some(base) = self.abs_base.as_ref().filter(|_| !self.parents_empty) {
             // `matched_ignore` L596: the path below the root, joined to the
             // canonical root.
             let rel = if last.rg_dir.as_path() == Path::new(".") {

@@ -39,6 +39,8 @@ pub(crate) struct JsonSink<'a> {
     match_count: u64,
     start: Instant,
     submatches: Vec<SubMatch>,
+    /// The printed path once more, shared by the file's match events.
+    shared_path: std::sync::Arc<[u8]>,
 }
 
 impl<'a> JsonSink<'a> {
@@ -59,6 +61,7 @@ impl<'a> JsonSink<'a> {
             match_count: 0,
             start: Instant::now(),
             submatches: Vec::new(),
+            shared_path: std::sync::Arc::from(&[][..]),
         }
     }
 
@@ -121,6 +124,7 @@ impl Sink for JsonSink<'_> {
         self.match_count += 1;
         if self.block.events.is_empty() {
             self.block.path = self.root.display(self.walked);
+            self.shared_path = self.block.path.as_slice().into();
             let begin = Event::Begin(Begin {
                 path: self.block.path.clone(),
             });
@@ -133,15 +137,18 @@ impl Sink for JsonSink<'_> {
         self.record_matches(searcher, mat.buffer(), mat.bytes_range_in_buffer());
         self.block.stats.matches += self.submatches.len() as u64;
         self.block.stats.matched_lines += mat.lines().count() as u64;
-        let m = Event::Match(Match {
-            path: self.block.path.clone(),
+        let m = Match {
+            path: self.shared_path.clone(),
             lines: mat.bytes().to_vec(),
             line_number: mat.line_number().unwrap_or(0),
             absolute_offset: mat.absolute_byte_offset(),
             submatches: self.submatches.clone(),
-        });
-        let ok = self.printed(&m);
-        self.block.events.push(m);
+        };
+        // Counted, not written: the length is all `bytes_printed` needs.
+        let n = m.json_len() as u64;
+        self.block.stats.bytes_printed += n;
+        let ok = self.budget.spend(n);
+        self.block.events.push(Event::Match(m));
         Ok(ok)
     }
 

@@ -226,7 +226,7 @@ impl MatchData {
             });
         }
         Ok(event::Match {
-            path,
+            path: path.into(),
             lines,
             line_number: self.line_number,
             absolute_offset: self.absolute_offset,
