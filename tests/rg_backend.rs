@@ -9,7 +9,6 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread;
@@ -55,10 +54,32 @@ fn strings(v: &[&str]) -> Vec<String> {
 }
 
 /// An executable `sh` script at `dir/name`.
+///
+/// Written by a `sh` child, never through a descriptor of this process:
+/// a test thread forking at that moment would inherit a write descriptor
+/// to the script until its exec, and exec'ing the script meanwhile fails
+/// with ETXTBSY ("Text file busy").
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::io::Write as _;
     let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(r#"cat > "$1" && chmod 755 "$1""#)
+        .arg("sh")
+        .arg(&path)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(format!("#!/bin/sh\n{body}\n").as_bytes())
+        .unwrap();
+    drop(stdin);
+    assert!(
+        child.wait().unwrap().success(),
+        "writing {}",
+        path.display()
+    );
     path
 }
 
