@@ -397,4 +397,37 @@ mod tests {
         let m = o.results.matches().next().unwrap();
         assert_eq!((m.line_number, m.absolute_offset), (2, 2));
     }
+
+    /// A FIFO where an ignore file or a `.git` file is expected is read as
+    /// absent instead of blocking the walk in `open(2)` forever (rg itself
+    /// would wait for a writer; nothing could cancel this process's wait).
+    #[test]
+    fn fifo_ignore_files_do_not_block() {
+        let td = tempfile::tempdir().unwrap();
+        let p = td.path().to_path_buf();
+        fs::create_dir_all(p.join("sub")).unwrap();
+        fs::write(p.join("a.txt"), "needle\n").unwrap();
+        fs::write(p.join("sub/b.txt"), "needle\n").unwrap();
+        for fifo in [".gitignore", ".ignore", "sub/.rgignore", "sub/.git"] {
+            let ok = std::process::Command::new("mkfifo")
+                .arg(p.join(fifo))
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "mkfifo {fifo}");
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let dir = p.clone();
+        std::thread::spawn(move || {
+            let o = NativeBackend::new().grep(&GrepRequest::new("needle", &dir));
+            tx.send(o).unwrap();
+        });
+        // A guard against a hang, not a timed assertion.
+        let o = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("grep blocked on a FIFO ignore file");
+        assert_eq!(o.status, Status::Exited(0));
+        let paths: Vec<_> = o.results.matches().map(|m| m.path.to_vec()).collect();
+        assert_eq!(paths, vec![b"a.txt".to_vec(), b"sub/b.txt".to_vec()]);
+    }
 }

@@ -118,7 +118,7 @@ fn combine(mut errs: Vec<Error>) -> Option<Error> {
 /// answers `None` like [`Gitignore::empty`]. Any `open` error means the
 /// crate's `add` would fail with an I/O error, which is dropped too.
 fn create(rg_dir: &Path, file: &Path, errs: &mut Vec<Error>) -> Gitignore {
-    if File::open(file).is_err() {
+    if open_regular(file).is_err() {
         return Gitignore::empty();
     }
     let mut b = GitignoreBuilder::new(rg_dir);
@@ -138,6 +138,27 @@ fn create(rg_dir: &Path, file: &Path, errs: &mut Vec<Error>) -> Gitignore {
 
 /// The first line of an opened file (`BufRead::lines`, as
 /// `resolve_git_commondir` reads it).
+/// Open an ignore or git file for reading without ever blocking: a FIFO
+/// (or device) in its place is refused, as a read error would be.
+///
+/// rg opens these files with a plain blocking `open`, so a FIFO named
+/// `.gitignore` hangs it until a writer shows up; the rg backend can kill
+/// that rg, but nothing could interrupt a thread of this process blocked in
+/// `open(2)`. Such a file is read as absent instead: the one place where
+/// the engine deliberately does not copy rg (which never finishes there).
+fn open_regular(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)?;
+    if f.metadata()?.is_file() {
+        Ok(f)
+    } else {
+        Err(std::io::Error::other("not a regular file"))
+    }
+}
+
 fn first_line(f: File) -> Option<Result<String, std::io::Error>> {
     BufReader::new(f).lines().next()
 }
@@ -238,7 +259,7 @@ fn commondir(abs: &Path, wc: &Path, dot_git_is_file: bool) -> Result<PathBuf, Op
     if !dot_git_is_file {
         return Ok(git);
     }
-    let f = File::open(&git).map_err(|e| Some(with_path(e, &git)))?;
+    let f = open_regular(&git).map_err(|e| Some(with_path(e, &git)))?;
     let line = match first_line(f) {
         Some(Ok(l)) => l,
         Some(Err(e)) => return Err(Some(with_path(e, &git))),
@@ -249,7 +270,7 @@ fn commondir(abs: &Path, wc: &Path, dot_git_is_file: bool) -> Result<PathBuf, Op
     };
     let real = wc.join(real);
     let file = real.join("commondir");
-    let Ok(f) = File::open(&file) else {
+    let Ok(f) = open_regular(&file) else {
         return Err(None);
     };
     let line = match first_line(f) {
