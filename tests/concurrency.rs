@@ -58,8 +58,11 @@ fn run(call: &Call, root: &std::path::Path) -> Raw {
     rg::canonical(call, &rg::run_backend(&NativeBackend::new(), call, root))
 }
 
+/// A tree with its calls and rg's answer to each (run alone).
+type Expected = (Tree, Vec<(Call, Raw)>);
+
 /// Trees, their calls and rg's answers (each call run alone).
-fn expected(n: usize) -> Option<Vec<(Tree, Vec<(Call, Raw)>)>> {
+fn expected(n: usize) -> Option<Vec<Expected>> {
     let env = rg::env()?;
     let mut all = Vec::new();
     for seed in 0..n {
@@ -166,7 +169,7 @@ fn budget_and_cancel_on_many_threads() {
                 let native = NativeBackend::new();
                 let root = trees[t % trees.len()].root();
                 let mut failures = Vec::new();
-                let glob_len = rgb.glob(&GlobRequest::new("*", root)).results.raw_len() as u64;
+                let glob_len = rgb.glob(&GlobRequest::new("*", root)).results.raw_len();
                 let mut grep_raw = Vec::new();
                 rgb.grep(&GrepRequest::new("needle", root))
                     .results
