@@ -416,18 +416,23 @@ mod tests {
                 .success();
             assert!(ok, "mkfifo {fifo}");
         }
-        let (tx, rx) = std::sync::mpsc::channel();
-        let dir = p.clone();
-        std::thread::spawn(move || {
-            let o = NativeBackend::new().grep(&GrepRequest::new("needle", &dir));
-            tx.send(o).unwrap();
-        });
-        // A guard against a hang, not a timed assertion.
-        let o = rx
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .expect("grep blocked on a FIFO ignore file");
-        assert_eq!(o.status, Status::Exited(0));
-        let paths: Vec<_> = o.results.matches().map(|m| m.path.to_vec()).collect();
-        assert_eq!(paths, vec![b"a.txt".to_vec(), b"sub/b.txt".to_vec()]);
+        // The directory walk, and an explicit file below FIFO ignore files
+        // (the sequential walker reads its parents' ignore files).
+        for (path, want) in [
+            (None, vec![b"a.txt".to_vec(), b"sub/b.txt".to_vec()]),
+            (Some("sub/b.txt"), vec![b"sub/b.txt".to_vec()]),
+        ] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let mut req = GrepRequest::new("needle", &p);
+            req.path = path.map(str::to_owned);
+            std::thread::spawn(move || tx.send(NativeBackend::new().grep(&req)).unwrap());
+            // A guard against a hang, not a timed assertion.
+            let o = rx
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("grep {path:?} blocked on a FIFO ignore file"));
+            assert_eq!(o.status, Status::Exited(0), "{path:?}");
+            let paths: Vec<_> = o.results.matches().map(|m| m.path.to_vec()).collect();
+            assert_eq!(paths, want, "{path:?}");
+        }
     }
 }
