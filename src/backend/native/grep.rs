@@ -172,16 +172,22 @@ pub(crate) fn run(req: &GrepRequest) -> Outcome<GrepResults> {
         grep_walker_rg(ctx.root.walk_path(), &wc, rgi.clone(), threads)
             .build_parallel()
             .visit(&mut builder);
-        let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
-        for (msg, errored) in rgi.take_messages() {
-            if errored {
-                shared.msgs.error(&msg);
-            } else {
-                shared.msgs.print(&msg);
-            }
-        }
+        report_ignore_messages(&ctx, &rgi);
     }
     finish(ctx, started)
+}
+
+/// The messages the walk's ignore decisions collected (ignore-file errors,
+/// walk errors), into the call's stderr.
+fn report_ignore_messages(ctx: &Ctx<'_>, rgi: &RgIgnore) {
+    let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+    for (msg, errored) in rgi.take_messages() {
+        if errored {
+            shared.msgs.error(&msg);
+        } else {
+            shared.msgs.print(&msg);
+        }
+    }
 }
 
 /// How many files one pool job searches: small enough to balance the end of
@@ -214,16 +220,7 @@ fn search_pooled(ctx: &Ctx<'_>, wc: &Path, ov: ignore::overrides::Override) {
         grep_walker_rg(ctx.root.walk_path(), wc, rgi.clone(), 1)
             .build_parallel()
             .visit(&mut builder);
-        {
-            let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
-            for (msg, errored) in rgi.take_messages() {
-                if errored {
-                    shared.msgs.error(&msg);
-                } else {
-                    shared.msgs.print(&msg);
-                }
-            }
-        }
+        report_ignore_messages(ctx, &rgi);
         // Anything the helpers have not taken.
         queue.drain(ctx);
     });
