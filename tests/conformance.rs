@@ -604,6 +604,46 @@ fn mtime_ties_many_dirs() {
     );
 }
 
+/// Many directories of one file each, searched with few descriptors: rg
+/// keeps a handful open; the engine's walk holds a directory's descriptor
+/// until its files are searched, so it must bound how many it keeps when
+/// the walk runs ahead of the searching threads (`native/dirwalk.rs:
+/// MAX_LIVE_DIRS`). Without that bound this group fails with "Too many open
+/// files".
+#[test]
+fn many_dirs_few_descriptors() {
+    // Enough text per file that searching it with a regex takes longer
+    // than listing a directory: the walk gets far ahead.
+    let filler = "lorem ipsum dolor sit amet, consectetur adipiscing 12345\n".repeat(150);
+    let mut specs = vec![
+        file(".git/HEAD", "ref: main\n"),
+        file(".gitignore", "skip*/\n"),
+    ];
+    for i in 0..40 {
+        for j in 0..40 {
+            specs.push(file(
+                format!("d{i}/e{j}/f.txt"),
+                format!("{filler}needle {i} {j}\n"),
+            ));
+        }
+        specs.push(file(format!("skip{i}/f.txt"), "needle\n"));
+        specs.push(file(format!("d{i}/.ignore"), "e3*\n"));
+    }
+    let cases = [
+        grep("needle", None, None),
+        grep("needle", Some("d7"), None),
+        grep("needle 1", None, Some("d1*/**")),
+        grep(r"\w+e\s+\d+\s+\d+$", None, None),
+        glob("*", None),
+    ];
+    check(
+        "many_dirs_few_descriptors",
+        &specs,
+        &cases,
+        Mode::FewFds(128),
+    );
+}
+
 /// X2: "No files were searched" (no path) vs exit 1 (explicit `.`).
 #[test]
 fn nothing_searched() {

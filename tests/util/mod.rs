@@ -109,6 +109,9 @@ pub enum Mode {
     InProcess,
     /// Through `dsh-search --format raw` as uid 65534 (rg too).
     Nobody,
+    /// Through `dsh-search --format raw` with at most this many open
+    /// descriptors (rg too).
+    FewFds(u32),
 }
 
 impl Report {
@@ -149,6 +152,13 @@ impl Report {
                 rg::run_rg_nobody(env, &call, &cwd),
                 vec![("rg again (uid 65534)", rg::run_rg_nobody(env, &call, &cwd))],
             ),
+            Mode::FewFds(n) if selfcheck => (
+                rg::run_rg_few_fds(env, &call, &cwd, *n),
+                vec![(
+                    "rg again (few fds)",
+                    rg::run_rg_few_fds(env, &call, &cwd, *n),
+                )],
+            ),
             Mode::InProcess => {
                 let native = NativeBackend::new();
                 let rgb = RgBackend::default();
@@ -176,6 +186,19 @@ impl Report {
                     (
                         "cli native (uid 65534)",
                         rg::run_cli_nobody(env, "native", &call, &cwd),
+                    ),
+                ],
+            ),
+            Mode::FewFds(n) => (
+                rg::run_rg_few_fds(env, &call, &cwd, *n),
+                vec![
+                    (
+                        "cli rg (few fds)",
+                        rg::run_cli_few_fds(env, "rg", &call, &cwd, *n),
+                    ),
+                    (
+                        "cli native (few fds)",
+                        rg::run_cli_few_fds(env, "native", &call, &cwd, *n),
                     ),
                 ],
             ),

@@ -272,10 +272,24 @@ pub fn env() -> Option<&'static Env> {
     }
 }
 
-/// Run `program args…` in `cwd` with stdin `/dev/null`, optionally as uid
-/// 65534 through setpriv.
-fn run_process(program: &Path, args: &[OsString], cwd: &Path, nobody: bool) -> Raw {
-    let mut cmd = if nobody {
+/// How a process of a case is started.
+#[derive(Clone, Copy)]
+enum As {
+    /// As the test's user.
+    Me,
+    /// As uid 65534, through setpriv.
+    Nobody,
+    /// With at most this many open descriptors, through prlimit.
+    FewFds(u32),
+}
+
+/// Run `program args…` in `cwd` with stdin `/dev/null`, as `how` says.
+fn run_process(program: &Path, args: &[OsString], cwd: &Path, how: As) -> Raw {
+    let mut cmd = if let As::FewFds(n) = how {
+        let mut c = Command::new("prlimit");
+        c.arg(format!("--nofile={n}:{n}")).arg("--").arg(program);
+        c
+    } else if matches!(how, As::Nobody) {
         let mut c = Command::new("setpriv");
         // The CLI's rg backend must find a copy uid 65534 can execute.
         if let Some(bin) = program.parent() {
@@ -307,19 +321,32 @@ fn run_process(program: &Path, args: &[OsString], cwd: &Path, nobody: bool) -> R
 /// The reference: the real rg with the exact argv, in `cwd`.
 pub fn run_rg(env: &Env, call: &Call, cwd: &Path) -> Raw {
     let args: Vec<OsString> = call.rg_argv().into_iter().map(OsString::from).collect();
-    run_process(&env.rg, &args, cwd, false)
+    run_process(&env.rg, &args, cwd, As::Me)
 }
 
 /// The real rg run as uid 65534 (permission cases).
 pub fn run_rg_nobody(env: &Env, call: &Call, cwd: &Path) -> Raw {
     let args: Vec<OsString> = call.rg_argv().into_iter().map(OsString::from).collect();
-    run_process(&env.ctl.join("bin/rg"), &args, cwd, true)
+    run_process(&env.ctl.join("bin/rg"), &args, cwd, As::Nobody)
 }
 
 /// `dsh-search <glob|grep> --format raw --backend <b>` run as uid 65534.
 pub fn run_cli_nobody(env: &Env, backend: &str, call: &Call, cwd: &Path) -> Raw {
     let args = call.cli_argv(backend, cwd);
-    run_process(&env.ctl.join("bin/dsh-search"), &args, cwd, true)
+    run_process(&env.ctl.join("bin/dsh-search"), &args, cwd, As::Nobody)
+}
+
+/// The real rg with at most `fds` open descriptors.
+pub fn run_rg_few_fds(env: &Env, call: &Call, cwd: &Path, fds: u32) -> Raw {
+    let args: Vec<OsString> = call.rg_argv().into_iter().map(OsString::from).collect();
+    run_process(&env.rg, &args, cwd, As::FewFds(fds))
+}
+
+/// `dsh-search <glob|grep> --format raw --backend <b>` with at most `fds`
+/// open descriptors.
+pub fn run_cli_few_fds(env: &Env, backend: &str, call: &Call, cwd: &Path, fds: u32) -> Raw {
+    let args = call.cli_argv(backend, cwd);
+    run_process(&env.ctl.join("bin/dsh-search"), &args, cwd, As::FewFds(fds))
 }
 
 /// A backend through the `SearchBackend` trait; a panic is reported as the

@@ -16,6 +16,7 @@ use crate::event::{Event, Stats, Summary};
 use crate::outcome::{GrepResults, Outcome, Status};
 use crate::request::GrepRequest;
 
+use super::dirwalk::{self, Haystack};
 use super::fifo::FifoReader;
 use super::matcher;
 use super::messages::{walk_error, Messages, NOTHING_SEARCHED};
@@ -194,66 +195,47 @@ fn report_ignore_messages(ctx: &Ctx<'_>, rgi: &RgIgnore) {
 /// a walk between threads, large enough that queueing costs nothing.
 const BATCH: usize = 16;
 
-/// A directory root: rg's parallel walker with one walking thread (the same
-/// `Ignore` matching, errors and ignore-file lookups as rg's) queues the
-/// haystacks in batches; helpers on the engine's pool search them while
-/// the walk goes on, and the walking thread searches whatever is left once
-/// it ends. One walking thread never waits in the walker's idle sleep (ignore
-/// 0.4.29 `walk.rs: get_work`, L1917: a worker with no work sleeps 1 ms at
-/// a time until the others finish), and the searching threads are the
-/// pool's, started once per process. The order of files does not matter:
-/// blocks are sorted by path at the end (D2).
+/// A directory root: the engine's walk ([`dirwalk`], the same decisions,
+/// errors and ignore-file lookups as rg's walker, each directory listed
+/// once) runs on the calling thread and queues the haystacks in batches;
+/// helpers on the engine's pool search them while the walk goes on, and
+/// the walking thread searches whatever is left once it ends. The walk
+/// never waits for work (rg's walker sleeps 1 ms at a time when idle,
+/// ignore 0.4.29 `walk.rs: get_work` L1917), and the searching threads are
+/// the pool's, started once per process. The order of files does not
+/// matter: blocks are sorted by path at the end (D2).
 fn search_pooled(ctx: &Ctx<'_>, wc: &Path, ov: ignore::overrides::Override) {
     let queue = Queue {
         batches: Mutex::new(std::collections::VecDeque::new()),
         helpers: AtomicUsize::new(0),
     };
+    let live = std::sync::Arc::new(AtomicUsize::new(0));
     super::pool().in_place_scope(|s| {
-        let mut builder = BatchBuilder {
+        let mut batcher = Batcher {
             ctx,
             queue: &queue,
             scope: s,
             max_helpers: super::threads(),
+            batch: Vec::with_capacity(BATCH),
+            msgs: Messages::default(),
+            searched: false,
         };
-        // Ignore rules decided on rg's path strings ([`RgIgnore`]).
-        let rgi = std::sync::Arc::new(RgIgnore::new(&ctx.root, wc, ov));
-        grep_walker_rg(ctx.root.walk_path(), wc, rgi.clone(), 1)
-            .build_parallel()
-            .visit(&mut builder);
+        let rgi = dirwalk::walk(&ctx.root, wc, ov, &live, &mut batcher);
+        drop(batcher);
         report_ignore_messages(ctx, &rgi);
         // Anything the helpers have not taken.
         queue.drain(ctx);
     });
 }
 
-struct BatchBuilder<'r, 's> {
-    ctx: &'s Ctx<'s>,
-    queue: &'s Queue,
-    scope: &'r rayon::Scope<'s>,
-    max_helpers: usize,
-}
-
-impl<'r, 's: 'r> ParallelVisitorBuilder<'r> for BatchBuilder<'r, 's> {
-    fn build(&mut self) -> Box<dyn ParallelVisitor + 'r> {
-        Box::new(Batcher {
-            ctx: self.ctx,
-            queue: self.queue,
-            scope: self.scope,
-            max_helpers: self.max_helpers,
-            batch: Vec::with_capacity(BATCH),
-            msgs: Messages::default(),
-            searched: false,
-        })
-    }
-}
-
-/// The walking thread's visitor: walk errors and haystacks, in batches.
+/// The walking thread's end of the walk: walk errors and haystacks, in
+/// batches.
 struct Batcher<'r, 's> {
     ctx: &'s Ctx<'s>,
     queue: &'s Queue,
     scope: &'r rayon::Scope<'s>,
     max_helpers: usize,
-    batch: Vec<(DirEntry, bool)>,
+    batch: Vec<Haystack>,
     msgs: Messages,
     searched: bool,
 }
@@ -280,31 +262,37 @@ impl<'r, 's: 'r> Batcher<'r, 's> {
     }
 }
 
-impl<'r, 's: 'r> ParallelVisitor for Batcher<'r, 's> {
-    fn visit(&mut self, result: Result<DirEntry, ignore::Error>) -> WalkState {
-        if self.ctx.budget.stopped() {
-            return WalkState::Quit;
-        }
-        let dent = match result {
-            Ok(dent) => dent,
-            Err(err) => {
-                self.msgs.error(&walk_error(&err, &self.ctx.root));
-                return WalkState::Continue;
-            }
-        };
-        // Ignore-file parse errors: `ignore_message!`, exit code unchanged.
-        if let Some(err) = dent.error() {
-            self.msgs.print(&walk_error(err, &self.ctx.root));
-        }
-        let Some(explicit) = is_haystack(&dent) else {
-            return WalkState::Continue;
-        };
+impl<'r, 's: 'r> dirwalk::Output for Batcher<'r, 's> {
+    fn file(&mut self, file: Haystack) {
         self.searched = true;
-        self.batch.push((dent, explicit));
+        self.batch.push(file);
         if self.batch.len() == BATCH {
             self.push();
         }
-        WalkState::Continue
+    }
+
+    fn error(&mut self, err: ignore::Error) {
+        self.msgs.error(&walk_error(&err, &self.ctx.root));
+    }
+
+    fn stopped(&self) -> bool {
+        self.ctx.budget.stopped()
+    }
+
+    fn relieve(&mut self) -> bool {
+        let next = self
+            .queue
+            .batches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front();
+        match next {
+            Some(batch) => {
+                search_batch(self.ctx, batch);
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -318,20 +306,15 @@ impl Drop for Batcher<'_, '_> {
                 .unwrap_or_else(|e| e.into_inner())
                 .push_back(batch);
         }
-        {
-            let mut shared = self.ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
-            shared.msgs.extend(std::mem::take(&mut self.msgs));
-            shared.searched |= self.searched;
-        }
-        // The walk is over: the walking thread searches what the helpers
-        // have not taken (the calling thread waits for it anyway).
-        self.queue.drain(self.ctx);
+        let mut shared = self.ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+        shared.msgs.extend(std::mem::take(&mut self.msgs));
+        shared.searched |= self.searched;
     }
 }
 
 /// The batches of one call waiting for a thread.
 struct Queue {
-    batches: Mutex<std::collections::VecDeque<Vec<(DirEntry, bool)>>>,
+    batches: Mutex<std::collections::VecDeque<Vec<Haystack>>>,
     /// Helpers spawned and not yet finished.
     helpers: AtomicUsize,
 }
@@ -353,17 +336,28 @@ impl Queue {
     }
 }
 
-fn search_batch(ctx: &Ctx<'_>, batch: Vec<(DirEntry, bool)>) {
+fn search_batch(ctx: &Ctx<'_>, batch: Vec<Haystack>) {
     if batch.is_empty() {
         return;
     }
     let mut worker = Worker::new(ctx);
-    for (dent, explicit) in batch {
+    for file in batch {
         if ctx.budget.stopped() {
             return;
         }
-        worker.search_haystack(&dent, explicit);
+        worker.search_haystack(&file.path, Source::InDir(file.dir.fd(), file.name()));
     }
+}
+
+/// How a haystack is opened.
+#[derive(Clone, Copy)]
+enum Source<'d> {
+    /// The one path given, not a directory (`Haystack::is_explicit`).
+    Explicit,
+    /// A file found by the crate's walker (below a symlinked root).
+    Walked,
+    /// A file found by the engine's walk: its name in a listed directory.
+    InDir(&'d rustix::fd::OwnedFd, &'d std::ffi::OsStr),
 }
 
 fn finish(ctx: Ctx<'_>, started: Instant) -> Outcome<GrepResults> {
@@ -456,12 +450,17 @@ impl<'a> Worker<'a> {
         let Some(explicit) = is_haystack(&dent) else {
             return;
         };
-        self.search_haystack(&dent, explicit);
+        let source = if explicit {
+            Source::Explicit
+        } else {
+            Source::Walked
+        };
+        self.search_haystack(dent.path(), source);
     }
 
-    fn search_haystack(&mut self, dent: &DirEntry, explicit: bool) {
+    fn search_haystack(&mut self, path: &Path, source: Source<'_>) {
         self.searched = true;
-        match self.search(dent, explicit) {
+        match self.search(path, source) {
             // A file without a match only counts in the summary.
             Ok(block) if block.events.is_empty() => self.stats.add(&block.stats),
             Ok(block) => self.blocks.push(block),
@@ -470,15 +469,15 @@ impl<'a> Worker<'a> {
                     return;
                 }
                 // `main.rs: search`: `err_message!("{}: {}", path, err)`.
-                let printed = self.ctx.root.display(dent.path());
+                let printed = self.ctx.root.display(path);
                 let shown = String::from_utf8_lossy(&printed);
                 self.msgs.error(&format!("{shown}: {err}"));
             }
         }
     }
 
-    fn search(&mut self, dent: &DirEntry, explicit: bool) -> io::Result<FileBlock> {
-        let path = dent.path();
+    fn search(&mut self, path: &Path, source: Source<'_>) -> io::Result<FileBlock> {
+        let explicit = matches!(source, Source::Explicit);
         let Some(Kit {
             matcher,
             searcher,
@@ -498,10 +497,14 @@ impl<'a> Worker<'a> {
             let reader = FifoReader::open(path, cancel)?;
             searcher.search_reader(&*matcher, reader, &mut sink)?;
         } else {
-            let file = if dent.depth() > 0 {
-                open_in_dir(&mut self.dir, path)?
-            } else {
-                File::open(path)?
+            let file = match source {
+                Source::InDir(dir, name) => {
+                    use rustix::fs::{Mode, OFlags};
+                    let flags = OFlags::RDONLY | OFlags::CLOEXEC;
+                    File::from(rustix::fs::openat(dir, name, flags, Mode::empty())?)
+                }
+                Source::Walked => open_in_dir(&mut self.dir, path)?,
+                Source::Explicit => File::open(path)?,
             };
             let reader = FileReader::new(file, cancel, readbuf);
             searcher.search_reader(&*matcher, reader, &mut sink)?;

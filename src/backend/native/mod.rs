@@ -6,6 +6,7 @@
 //! workdir is canonicalized (rg's `getcwd`) and every relative path is walked
 //! as an absolute one that rg's matchers see the same way (the `paths` module).
 
+mod dirwalk;
 mod fifo;
 mod glob;
 mod grep;

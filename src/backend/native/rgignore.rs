@@ -41,13 +41,20 @@ struct Rules {
 }
 
 /// A directory at or below the search root, with its ancestors up to it.
-struct Node {
+pub(crate) struct Node {
     rules: Rules,
     /// The directory as rg walks it (the typed root joined with names).
     rg_dir: PathBuf,
     /// Whether this directory or one between it and the root is a repo.
     any_git: bool,
     parent: Option<Arc<Node>>,
+}
+
+impl Node {
+    /// The directory as rg walks it.
+    pub(crate) fn rg_dir(&self) -> &Path {
+        &self.rg_dir
+    }
 }
 
 /// One grep call's ignore state, shared by the walker's threads.
@@ -167,8 +174,17 @@ impl Rules {
     /// `dir.rs: add_child_path_with_found_ignore_files` for the directory
     /// rg walks as `rg_dir`, found at `abs`. Relative `gitdir:`/`commondir`
     /// paths are resolved against the workdir, rg's CWD.
-    fn build(rg_dir: &Path, abs: &Path, wc: &Path, errs: &mut Vec<Error>) -> Rules {
-        let listed = Listed::read(abs);
+    ///
+    /// `listed` is the directory's listing when the caller has read it;
+    /// otherwise it is read here.
+    fn build(
+        rg_dir: &Path,
+        abs: &Path,
+        wc: &Path,
+        listed: Option<Listed>,
+        errs: &mut Vec<Error>,
+    ) -> Rules {
+        let listed = listed.or_else(|| Listed::read(abs));
         let maybe = |name: &[u8]| listed.as_ref().is_none_or(|l| l.has(name));
         let git_type = maybe(b".git")
             .then(|| abs.join(".git").metadata().ok().map(|m| m.file_type()))
@@ -210,12 +226,14 @@ impl Rules {
 /// Which of the names rg looks up in a directory its listing holds.
 ///
 /// rg's parallel walker looks up only the names of the listing it has just
-/// read (ignore 0.4.29 `dir.rs: add_child_with_entries`, L284); the filter
-/// here does not see that listing, and looking up all five names costs a
-/// failed path lookup each on the walking thread. One listing (`open`, two
-/// `getdents64`, `close`) answers all five; a name it holds is then looked
-/// up as before. When the listing cannot be read, every name is looked up.
-struct Listed(u8);
+/// read (ignore 0.4.29 `dir.rs: add_child_with_entries`, L284). The engine's
+/// own walk (`dirwalk`) notes them while listing a directory; for the
+/// parents and the crate's walker (a symlinked root) one listing of the
+/// directory (`open`, two `getdents64`, `close`) answers all five. A name
+/// the listing holds is then looked up; when the listing cannot be read,
+/// every name is looked up.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Listed(u8);
 
 const NAMES: [&[u8]; 5] = [b".git", b".jj", b".rgignore", b".ignore", b".gitignore"];
 
@@ -234,6 +252,13 @@ impl Listed {
             }
         }
         Some(Listed(bits))
+    }
+
+    /// Note one name of the directory's listing.
+    pub(crate) fn note(&mut self, name: &[u8]) {
+        if let Some(i) = NAMES.iter().position(|n| *n == name) {
+            self.0 |= 1 << i;
+        }
     }
 
     fn has(&self, name: &[u8]) -> bool {
@@ -290,6 +315,16 @@ impl RgIgnore {
     /// with the include globs `overrides`. Errors of the parents' ignore
     /// files are recorded here, as the walker reports them.
     pub(crate) fn new(root: &Root, wc: &Path, overrides: Override) -> RgIgnore {
+        RgIgnore::with_root_listing(root, wc, overrides, None)
+    }
+
+    /// [`RgIgnore::new`] for a root whose listing the caller has read.
+    pub(crate) fn with_root_listing(
+        root: &Root,
+        wc: &Path,
+        overrides: Override,
+        listed: Option<Listed>,
+    ) -> RgIgnore {
         let walk = root.walk_path();
         let mut parents = Vec::new();
         let mut parent_errs = Vec::new();
@@ -299,7 +334,7 @@ impl RgIgnore {
             // errors), matched nearest first.
             let ancestors: Vec<&Path> = base.ancestors().skip(1).collect();
             for p in ancestors.into_iter().rev() {
-                let mut r = Rules::build(p, p, wc, &mut parent_errs);
+                let mut r = Rules::build(p, p, wc, None, &mut parent_errs);
                 r.has_git = p.join(".git").exists() || p.join(".jj").exists();
                 parents.push(r);
             }
@@ -316,7 +351,7 @@ impl RgIgnore {
             messages.push((e.to_string(), true));
         }
         let mut root_errs = Vec::new();
-        let rules = Rules::build(root.given(), walk, wc, &mut root_errs);
+        let rules = Rules::build(root.given(), walk, wc, listed, &mut root_errs);
         if let Some(e) = combine(root_errs) {
             messages.push((walk_error(&e, root), false));
         }
@@ -376,7 +411,7 @@ impl RgIgnore {
         let parent = self.node(abs.parent().unwrap_or(abs), depth - 1);
         let rg_dir = self.root.unwalk(abs);
         let mut errs = Vec::new();
-        let rules = Rules::build(&rg_dir, abs, &self.wc, &mut errs);
+        let rules = Rules::build(&rg_dir, abs, &self.wc, None, &mut errs);
         let node = Arc::new(Node {
             any_git: rules.has_git || parent.any_git,
             rules,
@@ -400,16 +435,62 @@ impl RgIgnore {
         node
     }
 
+    /// The root directory's rules.
+    pub(crate) fn root_node(&self) -> &Arc<Node> {
+        &self.root_node
+    }
+
+    /// The rules of `abs`, a directory below `parent` that rg walks as
+    /// `rg_dir` and whose listing is `listed`, its ignore-file errors
+    /// reported (`Work::read_dir`: rg reads them when it lists the
+    /// directory, whatever becomes of its entries).
+    pub(crate) fn enter(
+        &self,
+        parent: &Arc<Node>,
+        abs: &Path,
+        rg_dir: PathBuf,
+        listed: Listed,
+    ) -> Arc<Node> {
+        let mut errs = Vec::new();
+        let rules = Rules::build(&rg_dir, abs, &self.wc, Some(listed), &mut errs);
+        if let Some(e) = combine(errs) {
+            let msg = walk_error(&e, &self.root);
+            self.messages
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((msg, false));
+        }
+        Arc::new(Node {
+            any_git: rules.has_git || parent.any_git,
+            rules,
+            rg_dir,
+            parent: Some(parent.clone()),
+        })
+    }
+
     /// Whether rg keeps `dent` (`walk.rs: should_skip_entry` over
     /// `dir.rs: Ignore::matched_dir_entry`). Never called at depth 0.
     pub(crate) fn keep(&self, dent: &DirEntry) -> bool {
         let abs = dent.path();
         let is_dir = dent.file_type().is_some_and(|t| t.is_dir());
         let rg_path = self.root.unwalk(abs);
-        let path = strip_if(b"./", &rg_path);
         // rg reads a directory's ignore files (and reports their errors)
         // when it enters it, whatever becomes of its entries.
         let node = self.node_cached(abs.parent().unwrap_or(abs), dent.depth() - 1);
+        let name = abs.file_name().map_or(&[][..], |n| n.as_bytes());
+        self.decide(&node, &rg_path, name, is_dir)
+    }
+
+    /// Whether rg keeps the entry `name` of the directory `node`, walked as
+    /// `rg_path` (its directory's `rg_dir` joined with `name`).
+    pub(crate) fn decide(
+        &self,
+        node: &Arc<Node>,
+        rg_path: &Path,
+        name: &[u8],
+        is_dir: bool,
+    ) -> bool {
+        let path = strip_if(b"./", rg_path);
         if !self.overrides.is_empty() {
             match conv(self.overrides.matched(path, is_dir)) {
                 M::Ignore => return false,
@@ -417,10 +498,10 @@ impl RgIgnore {
                 M::None => {}
             }
         }
-        match self.matched_ignore(&node, path, is_dir) {
+        match self.matched_ignore(node, path, is_dir) {
             M::Ignore => false,
             M::Whitelist => true,
-            M::None => !is_hidden(abs),
+            M::None => !is_hidden(Path::new(OsStr::from_bytes(name))),
         }
     }
 
