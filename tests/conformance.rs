@@ -451,6 +451,55 @@ fn encodings_and_binaries() {
     check("big_line", &specs, &cases, Mode::InProcess);
 }
 
+/// Patterns tied to the haystack's edges against files of every size
+/// around the searcher's 64 KiB buffer. rg searches line by line or buffer
+/// by buffer, so `\Afoo` matches every line that starts with `foo` after a
+/// match restarts the search there, and `foo\z` the end of any buffer; the
+/// engine answers a small file without a match in its bytes without running
+/// the searcher (`matcher::whole_file_prefilter`), which must never take
+/// those patterns, nor files with a byte-order mark or a NUL.
+#[test]
+fn haystack_edges() {
+    let mut over = format!("{}\n", "x".repeat(99)).repeat(700);
+    over.push_str("foo at 80k\nfoo\n");
+    let mut exact = "y".repeat(65_536 - 11);
+    exact.push_str("\nfoo bar\n"); // 65,536 bytes
+    let specs = vec![
+        file("lines.txt", "bar\nfoo one\nbaz\nfoo two\nfoo"),
+        file("first.txt", "foo first\nbar\n"),
+        file("over64k.txt", over),
+        file("exact64k.txt", exact),
+        file("empty.txt", ""),
+        file("bom8.txt", "\u{feff}foo bom\n"),
+        file("nul.txt", "foo\n\0\nfoo\n"),
+        fixture("utf16le_bom.txt", "utf16le_bom.txt"),
+        file("d/nested.txt", "zzz\nfoo nested\n"),
+    ];
+    let mut cases = Vec::new();
+    for p in [
+        "foo",
+        "\\Afoo",
+        "(?-m)^foo",
+        "\\Abar",
+        "foo\\z",
+        "(?-m)foo$",
+        "bar\\z",
+        "(?-m)^",
+        "\\z",
+        "^foo",
+        "foo$",
+        "\\bbar\\b",
+        "x*",
+        "needle|\\Afoo",
+        "\\A",
+    ] {
+        cases.push(grep(p, None, None));
+        cases.push(grep(p, Some("d"), None));
+        cases.push(grep(p, None, Some("*.txt")));
+    }
+    check("haystack_edges", &specs, &cases, Mode::InProcess);
+}
+
 /// P3/J5: non-UTF-8 and odd file names, non-UTF-8 lines.
 #[test]
 fn odd_names() {

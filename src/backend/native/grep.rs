@@ -55,6 +55,9 @@ struct Ctx<'a> {
     /// rg memory-maps the one explicit path when it is a regular file
     /// (`hiargs.rs` L235); we read it whole and search the slice instead.
     slice: bool,
+    /// Whether a walked file read whole without a match in its bytes can be
+    /// counted without running the searcher ([`matcher::whole_file_prefilter`]).
+    prefilter: bool,
     shared: Mutex<Shared>,
     /// One [`Kit`] per thread that searches: slot 0 for a thread outside
     /// the pool (the caller), then one per pool thread. A matcher clone
@@ -152,6 +155,7 @@ pub(crate) fn run(req: &GrepRequest) -> Outcome<GrepResults> {
     let one_file = !root.walk_path().is_dir();
     let ctx = Ctx {
         slice: one_file && root.walk_path().is_file(),
+        prefilter: matcher::whole_file_prefilter(&req.pattern),
         root,
         matcher,
         budget: Budget::new(req.raw_budget, req.cancel.clone()),
@@ -506,7 +510,26 @@ impl<'a> Worker<'a> {
                 Source::Walked => open_in_dir(&mut self.dir, path)?,
                 Source::Explicit => File::open(path)?,
             };
-            let reader = FileReader::new(file, cancel, readbuf);
+            let mut reader = FileReader::new(file, cancel, readbuf);
+            if !explicit && self.ctx.prefilter {
+                let started = Instant::now();
+                if let Some(data) = reader.preload()? {
+                    if is_clean_miss(matcher, data) {
+                        // What the searcher reports for it: one search over
+                        // every byte, nothing printed (`JsonSink::finish`).
+                        let stats = Stats {
+                            elapsed: started.elapsed(),
+                            searches: 1,
+                            bytes_searched: data.len() as u64,
+                            ..Stats::default()
+                        };
+                        return Ok(FileBlock {
+                            stats,
+                            ..FileBlock::default()
+                        });
+                    }
+                }
+            }
             searcher.search_reader(&*matcher, reader, &mut sink)?;
         }
         if self.ctx.budget.stopped() {
@@ -601,16 +624,29 @@ fn read_whole(path: &Path, cancel: &crate::cancel::CancelToken) -> io::Result<Ve
     }
 }
 
-/// How much a [`FileReader`] reads ahead for the BOM peek: a page. Every
-/// byte read ahead is copied once more (into the searcher's buffer), so a
-/// 64 KiB read-ahead cost more in copies than the syscall it saves; a page
-/// still holds most small files whole.
-const READAHEAD: usize = 4096;
+/// Whether a file read whole can be counted as searched without a match
+/// and without running the searcher: no byte-order mark (the searcher would
+/// transcode or strip it), no NUL (it would stop at the binary data), and
+/// no match of the pattern anywhere in its bytes.
+fn is_clean_miss(matcher: &RegexMatcher, data: &[u8]) -> bool {
+    use grep_matcher::Matcher;
+    const BOMS: [&[u8]; 3] = [b"\xEF\xBB\xBF", b"\xFF\xFE", b"\xFE\xFF"];
+    if BOMS.iter().any(|b| data.starts_with(b)) || memchr::memchr(0, data).is_some() {
+        return false;
+    }
+    matches!(matcher.find(data), Ok(None))
+}
+
+/// How much of a walked file [`FileReader::preload`] reads before the
+/// searcher runs: the searcher's own buffer size (grep-searcher
+/// `DEFAULT_BUFFER_CAPACITY`), which holds most source files whole.
+const PRELOAD: usize = 64 * 1024;
 
 /// A file reader that fails once the call is cancelled (the searcher reads
-/// in 64 KiB buffers, so a large file stops promptly) and that answers the
-/// searcher's 3-byte BOM peek (`encoding_rs_io: BomPeeker::peek_bom`) from a
-/// read-ahead instead of a `read(2)` of its own: one syscall fewer per file.
+/// in 64 KiB buffers, so a large file stops promptly) and that can read the
+/// start of the file before the searcher runs ([`FileReader::preload`]).
+/// Preloaded bytes are served first, so the searcher's 3-byte BOM peek
+/// (`encoding_rs_io: BomPeeker::peek_bom`) costs no `read(2)` of its own.
 ///
 /// Every `read` returns as many bytes as asked for unless the file ends,
 /// which is what `read(2)` of a regular file does; so the searcher sees the
@@ -619,13 +655,12 @@ const READAHEAD: usize = 4096;
 struct FileReader<'b> {
     file: File,
     cancel: crate::cancel::CancelToken,
-    /// The read-ahead buffer, `READAHEAD` bytes long, reused across files.
+    /// The preload buffer, `PRELOAD` bytes long, reused across files.
     ahead: &'b mut [u8],
     /// `ahead[pos..len]` is not consumed yet.
     pos: usize,
     len: usize,
     eof: bool,
-    started: bool,
 }
 
 impl<'b> FileReader<'b> {
@@ -634,8 +669,8 @@ impl<'b> FileReader<'b> {
         cancel: crate::cancel::CancelToken,
         ahead: &'b mut Vec<u8>,
     ) -> FileReader<'b> {
-        if ahead.len() != READAHEAD {
-            ahead.resize(READAHEAD, 0);
+        if ahead.len() != PRELOAD {
+            ahead.resize(PRELOAD, 0);
         }
         FileReader {
             file,
@@ -644,8 +679,20 @@ impl<'b> FileReader<'b> {
             pos: 0,
             len: 0,
             eof: false,
-            started: false,
         }
+    }
+
+    /// Read up to `PRELOAD` bytes before anything is consumed: the whole
+    /// file when it ends within them.
+    fn preload(&mut self) -> io::Result<Option<&[u8]>> {
+        if self.cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        let ahead = std::mem::take(&mut self.ahead);
+        let n = self.fill(&mut ahead[..])?;
+        self.ahead = ahead;
+        self.len = n;
+        Ok(self.eof.then(|| &self.ahead[..n]))
     }
 
     /// `read(2)` until `buf` is full or the file ends.
@@ -668,20 +715,6 @@ impl Read for FileReader<'_> {
         if self.cancel.is_cancelled() {
             return Err(cancelled());
         }
-        if !self.started && buf.len() < READAHEAD {
-            // The first, small request (the BOM peek): read ahead once and
-            // keep the rest for the next requests.
-            self.started = true;
-            let k = loop {
-                match self.file.read(self.ahead) {
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    other => break other?,
-                }
-            };
-            self.eof = k == 0;
-            self.len = k;
-        }
-        self.started = true;
         let mut n = 0;
         if self.pos < self.len {
             n = buf.len().min(self.len - self.pos);

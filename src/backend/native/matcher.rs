@@ -23,6 +23,42 @@ pub(crate) fn build(pattern: &str) -> Result<RegexMatcher, String> {
         .map_err(|e| regex_error(&e.to_string()))
 }
 
+/// Whether "no match anywhere in a file's bytes" implies "no match from the
+/// searcher", so that a small clean file can be answered without running
+/// the searcher over it (`grep::Worker::search`).
+///
+/// The searcher matches line by line or over 64 KiB buffers that start
+/// and end at line boundaries (grep-searcher 0.1.17 `core.rs:
+/// match_by_line_fast` L385, `match_by_line_slow`); the regex cannot match
+/// the line terminator (`line_terminator` above). A match inside one such
+/// haystack is a match in the whole file, with the same neighbours, except
+/// for the assertions tied to the haystack's own edges, `\A` and `\z` (and
+/// `^`/`$` under `(?-m)`): `\Afoo` matches every line that starts with
+/// `foo` when the searcher restarts its search at that line, but only the
+/// file's first line in one search over the whole file. Every other
+/// assertion sees the same thing at a line boundary as at a haystack edge
+/// (`^`/`$` in multi-line mode, word boundaries: a `\n` is not a word
+/// character). So the shortcut is taken only for patterns without those
+/// two; a pattern the parser refuses does not take it either.
+pub(crate) fn whole_file_prefilter(pattern: &str) -> bool {
+    use regex_syntax::hir::Look;
+    let hir = regex_syntax::ParserBuilder::new()
+        .multi_line(true)
+        .unicode(true)
+        .octal(false)
+        .case_insensitive(false)
+        .dot_matches_new_line(false)
+        .build()
+        .parse(pattern);
+    match hir {
+        Ok(hir) => {
+            let looks = hir.properties().look_set();
+            !looks.contains(Look::Start) && !looks.contains(Look::End)
+        }
+        Err(_) => false,
+    }
+}
+
 /// The searcher: line numbers on, encoding `Auto` (BOM sniffing), no mmap.
 /// `explicit` selects `convert(NUL)` for a file named as the path and
 /// `quit(NUL)` for a walked one (`hiargs.rs: BinaryDetection` L1159).
@@ -42,5 +78,30 @@ pub(crate) fn binary(explicit: bool) -> BinaryDetection {
         BinaryDetection::convert(b'\0')
     } else {
         BinaryDetection::quit(b'\0')
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whole_file_prefilter;
+
+    #[test]
+    fn prefilter_refuses_haystack_edges() {
+        let cases = [
+            ("literal", "foo", true),
+            ("multi-line start", "^foo", true),
+            ("multi-line end", "foo$", true),
+            ("word boundaries", r"\bfoo\b", true),
+            ("classes", r"[A-Z]{3,}_[0-9]+\(", true),
+            ("start of haystack", r"\Afoo", false),
+            ("end of haystack", r"foo\z", false),
+            ("single-line caret", "(?-m)^foo", false),
+            ("single-line dollar", "(?-m)foo$", false),
+            ("in an alternation", r"bar|\Afoo", false),
+            ("unparsable", "[", false),
+        ];
+        for (name, pattern, want) in cases {
+            assert_eq!(whole_file_prefilter(pattern), want, "{name}: {pattern}");
+        }
     }
 }
