@@ -331,9 +331,30 @@ fn vcs_dirs() {
         file("sub/file.txt", "needle sub\n"),
         file("sub/.gitx", "needle not vcs\n"),
         file("a.txt", "needle a\n"),
+        // A workdir whose path is a byte prefix of a sibling with a VCS
+        // name's suffix: rg's matcher strips the workdir byte-wise.
+        file("w/in.txt", "needle w\n"),
+        file("w.git/out.txt", "needle w.git\n"),
+        file("w.git/.git/HEAD", "needle w.git head\n"),
     ];
     let mut cases = Vec::new();
-    for p in ["*", "**", "**/*", ".git/**", "*HEAD*", ".git", ".*"] {
+    for p in [
+        "*", "**", "**/*", ".git/**", "*HEAD*", ".git", ".*", "*.txt",
+    ] {
+        // From inside `.git` (the workdir itself has a VCS segment) and
+        // from `w`, next to `w.git`.
+        for path in [None, Some("."), Some("objects"), Some("../sub")] {
+            cases.push(glob(p, path).cwd(".git"));
+        }
+        for path in [
+            None,
+            Some("{root}/w.git"),
+            Some("../w.git"),
+            Some("{root}/w"),
+            Some("{root}/w.git/.git"),
+        ] {
+            cases.push(glob(p, path).cwd("w"));
+        }
         for path in [
             None,
             Some(".git"),

@@ -228,14 +228,26 @@ pub fn run_glob(
     // split on `\n`, empty segments skipped, so a name holding `\n` becomes
     // two entries, whichever backend listed it. Contract D1: file names
     // that are not UTF-8 are decoded lossily.
-    let paths = outcome
-        .results
-        .files
-        .iter()
-        .flat_map(|f| f.split(|&b| b == b'\n'))
-        .filter(|seg| !seg.is_empty())
-        .map(|f| display_path(&String::from_utf8_lossy(f), &ctx.workdir))
-        .collect();
+    let mut paths = Vec::with_capacity(outcome.results.files.len());
+    for f in outcome.results.files {
+        if f.is_empty() || memchr::memchr(b'\n', &f).is_some() {
+            paths.extend(
+                f.split(|&b| b == b'\n')
+                    .filter(|seg| !seg.is_empty())
+                    .map(|seg| display_path(&String::from_utf8_lossy(seg), &ctx.workdir)),
+            );
+            continue;
+        }
+        // The common case, a relative UTF-8 path, keeps its buffer.
+        match String::from_utf8(f) {
+            Ok(p) if !p.starts_with('/') => paths.push(p),
+            Ok(p) => paths.push(display_path(&p, &ctx.workdir)),
+            Err(e) => paths.push(display_path(
+                &String::from_utf8_lossy(e.as_bytes()),
+                &ctx.workdir,
+            )),
+        }
+    }
     Ok(GlobValue { root, paths })
 }
 

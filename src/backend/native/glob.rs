@@ -10,7 +10,7 @@ use crate::request::GlobRequest;
 use super::messages::{walk_error, Messages};
 use super::parwalk;
 use super::paths::Root;
-use super::walk::{glob_overrides, glob_walker, is_haystack};
+use super::walk::{glob_walker, is_haystack, GlobFilter};
 use super::{canonical_workdir, check_arg, exit_code, Budget};
 
 pub(crate) fn run(req: &GlobRequest) -> Outcome<GlobResults> {
@@ -30,8 +30,9 @@ pub(crate) fn run(req: &GlobRequest) -> Outcome<GlobResults> {
     };
     let budget = Budget::new(req.raw_budget, req.cancel.clone());
     let mut msgs = Messages::default();
-    let ov = match glob_overrides(&wc, &req.pattern) {
-        Ok(ov) => ov,
+    let root = Root::new(&wc, req.path.as_deref());
+    let filter = match GlobFilter::new(&wc, &req.pattern, root.walk_path()) {
+        Ok(f) => f,
         Err(e) => {
             // `rg: {err:#}` for an argument error, exit 2, nothing listed.
             msgs.error(&e);
@@ -42,8 +43,7 @@ pub(crate) fn run(req: &GlobRequest) -> Outcome<GlobResults> {
             };
         }
     };
-    let root = Root::new(&wc, req.path.as_deref());
-    if let Some((files, errors)) = parwalk::walk(&root, &ov, &budget) {
+    if let Some((files, errors)) = parwalk::walk(&root, &filter, &budget) {
         for e in &errors {
             msgs.error(e);
         }
@@ -58,7 +58,7 @@ pub(crate) fn run(req: &GlobRequest) -> Outcome<GlobResults> {
     }
     // The sort forces the sequential walker (`hiargs.rs` L168); used here
     // for a root that is not a readable directory.
-    let walker = glob_walker(root.walk_path(), &wc, ov).build();
+    let walker = glob_walker(root.walk_path(), &wc, filter.into_full()).build();
     let mut listed: Vec<(Vec<u8>, Option<SystemTime>)> = Vec::new();
     for result in walker {
         if budget.stopped() {

@@ -25,11 +25,11 @@
 //! walker, whose errors keep walkdir's wording.
 
 use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use ignore::overrides::Override;
+use super::walk::GlobFilter;
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 
 use super::paths::Root;
@@ -62,7 +62,7 @@ struct Found {
 
 struct Ctx<'a> {
     root: &'a Root,
-    ov: &'a Override,
+    ov: &'a GlobFilter,
     budget: &'a Budget,
     found: Mutex<Found>,
 }
@@ -71,7 +71,7 @@ struct Ctx<'a> {
 /// order; `None` when the root is not a directory this walker can open.
 pub(crate) fn walk(
     root: &Root,
-    ov: &Override,
+    ov: &GlobFilter,
     budget: &Budget,
 ) -> Option<(Vec<Listed>, Vec<String>)> {
     let path = root.walk_path();
@@ -85,22 +85,36 @@ pub(crate) fn walk(
         budget,
         found: Mutex::new(Found::default()),
     };
-    super::pool().scope(|s| visit(s, &ctx, path.to_path_buf(), Some(fd), Arc::from(Vec::new())));
+    let rg_root = printed_dir(root, path);
+    super::pool().scope(|s| {
+        visit(
+            s,
+            &ctx,
+            path.to_path_buf(),
+            rg_root,
+            Some(fd),
+            Arc::from(Vec::new()),
+        )
+    });
     let Found {
         mut files,
         mut errors,
     } = ctx.found.into_inner().unwrap_or_else(|e| e.into_inner());
     // One global sort; unreadable metadata last (`hiargs.rs: sort`), ties in
-    // walk order. Position paths are unique, so an unstable sort is exact.
-    files.sort_unstable_by(|a, b| {
-        use std::cmp::Ordering;
-        match (a.mtime, b.mtime) {
-            (Some(x), Some(y)) => x.cmp(&y),
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (None, None) => Ordering::Equal,
-        }
-        .then_with(|| position_cmp(a, b))
+    // walk order. Position paths are unique, so an unstable sort is exact;
+    // it runs on the pool's threads too.
+    use rayon::slice::ParallelSliceMut;
+    super::pool().install(|| {
+        files.par_sort_unstable_by(|a, b| {
+            use std::cmp::Ordering;
+            match (a.mtime, b.mtime) {
+                (Some(x), Some(y)) => x.cmp(&y),
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (None, None) => Ordering::Equal,
+            }
+            .then_with(|| position_cmp(a, b))
+        })
     });
     errors.sort_by(|a, b| a.pos.cmp(&b.pos));
     Some((files, errors.into_iter().map(|e| e.msg).collect()))
@@ -132,13 +146,32 @@ fn dir_error(ctx: &Ctx<'_>, path: &Path, err: rustix::io::Errno) -> String {
     format!("{shown}: IO error for operation on {shown}: {io}")
 }
 
-/// Read one directory (`pos` is its position path), list its files and
-/// spawn a task per subdirectory. The directory is opened by the task itself
-/// so that only running tasks hold descriptors.
+/// What a directory's entries are printed under: the path rg walks for it
+/// ([`Root::unwalk`]), with the implicit path's leading `./` removed as
+/// [`Root::display`] removes it, and a `/` to join a name to. An entry's
+/// printed path is this followed by its name, which is what
+/// `Root::display` makes of the entry (`Path::join` adds a `/` unless the
+/// directory's path ends with one).
+fn printed_dir(root: &Root, dir: &Path) -> Vec<u8> {
+    let mut rg = root.unwalk(dir).into_os_string().into_vec();
+    if !rg.ends_with(b"/") {
+        rg.push(b'/');
+    }
+    if root.is_implicit() && rg.starts_with(b"./") {
+        rg.drain(..2);
+    }
+    rg
+}
+
+/// Read one directory (`pos` is its position path; `printed` what its
+/// entries are printed under, [`printed_dir`]), list its files and spawn a
+/// task per subdirectory. The directory is opened by the task itself so
+/// that only running tasks hold descriptors.
 fn visit<'s>(
     s: &rayon::Scope<'s>,
     ctx: &'s Ctx<'s>,
     path: PathBuf,
+    printed: Vec<u8>,
     fd: Option<rustix::fd::OwnedFd>,
     pos: Arc<[u32]>,
 ) {
@@ -164,6 +197,12 @@ fn visit<'s>(
     let mut files = Vec::new();
     let mut errors = Vec::new();
     let mut idx: u32 = 0;
+    // `path.join(name)` for each entry, built in one buffer.
+    let mut child = path.as_os_str().as_bytes().to_vec();
+    if !child.ends_with(b"/") {
+        child.push(b'/');
+    }
+    let base = child.len();
     while let Some(ent) = dir.read() {
         if ctx.budget.stopped() {
             break;
@@ -185,7 +224,9 @@ fn visit<'s>(
         }
         let i = idx;
         idx += 1;
-        let child = path.join(OsStr::from_bytes(bytes));
+        child.truncate(base);
+        child.extend_from_slice(bytes);
+        let child_path = Path::new(OsStr::from_bytes(&child));
         let Ok(dirfd) = dir.fd() else { break };
         let mut ft = ent.file_type();
         if ft == FileType::Unknown {
@@ -195,23 +236,32 @@ fn visit<'s>(
                 Err(e) => {
                     errors.push(WalkError {
                         pos: pos.iter().copied().chain([i]).collect(),
-                        msg: entry_error(ctx, &child, e),
+                        msg: entry_error(ctx, child_path, e),
                     });
                     continue;
                 }
             }
         }
         if ft == FileType::Directory {
-            if ctx.ov.matched(&child, true).is_ignore() {
+            if ctx.ov.ignored(child_path, true) {
                 continue;
             }
             let sub: Arc<[u32]> = pos.iter().copied().chain([i]).collect();
-            s.spawn(move |s| visit(s, ctx, child, None, sub));
+            let mut sub_printed = Vec::with_capacity(printed.len() + bytes.len() + 1);
+            sub_printed.extend_from_slice(&printed);
+            sub_printed.extend_from_slice(bytes);
+            sub_printed.push(b'/');
+            let sub_path = child_path.to_path_buf();
+            s.spawn(move |s| visit(s, ctx, sub_path, sub_printed, None, sub));
         } else if ft == FileType::RegularFile {
-            if ctx.ov.matched(&child, false).is_ignore() {
+            if ctx.ov.ignored(child_path, false) {
                 continue;
             }
-            let printed = ctx.root.display(&child);
+            let mut entry = Vec::with_capacity(printed.len() + bytes.len());
+            entry.extend_from_slice(&printed);
+            entry.extend_from_slice(bytes);
+            let printed = entry;
+            debug_assert_eq!(printed, ctx.root.display(child_path));
             // `Path::metadata` follows symlinks; a regular file is no link.
             // The field types differ between architectures.
             #[allow(clippy::unnecessary_cast, trivial_numeric_casts)]

@@ -44,6 +44,84 @@ pub(crate) fn glob_overrides(wc: &Path, pattern: &str) -> Result<Override, Strin
     overrides(wc, &globs)
 }
 
+/// The directory names the VCS excludes are about.
+const VCS_NAMES: [&[u8]; 6] = [b".git", b".svn", b".hg", b".bzr", b".jj", b".sl"];
+
+/// The glob invocation's override decision, made in two steps where that
+/// is exact: the twelve VCS excludes come last, so when one matches the
+/// path is ignored, and otherwise the user's glob alone decides. The
+/// excludes are `**/X` and `**/X/**` (with `literal_separator`), which
+/// match exactly the paths with a `/`-separated segment equal to `X`; a
+/// scan for such a segment replaces their regex set, the costliest part of
+/// matching a path. That holds for the path the matcher sees after
+/// `Gitignore::strip` (ignore 0.4.29 `gitignore.rs` L286) removes the
+/// workdir prefix byte-wise, so the split is used only when every walked
+/// path is the workdir, a `/`, then the rest (a relative root) and the
+/// workdir has no such segment itself; otherwise the whole override set
+/// decides, as rg's does.
+///
+/// The user's glob `*` (the listing of everything) has no `/`, so it is
+/// matched as `**/*` (`GitignoreBuilder::add_line`), which every path with
+/// a name matches: a whitelist, never an ignore; it is not matched at all.
+pub(crate) struct GlobFilter {
+    full: Override,
+    user: Option<UserGlob>,
+}
+
+enum UserGlob {
+    /// `*`: every path.
+    Everything,
+    Glob(Override),
+}
+
+impl GlobFilter {
+    /// The filter for walking `walk_root` from the workdir `wc`; the error
+    /// is the text rg prints for a bad glob.
+    pub(crate) fn new(wc: &Path, pattern: &str, walk_root: &Path) -> Result<GlobFilter, String> {
+        use std::os::unix::ffi::OsStrExt;
+        let full = glob_overrides(wc, pattern)?;
+        let wc_bytes = wc.as_os_str().as_bytes();
+        let below = walk_root
+            .as_os_str()
+            .as_bytes()
+            .strip_prefix(wc_bytes)
+            .is_some_and(|rest| rest.starts_with(b"/"));
+        let user = if !below || has_vcs_segment(wc_bytes) {
+            None
+        } else if pattern == "*" {
+            Some(UserGlob::Everything)
+        } else {
+            Some(UserGlob::Glob(overrides(wc, &[pattern])?))
+        };
+        Ok(GlobFilter { full, user })
+    }
+
+    /// The whole override set, for the crate's walker.
+    pub(crate) fn into_full(self) -> Override {
+        self.full
+    }
+
+    /// Whether rg leaves `path` (absolute, below the walk root) out.
+    pub(crate) fn ignored(&self, path: &Path, is_dir: bool) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        match &self.user {
+            Some(user) => {
+                has_vcs_segment(path.as_os_str().as_bytes())
+                    || match user {
+                        UserGlob::Everything => false,
+                        UserGlob::Glob(ov) => ov.matched(path, is_dir).is_ignore(),
+                    }
+            }
+            None => self.full.matched(path, is_dir).is_ignore(),
+        }
+    }
+}
+
+fn has_vcs_segment(path: &[u8]) -> bool {
+    path.split(|&b| b == b'/')
+        .any(|seg| VCS_NAMES.contains(&seg))
+}
+
 /// Settings common to both invocations.
 fn common(root: &Path, wc: &Path, ov: Override) -> WalkBuilder {
     let mut b = WalkBuilder::new(root);
