@@ -189,7 +189,7 @@ impl Tools {
         };
         let content = render::render_glob(&value, cfg, spilled.as_ref());
         let meta = ctx.direct.then(|| render::glob_meta(&value, cfg));
-        self.finish("glob", content, value.to_json(), meta, ctx)
+        self.finish("glob", content, value.into_json(), meta, ctx)
     }
 
     fn grep(&self, obj: &serde_json::Map<String, Value>, ctx: &CallContext) -> ToolResult {
@@ -216,7 +216,7 @@ impl Tools {
         };
         let content = render::render_grep(&value, cfg, spilled.as_ref());
         let meta = ctx.direct.then(|| render::grep_meta(&value, cfg));
-        self.finish("grep", content, value.to_json(), meta, ctx)
+        self.finish("grep", content, value.into_json(), meta, ctx)
     }
 
     /// read, write or edit: no timeout (the file tools declare none) and,

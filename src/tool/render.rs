@@ -1,6 +1,7 @@
 //! The text the model sees for a glob or grep value (`seed-reference.md`
 //! §3.2–§3.5), and the presentation meta of a direct call (§3.8).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
@@ -20,28 +21,45 @@ fn usize_cap(n: u64) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX)
 }
 
-/// Every match previewed to `grepMaxLineBytes`, in value order.
-fn previewed(value: &GrepValue, config: &SearchConfig) -> Vec<GrepMatch> {
+/// The first `n` matches (at most) with their lines previewed to
+/// `grepMaxLineBytes`, in value order; a line within the cap is borrowed.
+fn previewed<'a>(value: &'a GrepValue, config: &SearchConfig, n: usize) -> Vec<Previewed<'a>> {
     let max = usize_cap(config.grep_max_line_bytes);
     value
         .matches
         .iter()
-        .map(|m| GrepMatch {
-            path: m.path.clone(),
+        .take(n)
+        .map(|m| Previewed {
+            path: &m.path,
             line_number: m.line_number,
-            line: preview_line(&m.line, max),
+            line: if m.line.len() <= max {
+                Cow::Borrowed(m.line.as_str())
+            } else {
+                Cow::Owned(preview_line(&m.line, max))
+            },
         })
         .collect()
 }
 
+/// A match as shown: its line previewed.
+struct Previewed<'a> {
+    path: &'a str,
+    line_number: u64,
+    line: Cow<'a, str>,
+}
+
 /// Groups of consecutive-or-not matches by path, in first-seen order, each
 /// keeping its matches' order.
-fn group_by_path(matches: &[GrepMatch]) -> Vec<(&str, Vec<&GrepMatch>)> {
+fn group_by_path<'m, T>(
+    matches: &'m [T],
+    path: impl Fn(&'m T) -> &'m str,
+) -> Vec<(&'m str, Vec<&'m T>)> {
     let mut index: HashMap<&str, usize> = HashMap::new();
-    let mut groups: Vec<(&str, Vec<&GrepMatch>)> = Vec::new();
+    let mut groups: Vec<(&str, Vec<&T>)> = Vec::new();
     for m in matches {
-        let i = *index.entry(&m.path).or_insert_with(|| {
-            groups.push((&m.path, Vec::new()));
+        let p = path(m);
+        let i = *index.entry(p).or_insert_with(|| {
+            groups.push((p, Vec::new()));
             groups.len() - 1
         });
         groups[i].1.push(m);
@@ -52,17 +70,31 @@ fn group_by_path(matches: &[GrepMatch]) -> Vec<(&str, Vec<&GrepMatch>)> {
 /// `formatGrepMatches`: each file on its own line, then `Line N: <line>`
 /// per match; groups separated by a blank line.
 pub fn format_grep_matches(matches: &[GrepMatch]) -> String {
-    group_by_path(matches)
+    let shown: Vec<Previewed<'_>> = matches
         .iter()
-        .map(|(path, ms)| {
-            let mut s = path.to_string();
-            for m in ms {
-                s.push_str(&format!("\nLine {}: {}", m.line_number, m.line));
-            }
-            s
+        .map(|m| Previewed {
+            path: &m.path,
+            line_number: m.line_number,
+            line: Cow::Borrowed(m.line.as_str()),
         })
-        .collect::<Vec<_>>()
-        .join("\n\n")
+        .collect();
+    format_previewed(&shown)
+}
+
+fn format_previewed(matches: &[Previewed<'_>]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    for (i, (path, ms)) in group_by_path(matches, |m| m.path).iter().enumerate() {
+        if i > 0 {
+            s.push_str("\n\n");
+        }
+        s.push_str(path);
+        for m in ms {
+            let _ = write!(s, "\nLine {}: ", m.line_number);
+            s.push_str(&m.line);
+        }
+    }
+    s
 }
 
 /// Whether a grep value is over the inline cap (and so spills on a direct
@@ -79,12 +111,8 @@ pub fn glob_over_cap(value: &GlobValue, config: &SearchConfig) -> bool {
 /// The complete grep artifact a direct call spills: every match previewed,
 /// under `Found <N> matches` (always plural: N is at least 2 here).
 pub fn grep_artifact(value: &GrepValue, config: &SearchConfig) -> String {
-    let all = previewed(value, config);
-    format!(
-        "Found {} matches\n\n{}",
-        all.len(),
-        format_grep_matches(&all)
-    )
+    let all = previewed(value, config, usize::MAX);
+    format!("Found {} matches\n\n{}", all.len(), format_previewed(&all))
 }
 
 /// The complete glob artifact: every path in full order, no footer.
@@ -99,9 +127,8 @@ pub fn render_grep(value: &GrepValue, config: &SearchConfig, spill: Option<&Spil
     if seen == 0 {
         return "No matches found".to_string();
     }
-    let mut kept = previewed(value, config);
-    kept.truncate(usize_cap(config.grep_max_matches));
-    let body = format_grep_matches(&kept);
+    let kept = previewed(value, config, usize_cap(config.grep_max_matches));
+    let body = format_previewed(&kept);
     if kept.len() == seen {
         let noun = if seen == 1 { "match" } else { "matches" };
         return format!("Found {seen} {noun}\n\n{body}");
@@ -280,14 +307,13 @@ fn cap_items(
 /// grep's presentation meta (§3.8), from the previewed and capped matches.
 pub fn grep_meta(value: &GrepValue, config: &SearchConfig) -> Value {
     let total = value.matches.len();
-    let mut kept = previewed(value, config);
-    kept.truncate(usize_cap(config.grep_max_matches));
-    let mut files: Vec<Value> = group_by_path(&kept)
+    let kept = previewed(value, config, usize_cap(config.grep_max_matches));
+    let mut files: Vec<Value> = group_by_path(&kept, |m| m.path)
         .iter()
         .map(|(path, ms)| {
             let matches: Vec<Value> = ms
                 .iter()
-                .map(|m| json!({ "lineNumber": m.line_number, "line": m.line }))
+                .map(|m| json!({ "lineNumber": m.line_number, "line": m.line.as_ref() }))
                 .collect();
             json!({ "path": path, "matches": matches })
         })

@@ -2,7 +2,7 @@
 //! the failure ladder of `contract.md` §3 (`seed-reference.md` §2.4, HEAD),
 //! the same for both backends.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::backend::SearchBackend;
 use crate::cancel::CancelToken;
@@ -46,19 +46,42 @@ pub struct GrepValue {
 impl GlobValue {
     /// As JSON.
     pub fn to_json(&self) -> Value {
-        json!({ "root": self.root, "paths": self.paths })
+        self.clone().into_json()
+    }
+
+    /// As JSON, its strings moved rather than copied.
+    pub fn into_json(self) -> Value {
+        let paths = self.paths.into_iter().map(Value::String).collect();
+        let mut obj = serde_json::Map::new();
+        obj.insert("root".to_string(), Value::String(self.root));
+        obj.insert("paths".to_string(), Value::Array(paths));
+        Value::Object(obj)
     }
 }
 
 impl GrepValue {
     /// As JSON.
     pub fn to_json(&self) -> Value {
-        let matches: Vec<Value> = self
+        self.clone().into_json()
+    }
+
+    /// As JSON, its strings moved rather than copied (a spilled grep holds
+    /// tens of thousands of matches).
+    pub fn into_json(self) -> Value {
+        let matches = self
             .matches
-            .iter()
-            .map(|m| json!({ "path": m.path, "lineNumber": m.line_number, "line": m.line }))
+            .into_iter()
+            .map(|m| {
+                let mut obj = serde_json::Map::new();
+                obj.insert("path".to_string(), Value::String(m.path));
+                obj.insert("lineNumber".to_string(), Value::from(m.line_number));
+                obj.insert("line".to_string(), Value::String(m.line));
+                Value::Object(obj)
+            })
             .collect();
-        json!({ "matches": matches })
+        let mut obj = serde_json::Map::new();
+        obj.insert("matches".to_string(), Value::Array(matches));
+        Value::Object(obj)
     }
 }
 
