@@ -90,16 +90,71 @@ impl Ctx<'_> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        taken.unwrap_or_else(|| Kit {
-            matcher: self.matcher.clone(),
+        taken.unwrap_or_else(|| {
+            let Tools {
+                searcher,
+                scratch,
+                readbuf,
+            } = Tools::take();
+            Kit {
+                matcher: self.matcher.clone(),
+                searcher,
+                scratch,
+                readbuf,
+            }
+        })
+    }
+
+    fn return_kit(&self, kit: Kit) {
+        *self.kit_slot().lock().unwrap_or_else(|e| e.into_inner()) = Some(kit);
+    }
+}
+
+/// A [`Kit`] without its matcher: what can serve the next call. A call
+/// takes one per searching thread and gives them back when it ends, so a
+/// call on a small tree allocates (and zeroes) no 64 KiB buffers.
+struct Tools {
+    searcher: Searcher,
+    scratch: Vec<u8>,
+    readbuf: Vec<u8>,
+}
+
+/// Tools kept between calls: enough for every thread of a few concurrent
+/// calls, no more.
+static SPARE_TOOLS: Mutex<Vec<Tools>> = Mutex::new(Vec::new());
+const MAX_SPARE_TOOLS: usize = 16;
+
+impl Tools {
+    fn take() -> Tools {
+        let spare = SPARE_TOOLS.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        spare.unwrap_or_else(|| Tools {
             searcher: matcher::searcher(false),
             scratch: Vec::with_capacity(4096),
             readbuf: Vec::new(),
         })
     }
 
-    fn return_kit(&self, kit: Kit) {
-        *self.kit_slot().lock().unwrap_or_else(|e| e.into_inner()) = Some(kit);
+    fn give_back(self) {
+        let mut spare = SPARE_TOOLS.lock().unwrap_or_else(|e| e.into_inner());
+        if spare.len() < MAX_SPARE_TOOLS {
+            spare.push(self);
+        }
+    }
+}
+
+impl Drop for Ctx<'_> {
+    fn drop(&mut self) {
+        for slot in &self.kits {
+            let kit = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(kit) = kit {
+                Tools {
+                    searcher: kit.searcher,
+                    scratch: kit.scratch,
+                    readbuf: kit.readbuf,
+                }
+                .give_back();
+            }
+        }
     }
 }
 
@@ -370,7 +425,7 @@ fn finish(ctx: Ctx<'_>, started: Instant) -> Outcome<GrepResults> {
         stats: unmatched,
         mut msgs,
         searched,
-    } = ctx.shared.into_inner().unwrap_or_else(|e| e.into_inner());
+    } = std::mem::take(&mut *ctx.shared.lock().unwrap_or_else(|e| e.into_inner()));
     if ctx.root.is_implicit() && !searched {
         msgs.error(NOTHING_SEARCHED);
     }
