@@ -151,7 +151,8 @@ pub fn run(
     Ok(rows)
 }
 
-fn label_of(tree: &Path) -> String {
+/// A tree's label in the tables: its directory name.
+pub fn label_of(tree: &Path) -> String {
     tree.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| tree.display().to_string())

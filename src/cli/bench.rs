@@ -169,24 +169,22 @@ fn environment() -> String {
 fn memory_table(opts: &bench::Options) -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut out = String::from("| tree | workload | native peak RSS | rg backend: dsh-search + rg peak RSS |\n|---|---|---:|---:|\n");
-    let mut trees: Vec<(PathBuf, String)> = opts
+    // Labelled as in the time table.
+    let mut trees: Vec<(PathBuf, String, bool)> = opts
         .trees
         .iter()
-        .map(|t| (t.clone(), t.display().to_string()))
+        .map(|t| (t.clone(), bench::label_of(t), false))
         .collect();
     for t in &opts.tiers {
         trees.push((
             opts.corpus_dir.join(t.name()),
             format!("generated {}", t.name()),
+            true,
         ));
     }
     let mut tiny_done = false;
-    for (tree, label) in trees {
-        for w in bench::workload::standard(
-            &tree,
-            &opts.corpus_dir.join("small"),
-            !label.starts_with('/'),
-        ) {
+    for (tree, label, generated) in trees {
+        for w in bench::workload::standard(&tree, &opts.corpus_dir.join("small"), generated) {
             let bench::workload::Call::Grep {
                 pattern, include, ..
             } = &w.call
