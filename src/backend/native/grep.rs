@@ -254,6 +254,9 @@ fn report_ignore_messages(ctx: &Ctx<'_>, rgi: &RgIgnore) {
 /// a walk between threads, large enough that queueing costs nothing.
 const BATCH: usize = 16;
 
+/// How many batches the walk queues before the walking thread searches one.
+const MAX_QUEUED: usize = 4;
+
 /// A directory root: the engine's walk ([`dirwalk`], the same decisions,
 /// errors and ignore-file lookups as rg's walker, each directory listed
 /// once) runs on the calling thread and queues the haystacks in batches;
@@ -274,7 +277,7 @@ fn search_pooled(ctx: &Ctx<'_>, wc: &Path, ov: ignore::overrides::Override) {
             ctx,
             queue: &queue,
             scope: s,
-            max_helpers: super::threads(),
+            max_helpers: super::threads() - 1,
             batch: Vec::with_capacity(BATCH),
             msgs: Messages::default(),
             searched: false,
@@ -327,6 +330,16 @@ impl<'r, 's: 'r> dirwalk::Output for Batcher<'r, 's> {
         self.batch.push(file);
         if self.batch.len() == BATCH {
             self.push();
+            // Searching beats walking further ahead once enough is queued.
+            let queued = self
+                .queue
+                .batches
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .len();
+            if queued > MAX_QUEUED {
+                self.relieve();
+            }
         }
     }
 
