@@ -71,8 +71,8 @@ pub struct Options {
     pub corpus_dir: PathBuf,
     /// Timed iterations per backend and workload.
     pub iterations: usize,
-    /// Only workloads whose label contains this.
-    pub only: Option<String>,
+    /// Only workloads whose label contains one of these (all when empty).
+    pub only: Vec<String>,
     /// Levels to measure.
     pub levels: Vec<Level>,
 }
@@ -107,11 +107,7 @@ pub fn run(
                 }
                 tiny_done = true;
             }
-            if opts
-                .only
-                .as_ref()
-                .is_some_and(|o| !w.name.contains(o.as_str()))
-            {
+            if !opts.only.is_empty() && !opts.only.iter().any(|o| w.name.contains(o.as_str())) {
                 continue;
             }
             let label = if w.is_tiny() {

@@ -25,9 +25,10 @@ pub struct BenchArgs {
     /// Timed runs per backend and workload (after one warm-up each).
     #[arg(long, default_value_t = 5)]
     pub iterations: usize,
-    /// Only workloads whose label contains this text.
+    /// Only workloads whose label contains this text (repeatable: any of
+    /// them).
     #[arg(long)]
-    pub only: Option<String>,
+    pub only: Vec<String>,
     /// tool, raw or both.
     #[arg(long, default_value = "both")]
     pub level: String,
