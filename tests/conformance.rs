@@ -519,6 +519,54 @@ fn haystack_edges() {
         cases.push(grep(p, None, Some("*.txt")));
     }
     check("haystack_edges", &specs, &cases, Mode::InProcess);
+
+    // Around the 8 MiB a file is read whole up to (`PRELOAD_MAX`): a match
+    // past it, none in a file under it, a NUL in the middle of one.
+    let line = format!("{}\n", "z".repeat(99));
+    let mut past = line.repeat(85_000); // 8.5 MB
+    past.push_str("foo past 8 MiB\n");
+    let under = line.repeat(30_000); // 3 MB
+    let mut nul = line.repeat(20_000);
+    nul.push_str("foo before\n\0\nfoo after\n");
+    nul.push_str(&line.repeat(5_000));
+    let specs = vec![
+        file("past.txt", past),
+        file("under.txt", under),
+        file("nul.txt", nul),
+    ];
+    let cases = [
+        grep("foo", None, None),
+        grep("foo", None, Some("under*")),
+        grep(r"\Afoo|foo$", None, None),
+    ];
+    check("haystack_edges_large", &specs, &cases, Mode::InProcess);
+}
+
+/// Nothing a call leaves behind changes the next one. A searcher's line
+/// buffer grows to hold a 200 KB line and never shrinks; a searcher kept
+/// for a later call would read 256 KiB at once where rg (a fresh process)
+/// reads 64 KiB, and so meet `nul_late.bin`'s NUL in its first buffer
+/// (nothing reported) instead of its second (64 KiB of matches).
+#[test]
+fn no_state_between_calls() {
+    let mut big = vec![b'a'; 200_000];
+    big.extend_from_slice(b"needle\n");
+    let grow: Vec<Spec> = (0..8).map(|i| file(format!("big{i}.txt"), &big)).collect();
+    let late = vec![file("nul_late.bin", nul_late())];
+    for round in 0..3 {
+        check(
+            &format!("grow_buffers round {round}"),
+            &grow,
+            &[grep("needle", None, None)],
+            Mode::InProcess,
+        );
+        check(
+            &format!("after_grown_buffers round {round}"),
+            &late,
+            &[grep("needle", None, None), grep("needle", Some("."), None)],
+            Mode::InProcess,
+        );
+    }
 }
 
 /// P3/J5: non-UTF-8 and odd file names, non-UTF-8 lines.

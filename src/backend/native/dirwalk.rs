@@ -20,7 +20,7 @@
 
 use std::ffi::OsStr;
 use std::mem::MaybeUninit;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -62,17 +62,33 @@ impl Drop for Dir {
     }
 }
 
-/// A regular file to search: its directory and its absolute walk path.
+/// A regular file to search: its directory and the path rg walks for it
+/// (`Root::unwalk` of the engine's absolute path, from which what rg
+/// prints is made).
 pub(crate) struct Haystack {
     pub(crate) dir: Arc<Dir>,
-    pub(crate) path: PathBuf,
+    pub(crate) rg_path: PathBuf,
 }
 
 impl Haystack {
     /// The file's name in its directory.
     pub(crate) fn name(&self) -> &OsStr {
-        self.path.file_name().unwrap_or(self.path.as_os_str())
+        self.rg_path.file_name().unwrap_or(self.rg_path.as_os_str())
     }
+}
+
+/// `dir.join(name)` (`Path::join`: a `/` between them unless `dir` is
+/// empty or ends with one) in one allocation of the exact size.
+fn join(dir: &Path, name: &OsStr) -> PathBuf {
+    let d = dir.as_os_str().as_bytes();
+    let sep = !d.is_empty() && !d.ends_with(b"/");
+    let mut v = Vec::with_capacity(d.len() + usize::from(sep) + name.len());
+    v.extend_from_slice(d);
+    if sep {
+        v.push(b'/');
+    }
+    v.extend_from_slice(name.as_bytes());
+    PathBuf::from(std::ffi::OsString::from_vec(v))
 }
 
 /// Where the walk sends what it finds.
@@ -285,23 +301,23 @@ fn visit_entries(
             // Links, FIFOs, sockets, devices below the root: never searched.
             continue;
         }
-        let rg_path = node.rg_dir().join(name);
+        let rg_path = join(node.rg_dir(), name);
+        debug_assert_eq!(rg_path, rgi.root().unwalk(&abs.join(name)));
         if !rgi.decide(node, &rg_path, name.as_bytes(), is_dir) {
             continue;
         }
-        let path = abs.join(name);
         if is_dir {
             stack.push(Pending {
                 parent: dir.clone(),
                 parent_node: node.clone(),
-                abs: path,
+                abs: join(abs, name),
                 rg_dir: rg_path,
                 depth: depth + 1,
             });
         } else {
             out.file(Haystack {
                 dir: dir.clone(),
-                path,
+                rg_path,
             });
         }
     }

@@ -91,14 +91,10 @@ impl Ctx<'_> {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         taken.unwrap_or_else(|| {
-            let Tools {
-                searcher,
-                scratch,
-                readbuf,
-            } = Tools::take();
+            let Tools { scratch, readbuf } = Tools::take();
             Kit {
                 matcher: self.matcher.clone(),
-                searcher,
+                searcher: matcher::searcher(false),
                 scratch,
                 readbuf,
             }
@@ -110,11 +106,16 @@ impl Ctx<'_> {
     }
 }
 
-/// A [`Kit`] without its matcher: what can serve the next call. A call
-/// takes one per searching thread and gives them back when it ends, so a
-/// call on a small tree allocates (and zeroes) no 64 KiB buffers.
+/// The buffers of a [`Kit`], which can serve the next call. A call takes
+/// one set per searching thread and gives them back when it ends, so a
+/// call on a small tree allocates (and zeroes) no 64 KiB preload buffer.
+///
+/// The searcher is not kept: its line buffer grows to hold a long line and
+/// never shrinks, and a grown buffer makes the first read of every later
+/// file larger, which moves where a walked file's binary data is noticed
+/// (`binary_offset`, `bytes_searched`). rg starts each run with fresh
+/// buffers; a call does too.
 struct Tools {
-    searcher: Searcher,
     scratch: Vec<u8>,
     readbuf: Vec<u8>,
 }
@@ -128,13 +129,15 @@ impl Tools {
     fn take() -> Tools {
         let spare = SPARE_TOOLS.lock().unwrap_or_else(|e| e.into_inner()).pop();
         spare.unwrap_or_else(|| Tools {
-            searcher: matcher::searcher(false),
             scratch: Vec::with_capacity(4096),
             readbuf: Vec::new(),
         })
     }
 
-    fn give_back(self) {
+    fn give_back(mut self) {
+        if self.readbuf.len() > PRELOAD_KEEP {
+            self.readbuf = Vec::new();
+        }
         let mut spare = SPARE_TOOLS.lock().unwrap_or_else(|e| e.into_inner());
         if spare.len() < MAX_SPARE_TOOLS {
             spare.push(self);
@@ -148,7 +151,6 @@ impl Drop for Ctx<'_> {
             let kit = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(kit) = kit {
                 Tools {
-                    searcher: kit.searcher,
                     scratch: kit.scratch,
                     readbuf: kit.readbuf,
                 }
@@ -267,10 +269,7 @@ const MAX_QUEUED: usize = 4;
 /// the pool's, started once per process. The order of files does not
 /// matter: blocks are sorted by path at the end (D2).
 fn search_pooled(ctx: &Ctx<'_>, wc: &Path, ov: ignore::overrides::Override) {
-    let queue = Queue {
-        batches: Mutex::new(std::collections::VecDeque::new()),
-        helpers: AtomicUsize::new(0),
-    };
+    let queue = Queue::new();
     let live = std::sync::Arc::new(AtomicUsize::new(0));
     super::pool().in_place_scope(|s| {
         let mut batcher = Batcher {
@@ -307,17 +306,13 @@ impl<'r, 's: 'r> Batcher<'r, 's> {
         let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
         let queue = self.queue;
         let ctx = self.ctx;
-        queue
-            .batches
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(batch);
-        // A helper exits when it finds the queue empty; a batch queued while
-        // the last one is exiting waits for the calling thread's drain.
+        queue.push(batch);
+        // Helpers start with the first batches and serve until the walk
+        // ends ([`Queue::serve`]).
         if queue.helpers.load(Ordering::Acquire) < self.max_helpers {
             queue.helpers.fetch_add(1, Ordering::AcqRel);
             self.scope.spawn(move |_| {
-                queue.drain(ctx);
+                queue.serve(ctx);
                 queue.helpers.fetch_sub(1, Ordering::AcqRel);
             });
         }
@@ -331,13 +326,7 @@ impl<'r, 's: 'r> dirwalk::Output for Batcher<'r, 's> {
         if self.batch.len() == BATCH {
             self.push();
             // Searching beats walking further ahead once enough is queued.
-            let queued = self
-                .queue
-                .batches
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .len();
-            if queued > MAX_QUEUED {
+            if self.queue.len() > MAX_QUEUED {
                 self.relieve();
             }
         }
@@ -352,13 +341,7 @@ impl<'r, 's: 'r> dirwalk::Output for Batcher<'r, 's> {
     }
 
     fn relieve(&mut self) -> bool {
-        let next = self
-            .queue
-            .batches
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop_front();
-        match next {
+        match self.queue.pop() {
             Some(batch) => {
                 search_batch(self.ctx, batch);
                 true
@@ -372,12 +355,10 @@ impl Drop for Batcher<'_, '_> {
     fn drop(&mut self) {
         if !self.batch.is_empty() {
             let batch = std::mem::take(&mut self.batch);
-            self.queue
-                .batches
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push_back(batch);
+            self.queue.push(batch);
         }
+        // Also when the walk unwinds: the scope waits for the helpers.
+        self.queue.walk_done();
         let mut shared = self.ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
         shared.msgs.extend(std::mem::take(&mut self.msgs));
         shared.searched |= self.searched;
@@ -386,24 +367,90 @@ impl Drop for Batcher<'_, '_> {
 
 /// The batches of one call waiting for a thread.
 struct Queue {
-    batches: Mutex<std::collections::VecDeque<Vec<Haystack>>>,
+    state: Mutex<QueueState>,
+    /// Signalled when a batch is queued for a waiting helper, and when the
+    /// walk ends.
+    ready: std::sync::Condvar,
     /// Helpers spawned and not yet finished.
     helpers: AtomicUsize,
 }
 
+#[derive(Default)]
+struct QueueState {
+    batches: std::collections::VecDeque<Vec<Haystack>>,
+    /// Whether the walk may still queue batches.
+    walking: bool,
+    /// Helpers waiting for a batch.
+    waiting: usize,
+}
+
 impl Queue {
-    /// Search queued batches until none is left.
+    fn new() -> Queue {
+        Queue {
+            state: Mutex::new(QueueState {
+                walking: true,
+                ..QueueState::default()
+            }),
+            ready: std::sync::Condvar::new(),
+            helpers: AtomicUsize::new(0),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(&self, batch: Vec<Haystack>) {
+        let mut state = self.lock();
+        state.batches.push_back(batch);
+        if state.waiting > 0 {
+            self.ready.notify_one();
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.lock().batches.len()
+    }
+
+    fn pop(&self) -> Option<Vec<Haystack>> {
+        self.lock().batches.pop_front()
+    }
+
+    /// The walk is over: waiting helpers search what is left, then return.
+    fn walk_done(&self) {
+        self.lock().walking = false;
+        self.ready.notify_all();
+    }
+
+    /// Search queued batches until none is left (the walking thread).
     fn drain(&self, ctx: &Ctx<'_>) {
+        while let Some(batch) = self.pop() {
+            search_batch(ctx, batch);
+        }
+    }
+
+    /// A helper: search batches as they come until the walk is over and
+    /// none is left. Waiting for the next batch (rather than returning
+    /// when the queue is momentarily empty, to be started again by the next
+    /// one) keeps a helper from being put to sleep and woken up once per
+    /// batch when the walk and the searches run at about the same pace.
+    fn serve(&self, ctx: &Ctx<'_>) {
         loop {
-            let next = self
-                .batches
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .pop_front();
-            match next {
-                Some(batch) => search_batch(ctx, batch),
-                None => return,
-            }
+            let batch = {
+                let mut state = self.lock();
+                loop {
+                    if let Some(b) = state.batches.pop_front() {
+                        break b;
+                    }
+                    if !state.walking {
+                        return;
+                    }
+                    state.waiting += 1;
+                    state = self.ready.wait(state).unwrap_or_else(|e| e.into_inner());
+                    state.waiting -= 1;
+                }
+            };
+            search_batch(ctx, batch);
         }
     }
 }
@@ -417,7 +464,7 @@ fn search_batch(ctx: &Ctx<'_>, batch: Vec<Haystack>) {
         if ctx.budget.stopped() {
             return;
         }
-        worker.search_haystack(&file.path, Source::InDir(file.dir.fd(), file.name()));
+        worker.search_haystack(&file.rg_path, Source::InDir(file.dir.fd(), file.name()));
     }
 }
 
@@ -428,7 +475,8 @@ enum Source<'d> {
     Explicit,
     /// A file found by the crate's walker (below a symlinked root).
     Walked,
-    /// A file found by the engine's walk: its name in a listed directory.
+    /// A file found by the engine's walk: its name in a listed directory
+    /// (the path given with it is the one rg walks).
     InDir(&'d rustix::fd::OwnedFd, &'d std::ffi::OsStr),
 }
 
@@ -541,7 +589,11 @@ impl<'a> Worker<'a> {
                     return;
                 }
                 // `main.rs: search`: `err_message!("{}: {}", path, err)`.
-                let printed = self.ctx.root.display(path);
+                let printed = if matches!(source, Source::InDir(..)) {
+                    self.ctx.root.display_rg(path)
+                } else {
+                    self.ctx.root.display(path)
+                };
                 let shown = String::from_utf8_lossy(&printed);
                 self.msgs.error(&format!("{shown}: {err}"));
             }
@@ -561,6 +613,9 @@ impl<'a> Worker<'a> {
         };
         searcher.set_binary_detection(matcher::binary(explicit));
         let mut sink = JsonSink::new(matcher, &self.ctx.budget, scratch, &self.ctx.root, path);
+        if matches!(source, Source::InDir(..)) {
+            sink = sink.with_rg_path();
+        }
         let cancel = self.ctx.budget.cancel().clone();
         if explicit && self.ctx.slice {
             let data = read_whole(path, &cancel)?;
@@ -692,23 +747,30 @@ fn read_whole(path: &Path, cancel: &crate::cancel::CancelToken) -> io::Result<Ve
     }
 }
 
-/// Whether a file read whole can be counted as searched without a match
-/// and without running the searcher: no byte-order mark (the searcher would
-/// transcode or strip it), no NUL (it would stop at the binary data), and
-/// no match of the pattern anywhere in its bytes.
+/// The byte-order marks the searcher sniffs (`encoding_rs_io`): a file
+/// starting with one is transcoded or stripped, never checked whole.
+const BOMS: [&[u8]; 3] = [b"\xEF\xBB\xBF", b"\xFF\xFE", b"\xFE\xFF"];
+
+/// Whether the bytes of a whole file, read by [`FileReader::preload`]
+/// (no BOM, no NUL), can be counted as searched without a match and
+/// without running the searcher: the pattern matches nowhere in them.
 fn is_clean_miss(matcher: &RegexMatcher, data: &[u8]) -> bool {
     use grep_matcher::Matcher;
-    const BOMS: [&[u8]; 3] = [b"\xEF\xBB\xBF", b"\xFF\xFE", b"\xFE\xFF"];
-    if BOMS.iter().any(|b| data.starts_with(b)) || memchr::memchr(0, data).is_some() {
-        return false;
-    }
     matches!(matcher.find(data), Ok(None))
 }
 
-/// How much of a walked file [`FileReader::preload`] reads before the
-/// searcher runs: the searcher's own buffer size (grep-searcher
-/// `DEFAULT_BUFFER_CAPACITY`), which holds most source files whole.
+/// How much of a walked file [`FileReader::preload`] reads at first: the
+/// searcher's own buffer size (grep-searcher `DEFAULT_BUFFER_CAPACITY`),
+/// which holds most source files whole.
 const PRELOAD: usize = 64 * 1024;
+
+/// How far the preload buffer grows to hold a larger file whole. Half of
+/// the Linux tree's bytes are in files over 64 KiB; checked whole, they are
+/// read in a few large `read(2)`s, copied once and never line-counted.
+const PRELOAD_MAX: usize = 8 << 20;
+
+/// A preload buffer larger than this is not kept for the next call.
+pub(crate) const PRELOAD_KEEP: usize = 1 << 20;
 
 /// A file reader that fails once the call is cancelled (the searcher reads
 /// in 64 KiB buffers, so a large file stops promptly) and that can read the
@@ -723,8 +785,9 @@ const PRELOAD: usize = 64 * 1024;
 struct FileReader<'b> {
     file: File,
     cancel: crate::cancel::CancelToken,
-    /// The preload buffer, `PRELOAD` bytes long, reused across files.
-    ahead: &'b mut [u8],
+    /// The preload buffer, at least `PRELOAD` bytes long (its length is its
+    /// size, not how much it holds), reused across files.
+    ahead: &'b mut Vec<u8>,
     /// `ahead[pos..len]` is not consumed yet.
     pos: usize,
     len: usize,
@@ -737,7 +800,7 @@ impl<'b> FileReader<'b> {
         cancel: crate::cancel::CancelToken,
         ahead: &'b mut Vec<u8>,
     ) -> FileReader<'b> {
-        if ahead.len() != PRELOAD {
+        if ahead.len() < PRELOAD {
             ahead.resize(PRELOAD, 0);
         }
         FileReader {
@@ -750,17 +813,42 @@ impl<'b> FileReader<'b> {
         }
     }
 
-    /// Read up to `PRELOAD` bytes before anything is consumed: the whole
-    /// file when it ends within them.
+    /// Read the file before anything is consumed, `PRELOAD` bytes at first
+    /// and then, while it goes on, up to `PRELOAD_MAX`: the whole file when
+    /// it ends within that, has no byte-order mark and no NUL. A BOM or a
+    /// NUL stops the reading at once (the searcher transcodes the file or
+    /// stops at the binary data); whatever was read is served to the
+    /// searcher first.
     fn preload(&mut self) -> io::Result<Option<&[u8]>> {
-        if self.cancel.is_cancelled() {
-            return Err(cancelled());
+        let mut n = 0;
+        let mut end = PRELOAD;
+        loop {
+            if self.cancel.is_cancelled() {
+                return Err(cancelled());
+            }
+            let mut ahead = std::mem::take(self.ahead);
+            let got = self.fill(&mut ahead[n..end]);
+            *self.ahead = ahead;
+            let k = got?;
+            let fresh = &self.ahead[n..n + k];
+            let refused = (n == 0 && BOMS.iter().any(|b| fresh.starts_with(b)))
+                || memchr::memchr(0, fresh).is_some();
+            n += k;
+            self.len = n;
+            if refused {
+                return Ok(None);
+            }
+            if self.eof {
+                return Ok(Some(&self.ahead[..n]));
+            }
+            if end == PRELOAD_MAX {
+                return Ok(None);
+            }
+            end = (end * 4).min(PRELOAD_MAX);
+            if self.ahead.len() < end {
+                self.ahead.resize(end, 0);
+            }
         }
-        let ahead = std::mem::take(&mut self.ahead);
-        let n = self.fill(&mut ahead[..])?;
-        self.ahead = ahead;
-        self.len = n;
-        Ok(self.eof.then(|| &self.ahead[..n]))
     }
 
     /// `read(2)` until `buf` is full or the file ends.

@@ -9,7 +9,7 @@
 //! typed path joined (`PathBuf::join`) with the entry's suffix below `A`.
 
 use std::ffi::OsStr;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// One search root: what the user typed and the absolute path walked for it.
@@ -114,13 +114,18 @@ impl Root {
     /// then, for the implicit path only, a leading `./` component removed
     /// (`haystack.rs: Haystack::path`).
     pub(crate) fn display(&self, walked: &Path) -> Vec<u8> {
-        let p = self.unwalk(walked);
-        if self.implicit && p.starts_with("./") {
-            if let Ok(s) = p.strip_prefix("./") {
+        self.display_rg(&self.unwalk(walked))
+    }
+
+    /// [`Root::display`] of an entry given by the path rg walks for it
+    /// (what [`Root::unwalk`] returns).
+    pub(crate) fn display_rg(&self, rg: &Path) -> Vec<u8> {
+        if self.implicit && rg.starts_with("./") {
+            if let Ok(s) = rg.strip_prefix("./") {
                 return s.as_os_str().as_bytes().to_vec();
             }
         }
-        p.into_os_string().into_vec()
+        rg.as_os_str().as_bytes().to_vec()
     }
 }
 

@@ -435,6 +435,11 @@ impl RgIgnore {
         node
     }
 
+    /// The search root.
+    pub(crate) fn root(&self) -> &Root {
+        &self.root
+    }
+
     /// The root directory's rules.
     pub(crate) fn root_node(&self) -> &Arc<Node> {
         &self.root_node

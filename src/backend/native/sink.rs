@@ -35,6 +35,8 @@ pub(crate) struct JsonSink<'a> {
     /// most files searched have none and never need it.
     root: &'a Root,
     walked: &'a Path,
+    /// Whether `walked` is already the path rg walks (`Root::unwalk`'s).
+    walked_is_rg: bool,
     block: FileBlock,
     match_count: u64,
     start: Instant,
@@ -57,12 +59,20 @@ impl<'a> JsonSink<'a> {
             scratch,
             root,
             walked,
+            walked_is_rg: false,
             block: FileBlock::default(),
             match_count: 0,
             start: Instant::now(),
             submatches: Vec::new(),
             shared_path: std::sync::Arc::from(&[][..]),
         }
+    }
+
+    /// The path given to [`JsonSink::new`] is the one rg walks, not the
+    /// engine's absolute walk path.
+    pub(crate) fn with_rg_path(mut self) -> JsonSink<'a> {
+        self.walked_is_rg = true;
+        self
     }
 
     pub(crate) fn into_block(self) -> FileBlock {
@@ -123,7 +133,11 @@ impl Sink for JsonSink<'_> {
         }
         self.match_count += 1;
         if self.block.events.is_empty() {
-            self.block.path = self.root.display(self.walked);
+            self.block.path = if self.walked_is_rg {
+                self.root.display_rg(self.walked)
+            } else {
+                self.root.display(self.walked)
+            };
             self.shared_path = self.block.path.as_slice().into();
             let begin = Event::Begin(Begin {
                 path: self.block.path.clone(),
