@@ -5,7 +5,10 @@
 //! cargo bench --bench search -- <glob|grep|tool-glob|tool-grep> PATTERN DIR [N] [native|rg]
 //! ```
 //!
-//! Prints the median wall time and what the last call found.
+//! Prints the median wall time and what the last call found. With
+//! `DSH_SEARCH_PAUSE_MS=<ms>` it pauses that long before each call, so the
+//! engine's threads are asleep when it starts (what an agent's occasional
+//! call meets) rather than still spinning from the previous call.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -38,7 +41,14 @@ fn main() {
     let tools = Tools::new(Config::default(), make_backend(kind));
     let mut times = Vec::new();
     let mut note = String::new();
+    let pause = std::env::var("DSH_SEARCH_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_millis);
     for _ in 0..n {
+        if let Some(p) = pause {
+            std::thread::sleep(p);
+        }
         let start = Instant::now();
         note = match what.as_str() {
             "glob" => {

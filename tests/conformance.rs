@@ -275,6 +275,9 @@ fn repositories() {
         file("jj/.jj/repo", "x\n"),
         file("jj/.gitignore", "*.tmp\n"),
         file("jj/a.tmp", "needle jj tmp\n"),
+        // Below a `.jj` repo: its `.gitignore` applies as a parent's.
+        file("jj/sub/s.tmp", "needle jj sub tmp\n"),
+        file("jj/sub/s.txt", "needle jj sub txt\n"),
         file("wt/.git", "gitdir: /nonexistent/worktree\n"),
         file("wt/.gitignore", "*.log\n"),
         file("wt/w.log", "needle worktree log\n"),
@@ -290,6 +293,7 @@ fn repositories() {
         "repo/build",
         "repo/nested",
         "jj",
+        "jj/sub",
         "wt",
         "outside",
     ] {

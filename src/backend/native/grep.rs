@@ -207,11 +207,18 @@ pub(crate) fn run(req: &GrepRequest) -> Outcome<GrepResults> {
         Err(e) => return arg_error(e),
     };
     let root = Root::new(&wc, req.path.as_deref());
+    // One look at the path, a second only through a symlink.
+    let lmeta = std::fs::symlink_metadata(root.walk_path());
+    let real_dir = lmeta.as_ref().is_ok_and(|m| m.is_dir());
+    let meta = match &lmeta {
+        Ok(m) if m.file_type().is_symlink() => std::fs::metadata(root.walk_path()),
+        _ => lmeta,
+    };
     // `hiargs.rs: Paths::from_low_args` L1094: one path that is not a
     // directory (a missing one included) means one thread.
-    let one_file = !root.walk_path().is_dir();
+    let one_file = !meta.as_ref().is_ok_and(|m| m.is_dir());
     let ctx = Ctx {
-        slice: one_file && root.walk_path().is_file(),
+        slice: one_file && meta.as_ref().is_ok_and(|m| m.is_file()),
         prefilter: matcher::whole_file_prefilter(&req.pattern),
         root,
         matcher,
@@ -222,7 +229,6 @@ pub(crate) fn run(req: &GrepRequest) -> Outcome<GrepResults> {
             .collect(),
         _p: std::marker::PhantomData,
     };
-    let real_dir = std::fs::symlink_metadata(ctx.root.walk_path()).is_ok_and(|m| m.is_dir());
     if one_file {
         search_sequential(&ctx, &wc, ov);
     } else if real_dir {

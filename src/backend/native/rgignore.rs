@@ -328,15 +328,26 @@ impl RgIgnore {
         let walk = root.walk_path();
         let mut parents = Vec::new();
         let mut parent_errs = Vec::new();
-        let abs_base = walk.canonicalize().ok();
+        // The workdir is canonical already: a root that is the workdir
+        // (no path, `.`, `./`) needs no second resolution.
+        let is_wc = walk
+            .as_os_str()
+            .as_bytes()
+            .strip_prefix(wc.as_os_str().as_bytes())
+            .is_some_and(|rest| rest.is_empty() || rest == b"/");
+        let abs_base = if is_wc {
+            Some(wc.to_path_buf())
+        } else {
+            walk.canonicalize().ok()
+        };
         if let Some(base) = &abs_base {
             // Built from `/` down, as `add_parents` does (the order of its
             // errors), matched nearest first.
             let ancestors: Vec<&Path> = base.ancestors().skip(1).collect();
             for p in ancestors.into_iter().rev() {
-                let mut r = Rules::build(p, p, wc, None, &mut parent_errs);
-                r.has_git = p.join(".git").exists() || p.join(".jj").exists();
-                parents.push(r);
+                // `has_git` as `add_parents` computes it (`.git` or `.jj`
+                // exists, links followed), from the names the listing holds.
+                parents.push(Rules::build(p, p, wc, None, &mut parent_errs));
             }
             parents.reverse();
         }
