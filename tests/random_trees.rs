@@ -166,7 +166,23 @@ fn random_glob(r: &mut Rng) -> String {
 
 fn random_content(r: &mut Rng) -> Vec<u8> {
     let mut v = Vec::new();
+    if r.chance(5) {
+        v.extend_from_slice("\u{feff}".as_bytes());
+    }
     let crlf = r.chance(15);
+    // Now and then a file past the engine's 64 KiB first read (its whole-
+    // file check, the replay to the searcher): filler lines with a few of
+    // the usual ones, and the endings below (a late NUL among them).
+    if r.chance(4) {
+        for i in 0..1500 + r.below(3000) {
+            if i % 500 == 499 {
+                v.extend_from_slice(r.pick(LINES).as_bytes());
+            } else {
+                v.extend_from_slice(b"lorem ipsum dolor sit amet consectetur adipiscing");
+            }
+            v.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+        }
+    }
     for _ in 0..r.below(8) {
         v.extend_from_slice(r.pick(LINES).as_bytes());
         v.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
