@@ -10,9 +10,65 @@
 //! submatches) are `{"text":…}` when valid UTF-8, else `{"bytes":"<base64>"}`
 //! (standard alphabet, padded). Escaping is serde_json's.
 
+use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
+
+/// A slice of a buffer shared by several values: the engine keeps the lines
+/// (and submatches) of one file's matches in one buffer, so a match costs no
+/// allocation of its own. Reads as the slice it stands for.
+#[derive(Clone)]
+pub struct Shared<T> {
+    buf: Arc<[T]>,
+    range: Range<usize>,
+}
+
+impl<T> Shared<T> {
+    /// `buf[range]`. Panics if `range` is not within `buf`.
+    pub fn new(buf: Arc<[T]>, range: Range<usize>) -> Shared<T> {
+        assert!(range.start <= range.end && range.end <= buf.len());
+        Shared { buf, range }
+    }
+}
+
+impl<T> std::ops::Deref for Shared<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.buf[self.range.clone()]
+    }
+}
+
+impl<T> From<Vec<T>> for Shared<T> {
+    fn from(v: Vec<T>) -> Shared<T> {
+        let range = 0..v.len();
+        Shared {
+            buf: v.into(),
+            range,
+        }
+    }
+}
+
+impl<T: Clone> From<&[T]> for Shared<T> {
+    fn from(v: &[T]) -> Shared<T> {
+        Shared::from(v.to_vec())
+    }
+}
+
+impl<T: PartialEq> PartialEq for Shared<T> {
+    fn eq(&self, other: &Shared<T>) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: Eq> Eq for Shared<T> {}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Shared<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
 
 /// One message of rg's `--json` output.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,15 +94,15 @@ pub struct Begin {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Match {
     /// The path as rg prints it (raw bytes), shared by a file's matches.
-    pub path: std::sync::Arc<[u8]>,
+    pub path: Arc<[u8]>,
     /// The whole line, terminator (`\n` or `\r\n`) included when present.
-    pub lines: Vec<u8>,
+    pub lines: Shared<u8>,
     /// 1-based line number.
     pub line_number: u64,
     /// Byte offset of the line start in the (transcoded) stream.
     pub absolute_offset: u64,
     /// Byte ranges of each match inside `lines`.
-    pub submatches: Vec<SubMatch>,
+    pub submatches: Shared<SubMatch>,
 }
 
 /// One submatch: `{"match":D,"start":N,"end":N}`; the text is
@@ -156,25 +212,13 @@ impl Match {
     /// it: the engine counts every match line toward `bytes_printed` and
     /// the raw budget, and most of them are never printed.
     pub fn json_len(&self) -> usize {
-        const FIXED: usize = r#"{"type":"match","data":{"path":,"lines":,"line_number":,"absolute_offset":,"submatches":[]}}"#.len() + 1;
-        const PER_SUB: usize = r#"{"match":,"start":,"end":}"#.len();
-        let subs: usize = self
-            .submatches
-            .iter()
-            .map(|sm| {
-                PER_SUB
-                    + data_len(&self.lines[sm.start..sm.end])
-                    + digits(sm.start as u64)
-                    + digits(sm.end as u64)
-            })
-            .sum::<usize>()
-            + self.submatches.len().saturating_sub(1);
-        FIXED
-            + data_len(&self.path)
-            + data_len(&self.lines)
-            + digits(self.line_number)
-            + digits(self.absolute_offset)
-            + subs
+        match_json_len(
+            data_len(&self.path),
+            &self.lines,
+            self.line_number,
+            self.absolute_offset,
+            &self.submatches,
+        )
     }
 
     /// Append this match's JSON line, `\n` included, to `out`.
@@ -226,6 +270,30 @@ pub(crate) fn write_data(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// The length [`write_data`] writes for `bytes`.
+/// [`Match::json_len`] from its parts, with the path's [`data_len`] worked
+/// out once for all of a file's matches.
+pub(crate) fn match_json_len(
+    path_len: usize,
+    lines: &[u8],
+    line_number: u64,
+    absolute_offset: u64,
+    submatches: &[SubMatch],
+) -> usize {
+    const FIXED: usize = r#"{"type":"match","data":{"path":,"lines":,"line_number":,"absolute_offset":,"submatches":[]}}"#.len() + 1;
+    const PER_SUB: usize = r#"{"match":,"start":,"end":}"#.len();
+    let subs: usize = submatches
+        .iter()
+        .map(|sm| {
+            PER_SUB
+                + data_len(&lines[sm.start..sm.end])
+                + digits(sm.start as u64)
+                + digits(sm.end as u64)
+        })
+        .sum::<usize>()
+        + submatches.len().saturating_sub(1);
+    FIXED + path_len + data_len(lines) + digits(line_number) + digits(absolute_offset) + subs
+}
+
 pub(crate) fn data_len(bytes: &[u8]) -> usize {
     match std::str::from_utf8(bytes) {
         // `{"text":"…"}`
@@ -367,10 +435,10 @@ mod tests {
     fn match_with_submatches_and_control_escape() {
         let m = Match {
             path: b"f".to_vec().into(),
-            lines: b"a\x01b\tc\n".to_vec(),
+            lines: b"a\x01b\tc\n".to_vec().into(),
             line_number: 3,
             absolute_offset: 10,
-            submatches: vec![SubMatch { start: 0, end: 2 }],
+            submatches: vec![SubMatch { start: 0, end: 2 }].into(),
         };
         let mut out = Vec::new();
         m.write_json(&mut out);
@@ -417,10 +485,10 @@ mod tests {
                     for (ln, off) in [(0, 0), (9, 10), (1234567, u64::MAX)] {
                         let m = Match {
                             path: path.into(),
-                            lines: l.clone(),
+                            lines: l.clone().into(),
                             line_number: ln,
                             absolute_offset: off,
-                            submatches: subs.clone(),
+                            submatches: subs.clone().into(),
                         };
                         let mut out = Vec::new();
                         m.write_json(&mut out);

@@ -37,7 +37,7 @@
 //! let outcome = NativeBackend::new().grep(&GrepRequest::new("TODO", &dir).path("a.txt"));
 //! assert_eq!(outcome.status, Status::Exited(0));
 //! let m = outcome.results.matches().next().unwrap();
-//! assert_eq!((m.line_number, m.lines.as_slice()), (2, &b"TODO: two\n"[..]));
+//! assert_eq!((m.line_number, &*m.lines), (2, &b"TODO: two\n"[..]));
 //!
 //! // The tool: what the model reads.
 //! let tools = Tools::new(Config::default(), Arc::new(NativeBackend::new()));

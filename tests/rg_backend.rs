@@ -360,7 +360,7 @@ fn bytes_forms_parse_and_reserialize_exactly() {
         .collect();
     assert_eq!(latin.len(), 2);
     let first = latin.iter().find(|m| m.line_number == 1).unwrap();
-    assert_eq!(first.lines, b"caf\xe9 hello\n");
+    assert_eq!(&*first.lines, b"caf\xe9 hello\n");
     assert_eq!(first.absolute_offset, 0);
     assert_eq!(first.submatches.len(), 1);
     assert_eq!(

@@ -124,10 +124,10 @@ fn files(paths: &[&str]) -> Outcome<GlobResults> {
 fn mat(path: &[u8], line_number: u64, line: &[u8]) -> Event {
     Event::Match(Match {
         path: path.into(),
-        lines: line.to_vec(),
+        lines: line.to_vec().into(),
         line_number,
         absolute_offset: 0,
-        submatches: vec![],
+        submatches: vec![].into(),
     })
 }
 

@@ -236,7 +236,7 @@ mod tests {
         let td = tree();
         let o = grep(td.path(), "$", Some("c.txt"));
         let m = o.results.matches().next().unwrap();
-        assert_eq!(m.lines, b"abc");
+        assert_eq!(&*m.lines, b"abc");
         assert!(m.submatches.is_empty());
     }
 

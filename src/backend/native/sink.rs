@@ -9,7 +9,7 @@ use grep_matcher::Matcher;
 use grep_regex::RegexMatcher;
 use grep_searcher::{Searcher, Sink, SinkFinish, SinkMatch};
 
-use crate::event::{Begin, End, Event, Match, Stats, SubMatch};
+use crate::event::{data_len, match_json_len, Begin, End, Event, Match, Shared, Stats, SubMatch};
 
 use super::paths::Root;
 use super::Budget;
@@ -40,9 +40,25 @@ pub(crate) struct JsonSink<'a> {
     block: FileBlock,
     match_count: u64,
     start: Instant,
+    /// The lines and submatches of this file's matches, one after another:
+    /// they become one shared buffer each when the file ends, so a match
+    /// costs no allocation of its own ([`Shared`]).
+    lines: Vec<u8>,
     submatches: Vec<SubMatch>,
-    /// The printed path once more, shared by the file's match events.
+    /// The matches not yet turned into events.
+    pending: Vec<PendingMatch>,
+    /// The printed path once more, shared by the file's match events, and
+    /// the length of its JSON form.
     shared_path: std::sync::Arc<[u8]>,
+    path_len: usize,
+}
+
+/// A match whose line and submatches are in the sink's buffers.
+struct PendingMatch {
+    lines: std::ops::Range<usize>,
+    submatches: std::ops::Range<usize>,
+    line_number: u64,
+    absolute_offset: u64,
 }
 
 impl<'a> JsonSink<'a> {
@@ -63,8 +79,29 @@ impl<'a> JsonSink<'a> {
             block: FileBlock::default(),
             match_count: 0,
             start: Instant::now(),
+            lines: Vec::new(),
             submatches: Vec::new(),
+            pending: Vec::new(),
             shared_path: std::sync::Arc::from(&[][..]),
+            path_len: 0,
+        }
+    }
+
+    /// The pending matches as events, sharing two buffers.
+    fn flush_matches(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let lines: std::sync::Arc<[u8]> = std::mem::take(&mut self.lines).into();
+        let subs: std::sync::Arc<[SubMatch]> = std::mem::take(&mut self.submatches).into();
+        for p in self.pending.drain(..) {
+            self.block.events.push(Event::Match(Match {
+                path: self.shared_path.clone(),
+                lines: Shared::new(lines.clone(), p.lines),
+                line_number: p.line_number,
+                absolute_offset: p.absolute_offset,
+                submatches: Shared::new(subs.clone(), p.submatches),
+            }));
         }
     }
 
@@ -75,7 +112,8 @@ impl<'a> JsonSink<'a> {
         self
     }
 
-    pub(crate) fn into_block(self) -> FileBlock {
+    pub(crate) fn into_block(mut self) -> FileBlock {
+        self.flush_matches();
         self.block
     }
 
@@ -92,7 +130,7 @@ impl<'a> JsonSink<'a> {
     /// grep-printer `json.rs: record_matches` (L647) over
     /// `util.rs: find_iter_at_in_context` (L473), single-line mode.
     fn record_matches(&mut self, searcher: &Searcher, buf: &[u8], range: std::ops::Range<usize>) {
-        self.submatches.clear();
+        let first = self.submatches.len();
         // Trim the line terminator (`util.rs: trim_line_terminator`).
         let mut end = range.end;
         let lt = searcher.line_terminator();
@@ -116,9 +154,11 @@ impl<'a> JsonSink<'a> {
         });
         // "Don't report empty matches appearing at the end of the bytes."
         // `bytes` there is the whole buffer, not the line.
-        if let Some(last) = subs.last() {
-            if last.start == last.end && last.start >= buf.len() {
-                subs.pop();
+        if subs.len() > first {
+            if let Some(last) = subs.last() {
+                if last.start == last.end && last.start >= buf.len() {
+                    subs.pop();
+                }
             }
         }
     }
@@ -139,6 +179,7 @@ impl Sink for JsonSink<'_> {
                 self.root.display(self.walked)
             };
             self.shared_path = self.block.path.as_slice().into();
+            self.path_len = data_len(&self.block.path);
             let begin = Event::Begin(Begin {
                 path: self.block.path.clone(),
             });
@@ -148,22 +189,26 @@ impl Sink for JsonSink<'_> {
                 return Ok(false);
             }
         }
+        let first = self.submatches.len();
         self.record_matches(searcher, mat.buffer(), mat.bytes_range_in_buffer());
-        self.block.stats.matches += self.submatches.len() as u64;
+        let subs = &self.submatches[first..];
+        self.block.stats.matches += subs.len() as u64;
         self.block.stats.matched_lines += mat.lines().count() as u64;
-        let m = Match {
-            path: self.shared_path.clone(),
-            lines: mat.bytes().to_vec(),
-            line_number: mat.line_number().unwrap_or(0),
-            absolute_offset: mat.absolute_byte_offset(),
-            submatches: self.submatches.clone(),
-        };
+        let line = mat.bytes();
+        let line_number = mat.line_number().unwrap_or(0);
+        let absolute_offset = mat.absolute_byte_offset();
         // Counted, not written: the length is all `bytes_printed` needs.
-        let n = m.json_len() as u64;
+        let n = match_json_len(self.path_len, line, line_number, absolute_offset, subs) as u64;
+        let start = self.lines.len();
+        self.lines.extend_from_slice(line);
+        self.pending.push(PendingMatch {
+            lines: start..self.lines.len(),
+            submatches: first..self.submatches.len(),
+            line_number,
+            absolute_offset,
+        });
         self.block.stats.bytes_printed += n;
-        let ok = self.budget.spend(n);
-        self.block.events.push(Event::Match(m));
-        Ok(ok)
+        Ok(self.budget.spend(n))
     }
 
     fn begin(&mut self, _searcher: &Searcher) -> Result<bool, io::Error> {
@@ -180,6 +225,8 @@ impl Sink for JsonSink<'_> {
             stats.searches_with_match += 1;
         }
         stats.bytes_searched += finish.byte_count();
+        self.flush_matches();
+        let stats = &mut self.block.stats;
         if !self.block.events.is_empty() {
             let end = Event::End(End {
                 path: self.block.path.clone(),

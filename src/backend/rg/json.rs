@@ -227,10 +227,10 @@ impl MatchData {
         }
         Ok(event::Match {
             path: path.into(),
-            lines,
+            lines: lines.into(),
             line_number: self.line_number,
             absolute_offset: self.absolute_offset,
-            submatches,
+            submatches: submatches.into(),
         })
     }
 }
