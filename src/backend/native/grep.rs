@@ -760,9 +760,15 @@ const BOMS: [&[u8]; 3] = [b"\xEF\xBB\xBF", b"\xFF\xFE", b"\xFE\xFF"];
 /// Whether the bytes of a whole file, read by [`FileReader::preload`]
 /// (no BOM, no NUL), can be counted as searched without a match and
 /// without running the searcher: the pattern matches nowhere in them.
+///
+/// Asked the way the searcher asks of each buffer (grep-searcher
+/// `core.rs: find_by_line_fast`): `find_candidate_line`, which looks for
+/// the pattern's required inner literals when it has some (grep-regex
+/// `matcher.rs` L491) and otherwise for the shortest match. No candidate
+/// in the whole file means none in any of the searcher's buffers.
 fn is_clean_miss(matcher: &RegexMatcher, data: &[u8]) -> bool {
     use grep_matcher::Matcher;
-    matches!(matcher.find(data), Ok(None))
+    matches!(matcher.find_candidate_line(data), Ok(None))
 }
 
 /// How much of a walked file [`FileReader::preload`] reads at first: the
