@@ -38,7 +38,7 @@ impl Read for FifoReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             if self.cancel.is_cancelled() {
-                return Err(super::grep::cancelled());
+                return Err(super::reader::cancelled());
             }
             let mut fds = [PollFd::new(&self.file, PollFlags::IN)];
             let timeout = rustix::event::Timespec {

@@ -14,6 +14,7 @@ mod matcher;
 mod messages;
 mod parwalk;
 mod paths;
+mod reader;
 mod rgignore;
 mod sink;
 mod walk;

@@ -1,0 +1,188 @@
+//! Reading a haystack: whole (the one explicit file), or through a reader
+//! that the searcher pulls from, which can first read the file ahead and
+//! let a file without a match skip the searcher (`FileReader::preload`,
+//! `is_clean_miss`). Every read stops once the call is cancelled.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+use grep_regex::RegexMatcher;
+
+/// How much of a file is read between two looks at the cancellation flag
+/// when a whole file is loaded for a slice search.
+const CHUNK: u64 = 1 << 20;
+
+/// The marker error of a read stopped by cancellation.
+#[derive(Debug)]
+struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("search cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
+/// The error a reader returns once the call is cancelled.
+pub(crate) fn cancelled() -> io::Error {
+    io::Error::other(Cancelled)
+}
+
+/// Read a whole file in chunks, checking the cancellation flag between them.
+pub(crate) fn read_whole(path: &Path, cancel: &crate::cancel::CancelToken) -> io::Result<Vec<u8>> {
+    let mut file = File::open(path)?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut data = Vec::with_capacity(len as usize);
+    loop {
+        if cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        let n = (&mut file).take(CHUNK).read_to_end(&mut data)?;
+        if n == 0 {
+            return Ok(data);
+        }
+    }
+}
+
+/// The byte-order marks the searcher sniffs (`encoding_rs_io`): a file
+/// starting with one is transcoded or stripped, never checked whole.
+const BOMS: [&[u8]; 3] = [b"\xEF\xBB\xBF", b"\xFF\xFE", b"\xFE\xFF"];
+
+/// Whether the bytes of a whole file, read by [`FileReader::preload`]
+/// (no BOM, no NUL), can be counted as searched without a match and
+/// without running the searcher: the pattern matches nowhere in them.
+///
+/// Asked the way the searcher asks of each buffer (grep-searcher
+/// `core.rs: find_by_line_fast`): `find_candidate_line`, which looks for
+/// the pattern's required inner literals when it has some (grep-regex
+/// `matcher.rs` L491) and otherwise for the shortest match. No candidate
+/// in the whole file means none in any of the searcher's buffers.
+pub(crate) fn is_clean_miss(matcher: &RegexMatcher, data: &[u8]) -> bool {
+    use grep_matcher::Matcher;
+    matches!(matcher.find_candidate_line(data), Ok(None))
+}
+
+/// How much of a walked file [`FileReader::preload`] reads at first: the
+/// searcher's own buffer size (grep-searcher `DEFAULT_BUFFER_CAPACITY`),
+/// which holds most source files whole.
+const PRELOAD: usize = 64 * 1024;
+
+/// How far the preload buffer grows to hold a larger file whole. Half of
+/// the Linux tree's bytes are in files over 64 KiB; checked whole, they are
+/// read in a few large `read(2)`s, copied once and never line-counted.
+const PRELOAD_MAX: usize = 8 << 20;
+
+/// A preload buffer larger than this is not kept for the next call.
+pub(crate) const PRELOAD_KEEP: usize = 1 << 20;
+
+/// A file reader that fails once the call is cancelled (the searcher reads
+/// in 64 KiB buffers, so a large file stops promptly) and that can read the
+/// start of the file before the searcher runs ([`FileReader::preload`]).
+/// Preloaded bytes are served first, so the searcher's 3-byte BOM peek
+/// (`encoding_rs_io: BomPeeker::peek_bom`) costs no `read(2)` of its own.
+///
+/// Every `read` returns as many bytes as asked for unless the file ends,
+/// which is what `read(2)` of a regular file does; so the searcher sees the
+/// same sequence of lengths, and splits lines and detects binary data at the
+/// same places, as when reading the file directly.
+pub(crate) struct FileReader<'b> {
+    file: File,
+    cancel: crate::cancel::CancelToken,
+    /// The preload buffer, at least `PRELOAD` bytes long (its length is its
+    /// size, not how much it holds), reused across files.
+    ahead: &'b mut Vec<u8>,
+    /// `ahead[pos..len]` is not consumed yet.
+    pos: usize,
+    len: usize,
+    eof: bool,
+}
+
+impl<'b> FileReader<'b> {
+    pub(crate) fn new(
+        file: File,
+        cancel: crate::cancel::CancelToken,
+        ahead: &'b mut Vec<u8>,
+    ) -> FileReader<'b> {
+        if ahead.len() < PRELOAD {
+            ahead.resize(PRELOAD, 0);
+        }
+        FileReader {
+            file,
+            cancel,
+            ahead,
+            pos: 0,
+            len: 0,
+            eof: false,
+        }
+    }
+
+    /// Read the file before anything is consumed, `PRELOAD` bytes at first
+    /// and then, while it goes on, up to `PRELOAD_MAX`: the whole file when
+    /// it ends within that, has no byte-order mark and no NUL. A BOM or a
+    /// NUL stops the reading at once (the searcher transcodes the file or
+    /// stops at the binary data); whatever was read is served to the
+    /// searcher first.
+    pub(crate) fn preload(&mut self) -> io::Result<Option<&[u8]>> {
+        let mut n = 0;
+        let mut end = PRELOAD;
+        loop {
+            if self.cancel.is_cancelled() {
+                return Err(cancelled());
+            }
+            let mut ahead = std::mem::take(self.ahead);
+            let got = self.fill(&mut ahead[n..end]);
+            *self.ahead = ahead;
+            let k = got?;
+            let fresh = &self.ahead[n..n + k];
+            let refused = (n == 0 && BOMS.iter().any(|b| fresh.starts_with(b)))
+                || memchr::memchr(0, fresh).is_some();
+            n += k;
+            self.len = n;
+            if refused {
+                return Ok(None);
+            }
+            if self.eof {
+                return Ok(Some(&self.ahead[..n]));
+            }
+            if end == PRELOAD_MAX {
+                return Ok(None);
+            }
+            end = (end * 4).min(PRELOAD_MAX);
+            if self.ahead.len() < end {
+                self.ahead.resize(end, 0);
+            }
+        }
+    }
+
+    /// `read(2)` until `buf` is full or the file ends.
+    fn fill(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut n = 0;
+        while n < buf.len() && !self.eof {
+            match self.file.read(&mut buf[n..]) {
+                Ok(0) => self.eof = true,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
+}
+
+impl Read for FileReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        let mut n = 0;
+        if self.pos < self.len {
+            n = buf.len().min(self.len - self.pos);
+            buf[..n].copy_from_slice(&self.ahead[self.pos..self.pos + n]);
+            self.pos += n;
+        }
+        let rest = self.fill(&mut buf[n..])?;
+        Ok(n + rest)
+    }
+}
