@@ -1054,6 +1054,14 @@ fn relative_gitdir_worktree() {
         file("wt/a.txt", "needle\n"),
         file("wt2/.git", "gitdir: ../main/.git/worktrees/dsh-rel-wt\n"),
         file("wt2/exc.txt", "needle\n"),
+        // An info/exclude that fails to parse, reached through a relative
+        // gitdir: rg names it by the relative path it built.
+        file("bad/.git/HEAD", "x\n"),
+        file("bad/.git/info/exclude", "a{b\nexc.txt\n"),
+        file("bad/.git/worktrees/dsh-rel-bad/commondir", "../..\n"),
+        file("wt3/.git", "gitdir: ../bad/.git/worktrees/dsh-rel-bad\n"),
+        file("wt3/exc.txt", "needle\n"),
+        file("wt3/sub/x.txt", "needle\n"),
     ];
     let cases = vec![
         grep("needle", None, None).cwd("wt"),
@@ -1061,6 +1069,8 @@ fn relative_gitdir_worktree() {
         grep("needle", Some(".."), None).cwd("wt"),
         grep("needle", None, None).cwd("wt2"),
         grep("needle", Some("wt"), None),
+        grep("needle", None, None).cwd("wt3"),
+        grep("needle", Some("sub"), None).cwd("wt3"),
     ];
     check("relative_gitdir", &specs, &cases, Mode::InProcess);
 }

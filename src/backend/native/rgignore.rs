@@ -117,19 +117,20 @@ fn combine(mut errs: Vec<Error>) -> Option<Error> {
 }
 
 /// `dir.rs: create_gitignore`: a matcher rooted at rg's directory string,
-/// read from the absolute file; I/O errors are dropped.
+/// read from `file`, its errors naming the file `shown` (what rg calls it);
+/// I/O errors are dropped.
 ///
 /// Most directories hold none of the names, so an absent file costs one
 /// failed `open` and no matcher is built: rg stats the name first
 /// (`create_gitignore` L1034) and builds an empty matcher, whose `matched`
 /// answers `None` like [`Gitignore::empty`]. Any `open` error means the
 /// crate's `add` would fail with an I/O error, which is dropped too.
-fn create(rg_dir: &Path, file: &Path, errs: &mut Vec<Error>) -> Gitignore {
-    if open_regular(file).is_err() {
+fn create(rg_dir: &Path, file: &Path, shown: &Path, errs: &mut Vec<Error>) -> Gitignore {
+    let Ok(f) = open_regular(file) else {
         return Gitignore::empty();
-    }
+    };
     let mut b = GitignoreBuilder::new(rg_dir);
-    if let Some(e) = b.add(file) {
+    if let Some(e) = add_lines(&mut b, f, shown) {
         if !e.is_io() {
             errs.push(e);
         }
@@ -143,8 +144,48 @@ fn create(rg_dir: &Path, file: &Path, errs: &mut Vec<Error>) -> Gitignore {
     }
 }
 
-/// The first line of an opened file (`BufRead::lines`, as
-/// `resolve_git_commondir` reads it).
+/// `GitignoreBuilder::add` (ignore 0.4.29 `gitignore.rs` L403) on a file
+/// opened already (no second `open`), with its errors naming it `shown`:
+/// line by line, a UTF-8 BOM trimmed from the first, a read error (a line
+/// that is not UTF-8) ending the file; each error tagged with the path and
+/// the line number (`Error::tagged`), several combined.
+fn add_lines(b: &mut GitignoreBuilder, f: File, shown: &Path) -> Option<Error> {
+    let tagged = |err: Error, line: u64| {
+        let err = Error::WithLineNumber {
+            line,
+            err: Box::new(err),
+        };
+        if shown.as_os_str().is_empty() {
+            err
+        } else {
+            Error::WithPath {
+                path: shown.to_path_buf(),
+                err: Box::new(err),
+            }
+        }
+    };
+    let mut errs = Vec::new();
+    for (i, line) in BufReader::new(f).lines().enumerate() {
+        let lineno = (i + 1) as u64;
+        let line = match line {
+            Ok(line) => line,
+            Err(e) => {
+                errs.push(tagged(Error::Io(e), lineno));
+                break;
+            }
+        };
+        let line = if i == 0 {
+            line.trim_start_matches('\u{feff}')
+        } else {
+            &line
+        };
+        if let Err(e) = b.add_line(Some(shown.to_path_buf()), line) {
+            errs.push(tagged(e, lineno));
+        }
+    }
+    combine(errs)
+}
+
 /// Open an ignore or git file for reading without ever blocking: a FIFO
 /// (or device) in its place is refused, as a read error would be.
 ///
@@ -166,6 +207,8 @@ fn open_regular(path: &Path) -> std::io::Result<File> {
     }
 }
 
+/// The first line of an opened file (`BufRead::lines`, as
+/// `resolve_git_commondir` reads it).
 fn first_line(f: File) -> Option<Result<String, std::io::Error>> {
     BufReader::new(f).lines().next()
 }
@@ -193,7 +236,8 @@ impl Rules {
         let has_jj = git_type.is_none() && maybe(b".jj") && abs.join(".jj").exists();
         let mut create_if = |name: &str| {
             if maybe(name.as_bytes()) {
-                create(rg_dir, &abs.join(name), errs)
+                let file = abs.join(name);
+                create(rg_dir, &file, &file, errs)
             } else {
                 Gitignore::empty()
             }
@@ -206,7 +250,12 @@ impl Rules {
             // of it fails and it builds an empty matcher.
             None => Gitignore::empty(),
             Some(t) => match commondir(abs, wc, t.is_file()) {
-                Ok(dir) => create(rg_dir, &dir.join("info/exclude"), errs),
+                Ok((dir, shown)) => create(
+                    rg_dir,
+                    &dir.join("info/exclude"),
+                    &shown.join("info/exclude"),
+                    errs,
+                ),
                 Err(e) => {
                     errs.extend(e);
                     Gitignore::empty()
@@ -279,10 +328,14 @@ fn with_path(e: std::io::Error, path: &Path) -> Error {
 
 /// `dir.rs: resolve_git_commondir` (L1056), with the workdir standing in for
 /// the process's current directory.
-fn commondir(abs: &Path, wc: &Path, dot_git_is_file: bool) -> Result<PathBuf, Option<Error>> {
+fn commondir(
+    abs: &Path,
+    wc: &Path,
+    dot_git_is_file: bool,
+) -> Result<(PathBuf, PathBuf), Option<Error>> {
     let git = abs.join(".git");
     if !dot_git_is_file {
-        return Ok(git);
+        return Ok((git.clone(), git));
     }
     let f = open_regular(&git).map_err(|e| Some(with_path(e, &git)))?;
     let line = match first_line(f) {
@@ -293,20 +346,23 @@ fn commondir(abs: &Path, wc: &Path, dot_git_is_file: bool) -> Result<PathBuf, Op
     let Some(real) = line.strip_prefix("gitdir: ") else {
         return Err(None);
     };
-    let real = wc.join(real);
+    // rg names these files by the paths as written (relative ones resolved
+    // against its CWD when opened); the engine opens them below `wc`.
+    let shown_real = PathBuf::from(real);
+    let real = wc.join(&shown_real);
     let file = real.join("commondir");
     let Ok(f) = open_regular(&file) else {
         return Err(None);
     };
     let line = match first_line(f) {
         Some(Ok(l)) => l,
-        Some(Err(e)) => return Err(Some(with_path(e, &file))),
+        Some(Err(e)) => return Err(Some(with_path(e, &shown_real.join("commondir")))),
         None => return Err(None),
     };
     Ok(if line.starts_with('.') {
-        real.join(line)
+        (real.join(&line), shown_real.join(&line))
     } else {
-        wc.join(line)
+        (wc.join(&line), PathBuf::from(line))
     })
 }
 
