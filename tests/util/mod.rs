@@ -194,11 +194,15 @@ impl Report {
                 vec![
                     (
                         "cli rg (few fds)",
-                        rg::run_cli_few_fds(env, "rg", &call, &cwd, *n),
+                        rg::run_cli_few_fds(env, "rg", &call, &cwd, *n, None),
                     ),
                     (
                         "cli native (few fds)",
-                        rg::run_cli_few_fds(env, "native", &call, &cwd, *n),
+                        rg::run_cli_few_fds(env, "native", &call, &cwd, *n, None),
+                    ),
+                    (
+                        "cli native, 12 threads (few fds)",
+                        rg::run_cli_few_fds(env, "native", &call, &cwd, *n, Some(12)),
                     ),
                 ],
             ),

@@ -285,6 +285,17 @@ enum As {
 
 /// Run `program args…` in `cwd` with stdin `/dev/null`, as `how` says.
 fn run_process(program: &Path, args: &[OsString], cwd: &Path, how: As) -> Raw {
+    run_process_env(program, args, cwd, how, None)
+}
+
+/// [`run_process`] with one more environment variable.
+fn run_process_env(
+    program: &Path,
+    args: &[OsString],
+    cwd: &Path,
+    how: As,
+    var: Option<(&str, &str)>,
+) -> Raw {
     let mut cmd = if let As::FewFds(n) = how {
         let mut c = Command::new("prlimit");
         c.arg(format!("--nofile={n}:{n}")).arg("--").arg(program);
@@ -301,6 +312,9 @@ fn run_process(program: &Path, args: &[OsString], cwd: &Path, how: As) -> Raw {
     } else {
         Command::new(program)
     };
+    if let Some((k, v)) = var {
+        cmd.env(k, v);
+    }
     let out = cmd
         .args(args)
         .current_dir(cwd)
@@ -343,10 +357,25 @@ pub fn run_rg_few_fds(env: &Env, call: &Call, cwd: &Path, fds: u32) -> Raw {
 }
 
 /// `dsh-search <glob|grep> --format raw --backend <b>` with at most `fds`
-/// open descriptors.
-pub fn run_cli_few_fds(env: &Env, backend: &str, call: &Call, cwd: &Path, fds: u32) -> Raw {
+/// open descriptors, and `threads` search threads when given
+/// (`DSH_SEARCH_THREADS`: as many as a large machine would use).
+pub fn run_cli_few_fds(
+    env: &Env,
+    backend: &str,
+    call: &Call,
+    cwd: &Path,
+    fds: u32,
+    threads: Option<u32>,
+) -> Raw {
     let args = call.cli_argv(backend, cwd);
-    run_process(&env.ctl.join("bin/dsh-search"), &args, cwd, As::FewFds(fds))
+    let threads = threads.map(|t| t.to_string());
+    run_process_env(
+        &env.ctl.join("bin/dsh-search"),
+        &args,
+        cwd,
+        As::FewFds(fds),
+        threads.as_deref().map(|t| ("DSH_SEARCH_THREADS", t)),
+    )
 }
 
 /// A backend through the `SearchBackend` trait; a panic is reported as the

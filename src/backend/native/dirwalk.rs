@@ -33,11 +33,14 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
 use super::paths::Root;
 use super::rgignore::{Listed, Node, RgIgnore};
 
-/// How many listed directories may hold a descriptor at once (walked
-/// directories whose files wait in queued batches, and those on the walk's
-/// stack) before the walking thread searches queued files itself: the
-/// walk must not run the process out of descriptors, however far ahead of
-/// the searching threads it gets.
+/// How many listed directories may hold a descriptor at once (directories
+/// whose files wait in queued batches or are being searched, and those on
+/// the walk's stack) before the walk opens another: past it, the walking
+/// thread searches queued files itself, or waits for the threads searching
+/// theirs ([`Output::relieve`]). The walk must not run the process out of
+/// descriptors, however far ahead of the searching threads it gets and
+/// however many there are; only its own stack of parents can take it past
+/// the bound.
 const MAX_LIVE_DIRS: usize = 64;
 
 /// The size of the `getdents64` buffer (glibc's `opendir` uses 32 KiB).
@@ -99,8 +102,9 @@ pub(crate) trait Output {
     fn error(&mut self, err: Error);
     /// Whether the call is over (budget crossed or cancelled).
     fn stopped(&self) -> bool;
-    /// Search one batch of queued files on the walking thread, to let go of
-    /// their directories' descriptors; false when nothing was queued.
+    /// Let go of some directories' descriptors (search files that hold
+    /// them, or wait for the threads searching them); false when nothing
+    /// but the walk itself holds them.
     fn relieve(&mut self) -> bool;
 }
 

@@ -313,7 +313,7 @@ impl<'r, 's: 'r> dirwalk::Output for Batcher<'r, 's> {
             self.push();
             // Searching beats walking further ahead once enough is queued.
             if self.queue.len() > MAX_QUEUED {
-                self.relieve();
+                self.search_queued();
             }
         }
     }
@@ -326,7 +326,31 @@ impl<'r, 's: 'r> dirwalk::Output for Batcher<'r, 's> {
         self.ctx.budget.stopped()
     }
 
+    /// Directory descriptors are short: search what holds them. A queued
+    /// batch first, then the batch being filled; when neither is left and
+    /// helpers are searching theirs, wait a moment for them to finish.
+    /// Only the walk's own stack of parents is left when this says no.
     fn relieve(&mut self) -> bool {
+        if self.search_queued() {
+            return true;
+        }
+        if !self.batch.is_empty() {
+            let batch = std::mem::take(&mut self.batch);
+            search_batch(self.ctx, batch);
+            return true;
+        }
+        if self.queue.busy.load(Ordering::Acquire) > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(20));
+            return true;
+        }
+        false
+    }
+}
+
+impl Batcher<'_, '_> {
+    /// Search one queued batch on the walking thread; false when none is
+    /// queued.
+    fn search_queued(&mut self) -> bool {
         match self.queue.pop() {
             Some(batch) => {
                 search_batch(self.ctx, batch);
@@ -359,6 +383,8 @@ struct Queue {
     ready: std::sync::Condvar,
     /// Helpers spawned and not yet finished.
     helpers: AtomicUsize,
+    /// Helpers searching a batch now (holding its directories).
+    busy: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -379,6 +405,7 @@ impl Queue {
             }),
             ready: std::sync::Condvar::new(),
             helpers: AtomicUsize::new(0),
+            busy: AtomicUsize::new(0),
         }
     }
 
@@ -426,6 +453,7 @@ impl Queue {
                 let mut state = self.lock();
                 loop {
                     if let Some(b) = state.batches.pop_front() {
+                        self.busy.fetch_add(1, Ordering::AcqRel);
                         break b;
                     }
                     if !state.walking {
@@ -437,6 +465,7 @@ impl Queue {
                 }
             };
             search_batch(ctx, batch);
+            self.busy.fetch_sub(1, Ordering::AcqRel);
         }
     }
 }

@@ -66,12 +66,20 @@ fn canonical_workdir(workdir: &Path) -> Result<PathBuf, String> {
 
 /// rg's worker count (`hiargs.rs: threads`: the available parallelism, at
 /// most 12), read once: the lookup reads cgroup files each time.
+/// `DSH_SEARCH_THREADS=<n>` (1 to 64) sets it instead, for the whole
+/// process; any other value is ignored.
 fn threads() -> usize {
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *THREADS.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(12)
+        let set = std::env::var("DSH_SEARCH_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|n| (1..=64).contains(n));
+        set.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(12)
+        })
     })
 }
 
