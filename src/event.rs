@@ -432,6 +432,26 @@ mod tests {
     }
 
     #[test]
+    fn shared_slices_read_as_their_range() {
+        let buf: Arc<[u8]> = Arc::from(&b"one\ntwo\n"[..]);
+        let a = Shared::new(buf.clone(), 0..4);
+        let b = Shared::new(buf, 4..8);
+        assert_eq!(&*a, b"one\n");
+        assert_eq!(&*b, b"two\n");
+        assert_eq!(b, Shared::from(b"two\n".to_vec()));
+        assert_ne!(a, b);
+        assert_eq!(format!("{a:?}"), format!("{:?}", b"one\n"));
+        let empty: Shared<SubMatch> = Vec::new().into();
+        assert!(empty.is_empty());
+    }
+
+    #[test]
+    #[should_panic]
+    fn shared_range_must_fit() {
+        let _ = Shared::new(Arc::from(&b"ab"[..]), 1..3);
+    }
+
+    #[test]
     fn match_with_submatches_and_control_escape() {
         let m = Match {
             path: b"f".to_vec().into(),

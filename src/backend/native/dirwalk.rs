@@ -329,3 +329,22 @@ fn visit_entries(
         out.error(path_error(e, abs, depth + 1));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // `join` must build what `Path::join` builds: rg's path strings come
+    // from it, and the printed paths from them.
+    #[test]
+    fn join_is_path_join() {
+        for dir in ["", "/", "a", "a/", "a//", "./", ".", "/w/src", "../x"] {
+            for name in ["b", ".hidden", "b c", "é"] {
+                let want = Path::new(dir).join(name);
+                let got = join(Path::new(dir), OsStr::new(name));
+                assert_eq!(got, want, "{dir:?} + {name:?}");
+                assert_eq!(got.as_os_str().len(), want.as_os_str().len());
+            }
+        }
+    }
+}
