@@ -5,6 +5,22 @@
 //! The engine never reads or changes the process's current directory: the
 //! workdir is canonicalized (rg's `getcwd`) and every relative path is walked
 //! as an absolute one that rg's matchers see the same way (the `paths` module).
+//!
+//! The modules, in the order a call goes through them:
+//!
+//! - `paths`: the typed path, the absolute path walked for it, and what rg
+//!   prints for each entry; `walk`: the `WalkBuilder` settings of both
+//!   invocations and glob's override filter.
+//! - glob: `glob` (the invocation) over `parwalk` (directories walked in
+//!   parallel, files sorted into rg's `--sort=modified` order).
+//! - grep: `grep` (the invocation: threads, batches, workers) over
+//!   `dirwalk` (the walk, each directory listed once) and `rgignore` (rg's
+//!   ignore decisions on rg's path strings); then `reader` (reading a file,
+//!   and the whole-file check that spares most files the searcher),
+//!   `matcher` (the regex and the searcher as rg configures them), `sink`
+//!   (the searcher's results as typed `--json` events) and `fifo` (an
+//!   explicit FIFO read so that cancellation can end it).
+//! - `messages`: rg's stderr texts and exit codes' inputs.
 
 mod dirwalk;
 mod fifo;
