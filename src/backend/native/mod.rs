@@ -20,7 +20,7 @@
 //!   `matcher` (the regex and the searcher as rg configures them), `sink`
 //!   (the searcher's results as typed `--json` events) and `fifo` (an
 //!   explicit FIFO read so that cancellation can end it).
-//! - `messages`: rg's stderr texts and exit codes' inputs.
+//! - `messages`: rg's stderr texts, and which of them make it exit 2.
 
 mod dirwalk;
 mod fifo;
