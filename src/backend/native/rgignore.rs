@@ -492,6 +492,13 @@ impl RgIgnore {
         }
         nodes.insert(abs.to_path_buf(), node.clone());
         drop(nodes);
+        self.report(errs);
+        node
+    }
+
+    /// A directory's ignore-file errors, as one message that does not
+    /// change the exit code (`ignore_message!`).
+    fn report(&self, errs: Vec<Error>) {
         if let Some(e) = combine(errs) {
             let msg = walk_error(&e, &self.root);
             self.messages
@@ -499,7 +506,6 @@ impl RgIgnore {
                 .unwrap_or_else(|e| e.into_inner())
                 .push((msg, false));
         }
-        node
     }
 
     /// The search root.
@@ -525,13 +531,7 @@ impl RgIgnore {
     ) -> Arc<Node> {
         let mut errs = Vec::new();
         let rules = Rules::build(&rg_dir, abs, &self.wc, Some(listed), &mut errs);
-        if let Some(e) = combine(errs) {
-            let msg = walk_error(&e, &self.root);
-            self.messages
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((msg, false));
-        }
+        self.report(errs);
         Arc::new(Node {
             any_git: rules.has_git || parent.any_git,
             rules,
