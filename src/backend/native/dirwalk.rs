@@ -30,6 +30,7 @@ use ignore::Error;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
 
+use super::messages::at_path;
 use super::paths::Root;
 use super::rgignore::{Listed, Node, RgIgnore};
 
@@ -172,10 +173,7 @@ impl Listing {
 fn path_error(err: std::io::Error, path: &Path, depth: usize) -> Error {
     Error::WithDepth {
         depth,
-        err: Box::new(Error::WithPath {
-            path: path.to_path_buf(),
-            err: Box::new(Error::Io(err)),
-        }),
+        err: Box::new(at_path(Error::Io(err), path)),
     }
 }
 

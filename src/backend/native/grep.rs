@@ -53,9 +53,7 @@ struct Ctx<'a> {
 struct Kit {
     matcher: RegexMatcher,
     searcher: Searcher,
-    scratch: Vec<u8>,
-    /// The read-ahead of [`FileReader`].
-    readbuf: Vec<u8>,
+    bufs: Buffers,
 }
 
 impl Ctx<'_> {
@@ -70,14 +68,10 @@ impl Ctx<'_> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        taken.unwrap_or_else(|| {
-            let Tools { scratch, readbuf } = Tools::take();
-            Kit {
-                matcher: self.matcher.clone(),
-                searcher: matcher::searcher(false),
-                scratch,
-                readbuf,
-            }
+        taken.unwrap_or_else(|| Kit {
+            matcher: self.matcher.clone(),
+            searcher: matcher::searcher(false),
+            bufs: Buffers::take(),
         })
     }
 
@@ -95,20 +89,25 @@ impl Ctx<'_> {
 /// file larger, which moves where a walked file's binary data is noticed
 /// (`binary_offset`, `bytes_searched`). rg starts each run with fresh
 /// buffers; a call does too.
-struct Tools {
+struct Buffers {
+    /// For sizing JSON lines ([`JsonSink`]).
     scratch: Vec<u8>,
+    /// The read-ahead of [`FileReader`].
     readbuf: Vec<u8>,
 }
 
-/// Tools kept between calls: enough for every thread of a few concurrent
-/// calls, no more.
-static SPARE_TOOLS: Mutex<Vec<Tools>> = Mutex::new(Vec::new());
-const MAX_SPARE_TOOLS: usize = 16;
+/// Buffers kept between calls: enough for every thread of a few
+/// concurrent calls, no more.
+static SPARE_BUFFERS: Mutex<Vec<Buffers>> = Mutex::new(Vec::new());
+const MAX_SPARE_BUFFERS: usize = 16;
 
-impl Tools {
-    fn take() -> Tools {
-        let spare = SPARE_TOOLS.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        spare.unwrap_or_else(|| Tools {
+impl Buffers {
+    fn take() -> Buffers {
+        let spare = SPARE_BUFFERS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop();
+        spare.unwrap_or_else(|| Buffers {
             scratch: Vec::with_capacity(4096),
             readbuf: Vec::new(),
         })
@@ -118,8 +117,8 @@ impl Tools {
         if self.readbuf.len() > PRELOAD_KEEP {
             self.readbuf = Vec::new();
         }
-        let mut spare = SPARE_TOOLS.lock().unwrap_or_else(|e| e.into_inner());
-        if spare.len() < MAX_SPARE_TOOLS {
+        let mut spare = SPARE_BUFFERS.lock().unwrap_or_else(|e| e.into_inner());
+        if spare.len() < MAX_SPARE_BUFFERS {
             spare.push(self);
         }
     }
@@ -130,11 +129,7 @@ impl Drop for Ctx<'_> {
         for slot in &self.kits {
             let kit = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(kit) = kit {
-                Tools {
-                    scratch: kit.scratch,
-                    readbuf: kit.readbuf,
-                }
-                .give_back();
+                kit.bufs.give_back();
             }
         }
     }
@@ -495,6 +490,14 @@ enum Source<'d> {
     InDir(&'d rustix::fd::OwnedFd, &'d std::ffi::OsStr),
 }
 
+impl Source<'_> {
+    /// Whether the path given with the haystack is the one rg walks rather
+    /// than the engine's absolute walk path.
+    fn is_rg_path(&self) -> bool {
+        matches!(self, Source::InDir(..))
+    }
+}
+
 fn finish(ctx: Ctx<'_>, started: Instant) -> Outcome<GrepResults> {
     let Shared {
         mut blocks,
@@ -604,11 +607,7 @@ impl<'a> Worker<'a> {
                     return;
                 }
                 // `main.rs: search`: `err_message!("{}: {}", path, err)`.
-                let printed = if matches!(source, Source::InDir(..)) {
-                    self.ctx.root.display_rg(path)
-                } else {
-                    self.ctx.root.display(path)
-                };
+                let printed = self.ctx.root.printed(path, source.is_rg_path());
                 let shown = String::from_utf8_lossy(&printed);
                 self.msgs.error(&format!("{shown}: {err}"));
             }
@@ -620,17 +619,20 @@ impl<'a> Worker<'a> {
         let Some(Kit {
             matcher,
             searcher,
-            scratch,
-            readbuf,
+            bufs: Buffers { scratch, readbuf },
         }) = self.kit.as_mut()
         else {
             unreachable!("a worker holds its kit until dropped")
         };
         searcher.set_binary_detection(matcher::binary(explicit));
-        let mut sink = JsonSink::new(matcher, &self.ctx.budget, scratch, &self.ctx.root, path);
-        if matches!(source, Source::InDir(..)) {
-            sink = sink.with_rg_path();
-        }
+        let mut sink = JsonSink::new(
+            matcher,
+            &self.ctx.budget,
+            scratch,
+            &self.ctx.root,
+            path,
+            source.is_rg_path(),
+        );
         let cancel = self.ctx.budget.cancel().clone();
         if explicit && self.ctx.slice {
             let data = read_whole(path, &cancel)?;

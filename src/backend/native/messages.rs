@@ -67,6 +67,16 @@ pub(crate) fn regex_error(err: &str) -> String {
     msg
 }
 
+/// `err` about `path`: the crate's private `Error::with_path` (ignore 0.4.29
+/// `lib.rs` L261), which the engine's own walk and ignore-file reading
+/// reproduce.
+pub(crate) fn at_path(err: ignore::Error, path: &Path) -> ignore::Error {
+    ignore::Error::WithPath {
+        path: path.to_path_buf(),
+        err: Box::new(err),
+    }
+}
+
 /// `ignore::Error`'s `Display` (ignore 0.4.29 `lib.rs` L325) with every path
 /// mapped back to the one rg walked.
 pub(crate) fn walk_error(err: &ignore::Error, root: &Root) -> String {

@@ -117,6 +117,16 @@ impl Root {
         self.display_rg(&self.unwalk(walked))
     }
 
+    /// What rg prints for an entry given by the engine's walk path, or by
+    /// the path rg walks for it when `is_rg`.
+    pub(crate) fn printed(&self, path: &Path, is_rg: bool) -> Vec<u8> {
+        if is_rg {
+            self.display_rg(path)
+        } else {
+            self.display(path)
+        }
+    }
+
     /// [`Root::display`] of an entry given by the path rg walks for it
     /// (what [`Root::unwalk`] returns).
     pub(crate) fn display_rg(&self, rg: &Path) -> Vec<u8> {

@@ -28,7 +28,7 @@ use ignore::gitignore::{gitconfig_excludes_path, Gitignore, GitignoreBuilder};
 use ignore::overrides::Override;
 use ignore::{DirEntry, Error, Match};
 
-use super::messages::walk_error;
+use super::messages::{at_path, walk_error};
 use super::paths::Root;
 
 /// The ignore files of one directory (`dir.rs: IgnoreInner`).
@@ -158,10 +158,7 @@ fn add_lines(b: &mut GitignoreBuilder, f: File, shown: &Path) -> Option<Error> {
         if shown.as_os_str().is_empty() {
             err
         } else {
-            Error::WithPath {
-                path: shown.to_path_buf(),
-                err: Box::new(err),
-            }
+            at_path(err, shown)
         }
     };
     let mut errs = Vec::new();
@@ -318,12 +315,9 @@ impl Listed {
     }
 }
 
-/// `Error::with_path` (private in the crate).
+/// An I/O error about `path`.
 fn with_path(e: std::io::Error, path: &Path) -> Error {
-    Error::WithPath {
-        path: path.to_path_buf(),
-        err: Box::new(Error::Io(e)),
-    }
+    at_path(Error::Io(e), path)
 }
 
 /// `dir.rs: resolve_git_commondir` (L1056), with the workdir standing in for

@@ -68,6 +68,7 @@ impl<'a> JsonSink<'a> {
         scratch: &'a mut Vec<u8>,
         root: &'a Root,
         walked: &'a Path,
+        walked_is_rg: bool,
     ) -> JsonSink<'a> {
         JsonSink {
             matcher,
@@ -75,7 +76,7 @@ impl<'a> JsonSink<'a> {
             scratch,
             root,
             walked,
-            walked_is_rg: false,
+            walked_is_rg,
             block: FileBlock::default(),
             match_count: 0,
             start: Instant::now(),
@@ -103,13 +104,6 @@ impl<'a> JsonSink<'a> {
                 submatches: Shared::new(subs.clone(), p.submatches),
             }));
         }
-    }
-
-    /// The path given to [`JsonSink::new`] is the one rg walks, not the
-    /// engine's absolute walk path.
-    pub(crate) fn with_rg_path(mut self) -> JsonSink<'a> {
-        self.walked_is_rg = true;
-        self
     }
 
     pub(crate) fn into_block(mut self) -> FileBlock {
@@ -173,11 +167,7 @@ impl Sink for JsonSink<'_> {
         }
         self.match_count += 1;
         if self.block.events.is_empty() {
-            self.block.path = if self.walked_is_rg {
-                self.root.display_rg(self.walked)
-            } else {
-                self.root.display(self.walked)
-            };
+            self.block.path = self.root.printed(self.walked, self.walked_is_rg);
             self.shared_path = self.block.path.as_slice().into();
             self.path_len = data_len(&self.block.path);
             let begin = Event::Begin(Begin {
