@@ -32,3 +32,20 @@ impl CancelToken {
         self.0.load(Ordering::Acquire)
     }
 }
+
+/// The marker error of a read stopped by cancellation.
+#[derive(Debug)]
+struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("search cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
+/// The error a reader returns once its call is cancelled.
+pub(crate) fn cancelled_error() -> std::io::Error {
+    std::io::Error::other(Cancelled)
+}

@@ -1,22 +1,30 @@
 //! File primitives for the file tools (no model concerns).
 //!
-//! The [`FileSystem`] trait is the seam the `read`, `write` and `edit` tools
+//! The [`TextFileSystem`] trait is the seam the `read`, `write` and `edit` tools
 //! work through (`seed-reference.md` §6.6): resolve a path, stat it, read,
 //! write or edit text under a version guard, list a directory. Nothing in it
 //! assumes a local disk, so an in-memory, overlay or remote filesystem can
 //! stand in; [`LocalFs`] is the first implementation.
 
+pub mod bytes;
+mod dynfs;
 mod error;
 pub mod literal;
-mod local;
+pub(crate) mod local;
 pub(crate) mod resolve;
+mod seam;
 mod text;
 
-use std::fmt;
 use std::path::PathBuf;
 
+pub use dynfs::DynFileSystem;
+pub use seam::{
+    errno, FileSystem, FileType, Listing, Metadata, Timestamp, Version, WriteError, WriteGuard,
+    Written,
+};
+
 pub use error::{io_message, FsError, FsErrorCode};
-pub use local::LocalFs;
+pub use local::{LocalDir, LocalFile, LocalFs};
 pub use resolve::has_dotdot_segment;
 pub use text::{decode_strict, NotText, TextDecoder, BINARY_SNIFF_BYTES};
 
@@ -52,17 +60,6 @@ pub enum FileKind {
     Dir,
     /// A FIFO, device, socket or anything else.
     Other,
-}
-
-/// An opaque version token: it changes whenever the file's content, metadata
-/// or identity changes. [`LocalFs`] uses `dev:ino:size:mtimeNs:ctimeNs`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Version(pub String);
-
-impl fmt::Display for Version {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
 }
 
 /// What a stat returns for an existing entry.
@@ -107,7 +104,7 @@ impl WriteOperation {
     }
 }
 
-/// The outcome of [`FileSystem::write_text`].
+/// The outcome of [`TextFileSystem::write_text`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteOutcome {
     /// Created or replaced.
@@ -132,7 +129,7 @@ pub struct LiteralEdit {
     pub replace_all: bool,
 }
 
-/// The outcome of [`FileSystem::edit_text`].
+/// The outcome of [`TextFileSystem::edit_text`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EditOutcome {
     /// The old text, LF-normalized, without a BOM.
@@ -155,8 +152,8 @@ pub struct DirEntry {
 /// The filesystem seam of the file tools.
 ///
 /// Every path-taking method works on a [`ResolvedPath`] from
-/// [`FileSystem::resolve`]; messages name its display path.
-pub trait FileSystem: Send + Sync {
+/// [`TextFileSystem::resolve`]; messages name its display path.
+pub trait TextFileSystem: Send + Sync {
     /// Resolve `path` against `cwd` (`seed-reference.md` §6.1).
     fn resolve(&self, path: &str, cwd: &std::path::Path) -> Result<ResolvedPath, FsError>;
 

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::backend::SearchBackend;
 use crate::cancel::CancelToken;
 use crate::config::Config;
-use crate::fs::{FileSystem, LocalFs};
+use crate::fs::{TextFileSystem, LocalFs};
 use crate::session::Sessions;
 use crate::spill::{apply_inline_cap, SpillRef, SpillSource, SpillStore};
 use crate::tool::args::{validate, GlobArgs, GrepArgs};
@@ -41,7 +41,7 @@ pub struct Tools {
     backend: Arc<dyn SearchBackend>,
     spill: Option<Arc<dyn SpillStore>>,
     guard: Option<Arc<dyn CallGuard>>,
-    fs: Arc<dyn FileSystem>,
+    fs: Arc<dyn TextFileSystem>,
     policy: Option<ObservationPolicy>,
     /// The definitions, built once: they depend on the configuration only,
     /// and building them (texts, schemas) is a fixed cost per call.
@@ -70,7 +70,7 @@ impl Tools {
     }
 
     /// The filesystem of read, write and edit. By default, the local disk.
-    pub fn with_filesystem(mut self, fs: Arc<dyn FileSystem>) -> Tools {
+    pub fn with_filesystem(mut self, fs: Arc<dyn TextFileSystem>) -> Tools {
         self.fs = fs;
         self
     }
@@ -90,7 +90,7 @@ impl Tools {
     }
 
     /// The filesystem of the file tools.
-    pub fn filesystem(&self) -> &dyn FileSystem {
+    pub fn filesystem(&self) -> &dyn TextFileSystem {
         &*self.fs
     }
 

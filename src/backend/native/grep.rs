@@ -17,7 +17,7 @@ use crate::outcome::{GrepResults, Outcome, Status};
 use crate::request::GrepRequest;
 
 use super::dirwalk::{self, Haystack};
-use super::fifo::FifoReader;
+use crate::fs::local::FifoReader;
 use super::matcher;
 use super::messages::{walk_error, Messages, NOTHING_SEARCHED};
 use super::paths::Root;

@@ -23,7 +23,7 @@
 //! - `messages`: rg's stderr texts, and which of them make it exit 2.
 
 mod dirwalk;
-mod fifo;
+
 mod glob;
 mod grep;
 mod matcher;

@@ -13,22 +13,7 @@ use grep_regex::RegexMatcher;
 /// when a whole file is loaded for a slice search.
 const CHUNK: u64 = 1 << 20;
 
-/// The marker error of a read stopped by cancellation.
-#[derive(Debug)]
-struct Cancelled;
-
-impl std::fmt::Display for Cancelled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("search cancelled")
-    }
-}
-
-impl std::error::Error for Cancelled {}
-
-/// The error a reader returns once the call is cancelled.
-pub(crate) fn cancelled() -> io::Error {
-    io::Error::other(Cancelled)
-}
+pub(crate) use crate::cancel::cancelled_error as cancelled;
 
 /// Read a whole file in chunks, checking the cancellation flag between them.
 pub(crate) fn read_whole(path: &Path, cancel: &crate::cancel::CancelToken) -> io::Result<Vec<u8>> {

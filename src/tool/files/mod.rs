@@ -1,5 +1,5 @@
 //! The file tools `read`, `write` and `edit` (`seed-reference.md` §6), over
-//! a [`FileSystem`](crate::fs::FileSystem), with the read-before-write [`ObservationPolicy`].
+//! a [`TextFileSystem`](crate::fs::TextFileSystem), with the read-before-write [`ObservationPolicy`].
 //!
 //! Each tool is one function taking the configuration, the filesystem, the
 //! policy (`None`: the bare deployment, no policy), the arguments (already
@@ -30,7 +30,7 @@ pub use crate::config::FsConfig as FilesConfig;
 /// The shape of the three tool functions.
 pub type FileToolFn = fn(
     &FilesConfig,
-    &dyn crate::fs::FileSystem,
+    &dyn crate::fs::TextFileSystem,
     Option<&ObservationPolicy>,
     &Value,
     &crate::tool::CallContext,

@@ -4,13 +4,13 @@
 use serde_json::{json, Value};
 
 use super::{envelope, file_path_arg, fs_error, FilesConfig, ObservationPolicy};
-use crate::fs::{FileKind, FileSystem, FsError, FsErrorCode};
+use crate::fs::{FileKind, TextFileSystem, FsError, FsErrorCode};
 use crate::tool::{CallContext, ToolError};
 
 /// Run `read`.
 pub fn read(
     cfg: &FilesConfig,
-    fs: &dyn FileSystem,
+    fs: &dyn TextFileSystem,
     policy: Option<&ObservationPolicy>,
     args: &Value,
     ctx: &CallContext,

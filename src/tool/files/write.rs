@@ -5,13 +5,13 @@ use serde_json::{json, Value};
 
 use super::ObservationPolicy;
 use super::{envelope, file_path_arg, fs_error, str_arg, with_remedy, FilesConfig};
-use crate::fs::{FileSystem, WriteIntent, WriteOperation};
+use crate::fs::{TextFileSystem, WriteIntent, WriteOperation};
 use crate::tool::{CallContext, ToolError};
 
 /// Run `write`.
 pub fn write(
     _cfg: &FilesConfig,
-    fs: &dyn FileSystem,
+    fs: &dyn TextFileSystem,
     policy: Option<&ObservationPolicy>,
     args: &Value,
     ctx: &CallContext,

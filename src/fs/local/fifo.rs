@@ -19,7 +19,8 @@ use crate::cancel::CancelToken;
 const TICK_MS: i32 = 50;
 
 /// A FIFO reader that gives up with an error once the token is cancelled.
-pub(crate) struct FifoReader {
+#[derive(Debug)]
+pub struct FifoReader {
     file: File,
     cancel: CancelToken,
 }
@@ -38,7 +39,7 @@ impl Read for FifoReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             if self.cancel.is_cancelled() {
-                return Err(super::reader::cancelled());
+                return Err(crate::cancel::cancelled_error());
             }
             let mut fds = [PollFd::new(&self.file, PollFlags::IN)];
             let timeout = rustix::event::Timespec {

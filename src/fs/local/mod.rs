@@ -1,4 +1,4 @@
-//! [`LocalFs`]: the [`FileSystem`] of the local disk (`seed-reference.md`
+//! [`LocalFs`]: the [`TextFileSystem`] of the local disk (`seed-reference.md`
 //! §6.2, §6.3, §6.6).
 //!
 //! Every mutation runs under a per-target lock keyed by the target key, so
@@ -6,6 +6,12 @@
 //! private directory next to the target and published atomically: a rename
 //! for create-or-replace, a hard link (which never replaces) for
 //! create-if-absent.
+
+mod fifo;
+pub(crate) use fifo::FifoReader;
+mod os;
+
+pub use os::{LocalDir, LocalFile};
 
 use std::collections::HashSet;
 use std::fs::{File, Metadata, OpenOptions};
@@ -17,7 +23,7 @@ use std::sync::{Condvar, Mutex};
 use super::literal::{count_occurrences, normalize_crlf};
 use super::text::{decode_strict, NotText, TextDecoder};
 use super::{
-    resolve, DirEntry, EditOutcome, FileKind, FileSystem, FsError, FsErrorCode, LiteralEdit,
+    resolve, DirEntry, EditOutcome, FileKind, TextFileSystem, FsError, FsErrorCode, LiteralEdit,
     ResolvedPath, Stat, Version, WriteIntent, WriteOperation, WriteOutcome,
 };
 
@@ -34,6 +40,8 @@ const CHUNK: usize = 64 * 1024;
 /// The local disk.
 #[derive(Debug)]
 pub struct LocalFs {
+    /// Use the portable `std::fs` path even where a fast path exists.
+    portable: bool,
     locks: LockTable,
     lock_dir: Option<PathBuf>,
     diff_basis_max_bytes: u64,
@@ -49,10 +57,19 @@ impl LocalFs {
     /// A local filesystem with in-process locks only.
     pub fn new() -> LocalFs {
         LocalFs {
+            portable: false,
             locks: LockTable::default(),
             lock_dir: None,
             diff_basis_max_bytes: DEFAULT_DIFF_BASIS_MAX_BYTES,
         }
+    }
+
+    /// The local disk through the portable path on `std::fs` (the only one
+    /// on platforms other than Linux), also on Linux: the conformance suite
+    /// runs through it there.
+    pub fn portable(mut self) -> LocalFs {
+        self.portable = true;
+        self
     }
 
     /// Also lock targets across processes, with `flock` on files in `dir`
@@ -98,7 +115,7 @@ impl LocalFs {
     }
 }
 
-impl FileSystem for LocalFs {
+impl TextFileSystem for LocalFs {
     fn resolve(&self, path: &str, cwd: &Path) -> Result<ResolvedPath, FsError> {
         resolve::resolve(path, cwd)
     }
@@ -297,6 +314,70 @@ impl FileSystem for LocalFs {
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }
+}
+
+/// The seam's write on the local disk: under the target's lock, the guard
+/// checked, then staged next to the target and published.
+pub(super) fn write_bytes(
+    fs: &LocalFs,
+    path: &Path,
+    content: &[u8],
+    guard: &crate::fs::WriteGuard,
+    cancel: &crate::cancel::CancelToken,
+) -> Result<crate::fs::Written, crate::fs::WriteError> {
+    use crate::fs::{WriteError, WriteGuard};
+    let io_err = |e: io::Error| WriteError::Io(path.to_path_buf(), e);
+    let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    fs.locks.acquire(&key);
+    let _lock = TargetLock {
+        table: &fs.locks,
+        key: key.clone(),
+        _file: match &fs.lock_dir {
+            Some(dir) => Some(file_lock(dir, &key).map_err(io_err)?),
+            None => None,
+        },
+    };
+    let old = match std::fs::metadata(path) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io_err(e)),
+    };
+    if let Some(m) = &old {
+        if !m.is_file() {
+            return Err(WriteError::NotRegular(os::from_std(m).kind));
+        }
+    }
+    match (guard, &old) {
+        (WriteGuard::ReplaceIfVersion(_), None) => return Err(WriteError::Stale),
+        (WriteGuard::ReplaceIfVersion(v), Some(m)) if os::from_std(m).version() != *v => {
+            return Err(WriteError::Stale)
+        }
+        (WriteGuard::CreateIfAbsent, Some(_)) => return Err(WriteError::Exists),
+        _ => {}
+    }
+    if cancel.is_cancelled() {
+        return Err(WriteError::Cancelled);
+    }
+    let mode = old
+        .as_ref()
+        .map_or(0o600, |m| m.permissions().mode() & 0o7777);
+    let publish = match guard {
+        WriteGuard::CreateIfAbsent => Publish::Link,
+        _ => Publish::Rename,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io_err)?;
+    }
+    match stage_and_publish(path, content, mode, publish) {
+        Ok(()) => {}
+        Err(PublishError::Exists) => return Err(WriteError::Exists),
+        Err(PublishError::Io(e)) => return Err(io_err(e)),
+    }
+    let metadata = std::fs::metadata(path).map_err(io_err)?;
+    Ok(crate::fs::Written {
+        replaced: old.is_some(),
+        metadata: os::from_std(&metadata),
+    })
 }
 
 /// The literal edit of `seed-reference.md` §6.3 on decoded text: returns

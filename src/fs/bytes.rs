@@ -1,0 +1,63 @@
+//! Names as bytes on every platform.
+//!
+//! On Unix a name is its bytes. Elsewhere the seam sees the `OsStr`'s
+//! encoded bytes (WTF-8 on Windows), and bytes that are not valid there
+//! become a lossily decoded name: the crate forbids `unsafe`, and a
+//! Windows name always round-trips through `to_string_lossy` unless it
+//! holds an unpaired surrogate.
+
+use std::borrow::Cow;
+use std::ffi::OsStr;
+use std::path::Path;
+
+/// The bytes of `s`.
+pub fn os_bytes(s: &OsStr) -> &[u8] {
+    #[cfg(unix)]
+    {
+        std::os::unix::ffi::OsStrExt::as_bytes(s)
+    }
+    #[cfg(not(unix))]
+    {
+        s.as_encoded_bytes()
+    }
+}
+
+/// The bytes of a path.
+pub fn path_bytes(p: &Path) -> &[u8] {
+    os_bytes(p.as_os_str())
+}
+
+/// The name whose bytes are `b`.
+pub fn os_str(b: &[u8]) -> Cow<'_, OsStr> {
+    #[cfg(unix)]
+    {
+        Cow::Borrowed(std::os::unix::ffi::OsStrExt::from_bytes(b))
+    }
+    #[cfg(not(unix))]
+    {
+        match std::str::from_utf8(b) {
+            Ok(s) => Cow::Borrowed(OsStr::new(s)),
+            Err(_) => Cow::Owned(String::from_utf8_lossy(b).into_owned().into()),
+        }
+    }
+}
+
+/// The path whose bytes are `b`.
+pub fn path(b: &[u8]) -> Cow<'_, Path> {
+    match os_str(b) {
+        Cow::Borrowed(s) => Cow::Borrowed(Path::new(s)),
+        Cow::Owned(s) => Cow::Owned(s.into()),
+    }
+}
+
+/// The owned path whose bytes are `b`.
+pub fn path_buf(b: Vec<u8>) -> std::path::PathBuf {
+    #[cfg(unix)]
+    {
+        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(b).into()
+    }
+    #[cfg(not(unix))]
+    {
+        path(&b).into_owned()
+    }
+}

@@ -1,0 +1,355 @@
+//! [`LocalFs`] as the seam's local disk: the read side of [`FileSystem`].
+//!
+//! Two implementations behind one type. On Linux the fast path: a
+//! directory is a descriptor, listed with one `getdents64` loop into the
+//! caller's buffers, and its entries are stat'ed and opened relative to it
+//! (`openat`, `fstatat`: the kernel resolves one name, not the whole path).
+//! Everywhere else, and on Linux when [`LocalFs::portable`] asks for it
+//! (so that the conformance suite checks it there too), the portable path
+//! on `std::fs`, which names every entry by its whole path.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use super::LocalFs;
+use crate::cancel::CancelToken;
+use crate::fs::seam::{FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard, Written};
+
+/// An open directory of the local disk.
+#[derive(Debug)]
+pub enum LocalDir {
+    /// A directory descriptor (the Linux fast path).
+    #[cfg(target_os = "linux")]
+    Fd(rustix::fd::OwnedFd),
+    /// The directory's path (the portable path).
+    Path(PathBuf),
+}
+
+/// An open file of the local disk.
+#[derive(Debug)]
+pub enum LocalFile {
+    /// A regular file (or anything read like one).
+    File(File),
+    /// A FIFO named explicitly, read so that cancellation ends the wait.
+    #[cfg(unix)]
+    Fifo(super::fifo::FifoReader),
+}
+
+impl Read for LocalFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            LocalFile::File(f) => f.read(buf),
+            #[cfg(unix)]
+            LocalFile::Fifo(f) => f.read(buf),
+        }
+    }
+}
+
+/// The size of the `getdents64` buffer (glibc's `opendir` uses 32 KiB).
+#[cfg(target_os = "linux")]
+const LISTING_BUF: usize = 32 * 1024;
+
+impl LocalFs {
+    fn fast(&self) -> bool {
+        cfg!(target_os = "linux") && !self.portable
+    }
+}
+
+/// `std::fs::Metadata` as the seam's.
+pub(crate) fn from_std(m: &std::fs::Metadata) -> Metadata {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        #[allow(clippy::unnecessary_cast, trivial_numeric_casts)]
+        Metadata {
+            kind: kind_of_std(m.file_type()),
+            len: m.len(),
+            mtime: Some((m.mtime() as i64, m.mtime_nsec() as u32)),
+            mode: m.mode() & 0o7777,
+            dev: m.dev() as u64,
+            ino: m.ino() as u64,
+            ctime: Some((m.ctime() as i64, m.ctime_nsec() as u32)),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let ts = |t: io::Result<std::time::SystemTime>| {
+            t.ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| (d.as_secs() as i64, d.subsec_nanos()))
+        };
+        Metadata {
+            kind: kind_of_std(m.file_type()),
+            len: m.len(),
+            mtime: ts(m.modified()),
+            mode: if m.permissions().readonly() { 0o444 } else { 0o644 },
+            dev: 0,
+            ino: 0,
+            ctime: ts(m.modified()),
+        }
+    }
+}
+
+fn kind_of_std(t: std::fs::FileType) -> FileType {
+    if t.is_file() {
+        return FileType::File;
+    }
+    if t.is_dir() {
+        return FileType::Dir;
+    }
+    if t.is_symlink() {
+        return FileType::Symlink;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return FileType::Fifo;
+        }
+        if t.is_socket() {
+            return FileType::Socket;
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return FileType::Device;
+        }
+    }
+    FileType::Unknown
+}
+
+#[cfg(target_os = "linux")]
+mod fast {
+    use super::*;
+    use rustix::fd::{AsFd, OwnedFd};
+    use rustix::fs::{AtFlags, Mode, OFlags, RawDir};
+    use std::mem::MaybeUninit;
+
+    pub(super) fn open_dir(at: impl AsFd, path: &OsStr) -> io::Result<OwnedFd> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        Ok(rustix::fs::openat(at, path, flags, Mode::empty())?)
+    }
+
+    pub(super) fn kind(ft: rustix::fs::FileType) -> FileType {
+        use rustix::fs::FileType as T;
+        match ft {
+            T::RegularFile => FileType::File,
+            T::Directory => FileType::Dir,
+            T::Symlink => FileType::Symlink,
+            T::Fifo => FileType::Fifo,
+            T::Socket => FileType::Socket,
+            T::CharacterDevice | T::BlockDevice => FileType::Device,
+            T::Unknown => FileType::Unknown,
+        }
+    }
+
+    pub(super) fn list(fd: &OwnedFd, listing: &mut Listing) {
+        let buf = &mut listing.scratch;
+        if buf.capacity() < LISTING_BUF {
+            *buf = Vec::with_capacity(LISTING_BUF);
+        }
+        let spare: &mut [MaybeUninit<u8>] = buf.spare_capacity_mut();
+        let mut dir = RawDir::new(fd.as_fd(), spare);
+        while let Some(entry) = dir.next() {
+            match entry {
+                Ok(e) => {
+                    let name = e.file_name().to_bytes();
+                    if name == b"." || name == b".." {
+                        continue;
+                    }
+                    listing.names.extend_from_slice(name);
+                    listing
+                        .entries
+                        .push((listing.names.len(), kind(e.file_type())));
+                }
+                Err(e) => {
+                    // `std::fs::ReadDir` yields one error and ends.
+                    listing.error = Some(e.into());
+                    break;
+                }
+            }
+        }
+    }
+
+    pub(super) fn stat_at(fd: &OwnedFd, name: &OsStr, follow: bool) -> io::Result<Metadata> {
+        let flags = if follow {
+            AtFlags::empty()
+        } else {
+            AtFlags::SYMLINK_NOFOLLOW
+        };
+        let st = rustix::fs::statat(fd, name, flags)?;
+        #[allow(clippy::unnecessary_cast, trivial_numeric_casts)]
+        Ok(Metadata {
+            kind: kind(rustix::fs::FileType::from_raw_mode(st.st_mode)),
+            len: st.st_size as u64,
+            mtime: Some((st.st_mtime as i64, st.st_mtime_nsec as u32)),
+            mode: st.st_mode & 0o7777,
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            ctime: Some((st.st_ctime as i64, st.st_ctime_nsec as u32)),
+        })
+    }
+
+    pub(super) fn open_at(fd: &OwnedFd, name: &OsStr) -> io::Result<File> {
+        let flags = OFlags::RDONLY | OFlags::CLOEXEC;
+        Ok(File::from(rustix::fs::openat(fd, name, flags, Mode::empty())?))
+    }
+}
+
+impl FileSystem for LocalFs {
+    type Dir = LocalDir;
+    type File = LocalFile;
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(path)
+    }
+
+    fn metadata(&self, path: &Path) -> io::Result<Metadata> {
+        std::fs::metadata(path).map(|m| from_std(&m))
+    }
+
+    fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata> {
+        std::fs::symlink_metadata(path).map(|m| from_std(&m))
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::read_link(path)
+    }
+
+    fn open_dir(&self, path: &Path) -> io::Result<LocalDir> {
+        #[cfg(target_os = "linux")]
+        if self.fast() {
+            return fast::open_dir(rustix::fs::CWD, path.as_os_str()).map(LocalDir::Fd);
+        }
+        // `read_dir` is what fails for a directory that cannot be listed;
+        // the portable path opens it to report that error here too.
+        std::fs::read_dir(path)?;
+        Ok(LocalDir::Path(path.to_path_buf()))
+    }
+
+    fn open_dir_at(&self, parent: &LocalDir, parent_path: &Path, name: &OsStr) -> io::Result<LocalDir> {
+        match parent {
+            #[cfg(target_os = "linux")]
+            LocalDir::Fd(fd) => fast::open_dir(fd, name).map(LocalDir::Fd),
+            LocalDir::Path(_) => {
+                let path = parent_path.join(name);
+                std::fs::read_dir(&path)?;
+                Ok(LocalDir::Path(path))
+            }
+        }
+    }
+
+    fn list(&self, dir: &LocalDir, listing: &mut Listing) {
+        listing.clear();
+        match dir {
+            #[cfg(target_os = "linux")]
+            LocalDir::Fd(fd) => fast::list(fd, listing),
+            LocalDir::Path(path) => {
+                let rd = match std::fs::read_dir(path) {
+                    Ok(rd) => rd,
+                    Err(e) => return listing.fail(e),
+                };
+                for entry in rd {
+                    match entry {
+                        Ok(e) => {
+                            // `DirEntry::file_type` falls back to `lstat`;
+                            // an error there is the caller's to report
+                            // (`Unknown` makes it stat the entry).
+                            let kind = e.file_type().map_or(FileType::Unknown, kind_of_std);
+                            let name = e.file_name();
+                            listing.push(crate::fs::bytes::os_bytes(&name), kind);
+                        }
+                        Err(e) => return listing.fail(e),
+                    }
+                }
+            }
+        }
+    }
+
+    fn metadata_at(
+        &self,
+        dir: &LocalDir,
+        dir_path: &Path,
+        name: &OsStr,
+        follow: bool,
+    ) -> io::Result<Metadata> {
+        match dir {
+            #[cfg(target_os = "linux")]
+            LocalDir::Fd(fd) => fast::stat_at(fd, name, follow),
+            LocalDir::Path(_) => {
+                let path = dir_path.join(name);
+                if follow {
+                    self.metadata(&path)
+                } else {
+                    self.symlink_metadata(&path)
+                }
+            }
+        }
+    }
+
+    fn open_at(&self, dir: &LocalDir, dir_path: &Path, name: &OsStr) -> io::Result<LocalFile> {
+        match dir {
+            #[cfg(target_os = "linux")]
+            LocalDir::Fd(fd) => fast::open_at(fd, name).map(LocalFile::File),
+            LocalDir::Path(_) => File::open(dir_path.join(name)).map(LocalFile::File),
+        }
+    }
+
+    fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<LocalFile> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) {
+                return super::fifo::FifoReader::open(path, cancel.clone()).map(LocalFile::Fifo);
+            }
+        }
+        let _ = cancel;
+        File::open(path).map(LocalFile::File)
+    }
+
+    fn read_control(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let mut f = open_nonblocking(path)?;
+        if !f.metadata()?.is_file() {
+            return Err(io::Error::other("not a regular file"));
+        }
+        let mut data = Vec::new();
+        f.read_to_end(&mut data)?;
+        Ok(data)
+    }
+
+    fn git_global_excludes(&self, workdir: &Path) -> Option<(PathBuf, Vec<u8>)> {
+        let path = workdir.join(ignore::gitignore::gitconfig_excludes_path()?);
+        // rg reads it with a blocking open, like the other ignore files; a
+        // FIFO there is read as absent (the same deliberate difference).
+        let data = self.read_control(&path).ok()?;
+        Some((path, data))
+    }
+
+    fn write(
+        &self,
+        path: &Path,
+        content: &[u8],
+        guard: &WriteGuard,
+        cancel: &CancelToken,
+    ) -> Result<Written, WriteError> {
+        super::write_bytes(self, path, content, guard, cancel)
+    }
+}
+
+/// Open for reading without ever blocking in `open(2)`: a FIFO (or a
+/// device) in place of a control file is then refused by the caller's type
+/// check instead of hanging the walk until a writer shows up.
+fn open_nonblocking(path: &Path) -> io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(path)
+    }
+    #[cfg(not(unix))]
+    {
+        File::open(path)
+    }
+}

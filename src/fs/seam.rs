@@ -1,0 +1,370 @@
+//! The filesystem seam: the byte-level operations every tool needs
+//! (`docs/contract.md` §10).
+//!
+//! Names and contents are bytes here; text decoding, CRLF handling and
+//! literal edits live once above the seam (`fs::text`, the file tools).
+//! The native engine is generic over [`FileSystem`], so the local disk's
+//! fast path (directory descriptors, one listing per directory) is
+//! monomorphized into it; the file tools and the guard, which need no such
+//! speed, see the same filesystem through [`DynFs`](super::DynFs).
+//!
+//! Errors are [`io::Error`]s: rg prints them as they are (`No such file or
+//! directory (os error 2)`), so a filesystem that is not the local disk
+//! reports the errno the disk would have reported ([`errno`]).
+
+use std::ffi::OsStr;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::cancel::CancelToken;
+
+/// The kind of a directory entry or of a stat'ed path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FileType {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link (only from a listing or a stat that does not follow
+    /// links).
+    Symlink,
+    /// A named pipe.
+    Fifo,
+    /// A Unix domain socket.
+    Socket,
+    /// A character or block device.
+    Device,
+    /// The listing did not say (`DT_UNKNOWN`): stat the entry without
+    /// following links to learn it.
+    Unknown,
+}
+
+impl FileType {
+    /// Whether this is a regular file.
+    pub fn is_file(self) -> bool {
+        self == FileType::File
+    }
+
+    /// Whether this is a directory.
+    pub fn is_dir(self) -> bool {
+        self == FileType::Dir
+    }
+
+    /// Whether this is a symbolic link.
+    pub fn is_symlink(self) -> bool {
+        self == FileType::Symlink
+    }
+}
+
+/// A modification or change time: seconds and nanoseconds since the Unix
+/// epoch, ordered like `SystemTime`.
+pub type Timestamp = (i64, u32);
+
+/// What a stat returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Metadata {
+    /// The entry's kind.
+    pub kind: FileType,
+    /// The size in bytes.
+    pub len: u64,
+    /// The modification time, when the filesystem has one.
+    pub mtime: Option<Timestamp>,
+    /// The permission bits (`st_mode & 0o7777`).
+    pub mode: u32,
+    /// The device, or 0 where the filesystem has none.
+    pub dev: u64,
+    /// The inode, or another number unique to the file within `dev`.
+    pub ino: u64,
+    /// The status-change time, or any value that changes whenever the
+    /// file's content or metadata does.
+    pub ctime: Option<Timestamp>,
+}
+
+impl Metadata {
+    /// The file's version token: `dev:ino:size:mtimeNs:ctimeNs`
+    /// (`docs/seed-reference.md` §6.6). It changes whenever the file's
+    /// content, metadata or identity changes.
+    pub fn version(&self) -> Version {
+        let ns = |t: Option<Timestamp>| {
+            t.map_or(0i128, |(s, n)| i128::from(s) * 1_000_000_000 + i128::from(n))
+        };
+        Version(format!(
+            "{}:{}:{}:{}:{}",
+            self.dev,
+            self.ino,
+            self.len,
+            ns(self.mtime),
+            ns(self.ctime)
+        ))
+    }
+}
+
+/// An opaque version token (see [`Metadata::version`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Version(pub String);
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One directory's entries, in the filesystem's own order, read into
+/// buffers the caller keeps between directories (no allocation per entry).
+#[derive(Debug, Default)]
+pub struct Listing {
+    pub(crate) names: Vec<u8>,
+    /// (end of the name in `names`, its kind).
+    pub(crate) entries: Vec<(usize, FileType)>,
+    pub(crate) error: Option<io::Error>,
+    /// A buffer the filesystem may keep between listings (the local disk's
+    /// `getdents64` buffer).
+    pub(crate) scratch: Vec<u8>,
+}
+
+impl Listing {
+    /// An empty listing.
+    pub fn new() -> Listing {
+        Listing::default()
+    }
+
+    /// Forget the previous directory's entries.
+    pub fn clear(&mut self) {
+        self.names.clear();
+        self.entries.clear();
+        self.error = None;
+    }
+
+    /// Add an entry (never `.` or `..`).
+    pub fn push(&mut self, name: &[u8], kind: FileType) {
+        self.names.extend_from_slice(name);
+        self.entries.push((self.names.len(), kind));
+    }
+
+    /// The listing ended early with `err` after the entries pushed so far
+    /// (`std::fs::ReadDir` yields one error and ends).
+    pub fn fail(&mut self, err: io::Error) {
+        self.error = Some(err);
+    }
+
+    /// The entries: name and kind.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], FileType)> {
+        let mut start = 0;
+        self.entries.iter().map(move |&(end, kind)| {
+            let name = &self.names[start..end];
+            start = end;
+            (name, kind)
+        })
+    }
+
+    /// How many entries there are.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The error that ended the listing, taken.
+    pub fn take_error(&mut self) -> Option<io::Error> {
+        self.error.take()
+    }
+
+    /// The error that ended the listing, if any.
+    pub fn error(&self) -> Option<&io::Error> {
+        self.error.as_ref()
+    }
+}
+
+/// The condition a write is published under.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum WriteGuard {
+    /// Create or replace, unconditionally.
+    #[default]
+    None,
+    /// Create only: an existing file is never replaced.
+    CreateIfAbsent,
+    /// Replace only the file at this version.
+    ReplaceIfVersion(Version),
+}
+
+/// Why a guarded write was not published, or failed.
+#[derive(Debug)]
+pub enum WriteError {
+    /// [`WriteGuard::CreateIfAbsent`] and the file exists.
+    Exists,
+    /// [`WriteGuard::ReplaceIfVersion`] and the file is missing or at
+    /// another version.
+    Stale,
+    /// The target is not a regular file (a directory, FIFO, device,
+    /// socket, or a symlink to one).
+    NotRegular(FileType),
+    /// A component of the target's parent exists and is not a directory.
+    NotDirectory(PathBuf),
+    /// The call was cancelled before the write was published.
+    Cancelled,
+    /// Any other failure, with the path it concerns.
+    Io(PathBuf, io::Error),
+}
+
+impl fmt::Display for WriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WriteError::Exists => f.write_str("the file exists"),
+            WriteError::Stale => f.write_str("the file changed"),
+            WriteError::NotRegular(k) => write!(f, "not a regular file ({k:?})"),
+            WriteError::NotDirectory(p) => write!(f, "{}: not a directory", p.display()),
+            WriteError::Cancelled => f.write_str("cancelled"),
+            WriteError::Io(p, e) => write!(f, "{}: {e}", p.display()),
+        }
+    }
+}
+
+impl std::error::Error for WriteError {}
+
+/// What a published write did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// Whether the file existed before (and was replaced).
+    pub replaced: bool,
+    /// The new file's metadata.
+    pub metadata: Metadata,
+}
+
+/// The filesystem seam (`docs/contract.md` §10).
+///
+/// Paths are absolute and lexical (no `..` resolution is implied); symlinks
+/// are followed where the method says so, as the operating system would
+/// follow them. A directory is listed in the filesystem's own order, which
+/// glob's modification-time ties follow.
+///
+/// Implementations: [`LocalFs`](super::LocalFs) (the local disk),
+/// [`MemFs`](super::MemFs) (in memory), [`OverlayFs`](super::OverlayFs)
+/// (an upper layer over a lower one).
+pub trait FileSystem: Send + Sync + 'static {
+    /// An open directory: what its entries are listed, stat'ed and opened
+    /// through. On the local disk, a descriptor; elsewhere, often its path.
+    type Dir: Send + Sync;
+    /// An open file, read in pieces.
+    type File: io::Read + Send + 'static;
+
+    /// The path with every symlink resolved (`realpath`).
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+
+    /// Stat `path`, following symlinks.
+    fn metadata(&self, path: &Path) -> io::Result<Metadata>;
+
+    /// Stat `path` itself.
+    fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata>;
+
+    /// The target of the symlink at `path`, as stored.
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
+
+    /// Open the directory at `path` (symlinks followed).
+    fn open_dir(&self, path: &Path) -> io::Result<Self::Dir>;
+
+    /// Open the subdirectory `name` of `parent` (whose path is
+    /// `parent_path`); the entry was listed as a directory.
+    fn open_dir_at(
+        &self,
+        parent: &Self::Dir,
+        parent_path: &Path,
+        name: &OsStr,
+    ) -> io::Result<Self::Dir>;
+
+    /// List `dir` into `listing` (cleared first), in the filesystem's
+    /// order; an error that ends the listing early is recorded in it.
+    fn list(&self, dir: &Self::Dir, listing: &mut Listing);
+
+    /// Stat the entry `name` of `dir` (whose path is `dir_path`), following
+    /// a symlink or not.
+    fn metadata_at(
+        &self,
+        dir: &Self::Dir,
+        dir_path: &Path,
+        name: &OsStr,
+        follow: bool,
+    ) -> io::Result<Metadata>;
+
+    /// Open the file `name` of `dir` (whose path is `dir_path`) for reading.
+    fn open_at(&self, dir: &Self::Dir, dir_path: &Path, name: &OsStr) -> io::Result<Self::File>;
+
+    /// Open the file at `path` for reading, symlinks followed. A FIFO is
+    /// read as it comes, and the wait for its data ends with an error once
+    /// `cancel` is set.
+    fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<Self::File>;
+
+    /// Read a small control file (an ignore file, a `.git` file) whole,
+    /// never blocking: anything but a regular file (after following links)
+    /// is an error.
+    fn read_control(&self, path: &Path) -> io::Result<Vec<u8>>;
+
+    /// The contents of git's global excludes file for this workspace
+    /// (`core.excludesFile`, else `$XDG_CONFIG_HOME/git/ignore`), and the
+    /// path it was read from; `None` when there is none. A relative
+    /// `core.excludesFile` is resolved against `workdir`, rg's CWD.
+    fn git_global_excludes(&self, workdir: &Path) -> Option<(PathBuf, Vec<u8>)>;
+
+    /// Create or replace the regular file at `path` with `content`, under
+    /// `guard`, atomically where the filesystem can: a reader sees the old
+    /// content or the new, never a mix. Missing parent directories are
+    /// created. A new file gets mode 0600 (as the tools publish it); a
+    /// replaced one keeps its mode. `cancel` is honoured until the moment
+    /// of publishing, never after.
+    fn write(
+        &self,
+        path: &Path,
+        content: &[u8],
+        guard: &WriteGuard,
+        cancel: &CancelToken,
+    ) -> Result<Written, WriteError>;
+}
+
+/// `io::Error`s with the errno the local disk would report, for
+/// filesystems that are not the local disk: rg prints
+/// `No such file or directory (os error 2)`, and so must they.
+pub mod errno {
+    use std::io;
+
+    macro_rules! errnos {
+        ($($(#[$doc:meta])* $name:ident = $linux:expr, $mac:expr, $kind:ident;)*) => {
+            $(
+                $(#[$doc])*
+                pub fn $name() -> io::Error {
+                    #[cfg(target_os = "linux")]
+                    { io::Error::from_raw_os_error($linux) }
+                    #[cfg(all(unix, not(target_os = "linux")))]
+                    { io::Error::from_raw_os_error($mac) }
+                    #[cfg(not(unix))]
+                    { io::Error::from(io::ErrorKind::$kind) }
+                }
+            )*
+        };
+    }
+
+    errnos! {
+        /// `ENOENT`.
+        not_found = 2, 2, NotFound;
+        /// `EACCES`.
+        permission_denied = 13, 13, PermissionDenied;
+        /// `EEXIST`.
+        exists = 17, 17, AlreadyExists;
+        /// `ENOTDIR`.
+        not_a_directory = 20, 20, NotADirectory;
+        /// `EISDIR`.
+        is_a_directory = 21, 21, IsADirectory;
+        /// `EINVAL`.
+        invalid = 22, 22, InvalidInput;
+        /// `ENAMETOOLONG`.
+        name_too_long = 36, 63, Other;
+        /// `ELOOP`.
+        too_many_links = 40, 62, Other;
+        /// `ENOTEMPTY`.
+        not_empty = 39, 66, DirectoryNotEmpty;
+        /// `ENXIO` (opening a socket).
+        no_such_device = 6, 6, Other;
+    }
+}
