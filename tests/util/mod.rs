@@ -6,12 +6,13 @@
 pub mod rg;
 pub mod tools;
 pub mod tree;
+pub mod workspaces;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::Path;
 
-use dsh_search::{NativeBackend, RgBackend, SearchBackend};
+use dsh_search::{RgBackend, SearchBackend};
 
 use self::rg::{Call, Env, Raw};
 use self::tree::Tree;
@@ -160,21 +161,15 @@ impl Report {
                 )],
             ),
             Mode::InProcess => {
-                let native = NativeBackend::new();
                 let rgb = RgBackend::default();
-                (
-                    rg::run_rg(env, &call, &cwd),
-                    vec![
-                        (
-                            "rg backend",
-                            rg::run_backend(&rgb as &dyn SearchBackend, &call, &cwd),
-                        ),
-                        (
-                            "native",
-                            rg::run_backend(&native as &dyn SearchBackend, &call, &cwd),
-                        ),
-                    ],
-                )
+                let mut actuals = vec![(
+                    "rg backend",
+                    rg::run_backend(&rgb as &dyn SearchBackend, &call, &cwd),
+                )];
+                for (way, native) in workspaces::natives(tree.root()) {
+                    actuals.push((way, rg::run_backend(&*native, &call, &cwd)));
+                }
+                (rg::run_rg(env, &call, &cwd), actuals)
             }
             Mode::Nobody => (
                 rg::run_rg_nobody(env, &call, &cwd),

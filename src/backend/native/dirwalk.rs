@@ -3,13 +3,13 @@
 //! with every directory listed once.
 //!
 //! rg decides a directory's ignore files from the listing it has just read
-//! (`dir.rs: add_child_with_entries`). The crate's walker does not hand
-//! that listing to a filter, and the engine's ignore decisions are its own
-//! ([`RgIgnore`], on rg's path strings), so walking with the crate meant
-//! listing every directory twice. This walk lists a directory once, with a
-//! descriptor that then opens its subdirectories and, on the searching
-//! threads, its files (`openat`: the kernel resolves one name, not the
-//! whole path), and builds the directory's rules from the names it saw.
+//! (`dir.rs: add_child_with_entries`). The engine's ignore decisions are its
+//! own ([`RgIgnore`], on rg's path strings). This walk goes through the
+//! workspace's [`FileSystem`]: it lists a directory once, into buffers kept
+//! for the whole walk, opens its subdirectories and, on the searching
+//! threads, its files through the directory's handle (on the local disk a
+//! descriptor: `openat`, the kernel resolves one name, not the whole path),
+//! and builds the directory's rules from the names it saw.
 //!
 //! What rg reports is reproduced: a directory that cannot be opened or
 //! listed (`read_dir` errors, with the directory's path), an entry whose
@@ -18,17 +18,15 @@
 //! and directories can become haystacks or be descended into; other
 //! entries are skipped (`is_haystack`: not a file at depth > 0).
 
-use std::ffi::OsStr;
-use std::mem::MaybeUninit;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ignore::overrides::Override;
 use ignore::Error;
-use rustix::fd::{AsFd, OwnedFd};
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
+
+use crate::fs::bytes::{os_str, path_buf, path_bytes};
+use crate::fs::{FileSystem, FileType, Listing};
 
 use super::messages::at_path;
 use super::paths::Root;
@@ -44,23 +42,27 @@ use super::rgignore::{Listed, Node, RgIgnore};
 /// the bound.
 const MAX_LIVE_DIRS: usize = 64;
 
-/// The size of the `getdents64` buffer (glibc's `opendir` uses 32 KiB).
-const LISTING_BUF: usize = 32 * 1024;
-
-/// A listed directory: the descriptor its files are opened relative to.
-pub(crate) struct Dir {
-    fd: OwnedFd,
+/// A listed directory: the handle its files are opened through, and its
+/// absolute path.
+pub(crate) struct Dir<F: FileSystem> {
+    handle: F::Dir,
+    path: PathBuf,
     live: Arc<AtomicUsize>,
 }
 
-impl Dir {
-    /// The directory's descriptor.
-    pub(crate) fn fd(&self) -> &OwnedFd {
-        &self.fd
+impl<F: FileSystem> Dir<F> {
+    /// The directory's handle.
+    pub(crate) fn handle(&self) -> &F::Dir {
+        &self.handle
+    }
+
+    /// The directory's absolute path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
     }
 }
 
-impl Drop for Dir {
+impl<F: FileSystem> Drop for Dir<F> {
     fn drop(&mut self) {
         self.live.fetch_sub(1, Ordering::Relaxed);
     }
@@ -69,36 +71,36 @@ impl Drop for Dir {
 /// A regular file to search: its directory and the path rg walks for it
 /// (`Root::unwalk` of the engine's absolute path, from which what rg
 /// prints is made).
-pub(crate) struct Haystack {
-    pub(crate) dir: Arc<Dir>,
+pub(crate) struct Haystack<F: FileSystem> {
+    pub(crate) dir: Arc<Dir<F>>,
     pub(crate) rg_path: PathBuf,
 }
 
-impl Haystack {
+impl<F: FileSystem> Haystack<F> {
     /// The file's name in its directory.
-    pub(crate) fn name(&self) -> &OsStr {
+    pub(crate) fn name(&self) -> &std::ffi::OsStr {
         self.rg_path.file_name().unwrap_or(self.rg_path.as_os_str())
     }
 }
 
 /// `dir.join(name)` (`Path::join`: a `/` between them unless `dir` is
 /// empty or ends with one) in one allocation of the exact size.
-fn join(dir: &Path, name: &OsStr) -> PathBuf {
-    let d = dir.as_os_str().as_bytes();
+fn join(dir: &Path, name: &[u8]) -> PathBuf {
+    let d = path_bytes(dir);
     let sep = !d.is_empty() && !d.ends_with(b"/");
     let mut v = Vec::with_capacity(d.len() + usize::from(sep) + name.len());
     v.extend_from_slice(d);
     if sep {
         v.push(b'/');
     }
-    v.extend_from_slice(name.as_bytes());
-    PathBuf::from(std::ffi::OsString::from_vec(v))
+    v.extend_from_slice(name);
+    path_buf(v)
 }
 
 /// Where the walk sends what it finds.
-pub(crate) trait Output {
+pub(crate) trait Output<F: FileSystem> {
     /// A file rg would search.
-    fn file(&mut self, file: Haystack);
+    fn file(&mut self, file: Haystack<F>);
     /// An error rg reports with `err_message!` (exit code 2).
     fn error(&mut self, err: Error);
     /// Whether the call is over (budget crossed or cancelled).
@@ -110,9 +112,9 @@ pub(crate) trait Output {
 }
 
 /// A directory still to list.
-struct Pending {
+struct Pending<F: FileSystem> {
     /// The listed directory it is an entry of.
-    parent: Arc<Dir>,
+    parent: Arc<Dir<F>>,
     /// The rules of that directory.
     parent_node: Arc<Node>,
     abs: PathBuf,
@@ -120,53 +122,13 @@ struct Pending {
     depth: usize,
 }
 
-/// One directory's listing: names (concatenated) and their types.
-#[derive(Default)]
-struct Listing {
-    names: Vec<u8>,
-    /// (end of the name in `names`, the type from `d_type`).
-    entries: Vec<(usize, FileType)>,
-    /// The error that ended the listing early, if any.
-    error: Option<std::io::Error>,
-    listed: Listed,
-}
-
-impl Listing {
-    fn read(&mut self, fd: &OwnedFd, buf: &mut [MaybeUninit<u8>]) {
-        self.names.clear();
-        self.entries.clear();
-        self.error = None;
-        self.listed = Listed::default();
-        let mut dir = RawDir::new(fd.as_fd(), buf);
-        while let Some(entry) = dir.next() {
-            match entry {
-                Ok(e) => {
-                    let name = e.file_name().to_bytes();
-                    if name == b"." || name == b".." {
-                        continue;
-                    }
-                    self.listed.note(name);
-                    self.names.extend_from_slice(name);
-                    self.entries.push((self.names.len(), e.file_type()));
-                }
-                Err(e) => {
-                    // `std::fs::ReadDir` yields one error and ends (the
-                    // `readdir` loop of `Work::read_dir` then reports it).
-                    self.error = Some(e.into());
-                    break;
-                }
-            }
-        }
+/// Note, in a directory's listing, the names rg looks up in it.
+fn note_names(listing: &Listing) -> Listed {
+    let mut listed = Listed::default();
+    for (name, _) in listing.iter() {
+        listed.note(name);
     }
-
-    fn iter(&self) -> impl Iterator<Item = (&[u8], FileType)> {
-        let mut start = 0;
-        self.entries.iter().map(move |&(end, ft)| {
-            let name = &self.names[start..end];
-            start = end;
-            (name, ft)
-        })
-    }
+    listed
 }
 
 /// rg's error for `path` (`Error::from(err).with_path(path).with_depth(depth)`).
@@ -177,50 +139,47 @@ fn path_error(err: std::io::Error, path: &Path, depth: usize) -> Error {
     }
 }
 
-fn open_dir(at: impl AsFd, path: &Path) -> std::io::Result<OwnedFd> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    Ok(rustix::fs::openat(at, path, flags, Mode::empty())?)
-}
-
-/// Walk the directory `root` (a real directory, not a symlink) from the
+/// Walk the directory `root` (a directory, or a symlink to one: rg's
+/// walker stats a root following links, `DirEntryRaw::from_path`) from the
 /// workdir `wc` with the include globs `ov`, sending its haystacks and walk
 /// errors to `out`. Returns the call's ignore state, which holds the
 /// ignore-file messages to report.
-pub(crate) fn walk(
+pub(crate) fn walk<F: FileSystem>(
+    fs: &F,
     root: &Root,
     wc: &Path,
     ov: Override,
     live: &Arc<AtomicUsize>,
-    out: &mut impl Output,
+    out: &mut impl Output<F>,
 ) -> RgIgnore {
-    let mut buf = vec![MaybeUninit::<u8>::uninit(); LISTING_BUF];
-    let mut listing = Listing::default();
+    let mut listing = Listing::new();
     let abs = root.walk_path();
-    let root_fd = match open_dir(rustix::fs::CWD, abs) {
-        Ok(fd) => fd,
+    let root_handle = match fs.open_dir(abs) {
+        Ok(h) => h,
         Err(e) => {
             // `run_one`: the parents' rules are read first, the root's
             // never (its listing failed).
-            let rgi = RgIgnore::with_root_listing(root, wc, ov, Some(Listed::default()));
+            let rgi = RgIgnore::with_root_listing(fs, root, wc, ov, Some(Listed::default()));
             out.error(path_error(e, abs, 0));
             return rgi;
         }
     };
-    listing.read(&root_fd, &mut buf);
-    let rgi = RgIgnore::with_root_listing(root, wc, ov, Some(listing.listed));
+    fs.list(&root_handle, &mut listing);
+    let rgi = RgIgnore::with_root_listing(fs, root, wc, ov, Some(note_names(&listing)));
     live.fetch_add(1, Ordering::Relaxed);
     let root_dir = Arc::new(Dir {
-        fd: root_fd,
+        handle: root_handle,
+        path: abs.to_path_buf(),
         live: live.clone(),
     });
     let root_node = rgi.root_node().clone();
     let mut stack = Vec::new();
     visit_entries(
+        fs,
         &rgi,
         &mut listing,
         &root_dir,
         &root_node,
-        abs,
         0,
         &mut stack,
         out,
@@ -231,30 +190,29 @@ pub(crate) fn walk(
             break;
         }
         while live.load(Ordering::Relaxed) >= MAX_LIVE_DIRS && out.relieve() {}
-        let fd = match open_dir(
-            p.parent.fd(),
-            Path::new(p.abs.file_name().unwrap_or_default()),
-        ) {
-            Ok(fd) => fd,
+        let name = p.abs.file_name().unwrap_or_default();
+        let handle = match fs.open_dir_at(p.parent.handle(), p.parent.path(), name) {
+            Ok(h) => h,
             Err(e) => {
                 out.error(path_error(e, &p.abs, p.depth));
                 continue;
             }
         };
         drop(p.parent);
-        listing.read(&fd, &mut buf);
-        let node = rgi.enter(&p.parent_node, &p.abs, p.rg_dir, listing.listed);
+        fs.list(&handle, &mut listing);
+        let node = rgi.enter(fs, &p.parent_node, &p.abs, p.rg_dir, note_names(&listing));
         live.fetch_add(1, Ordering::Relaxed);
         let dir = Arc::new(Dir {
-            fd,
+            handle,
+            path: p.abs,
             live: live.clone(),
         });
         visit_entries(
+            fs,
             &rgi,
             &mut listing,
             &dir,
             &node,
-            &p.abs,
             p.depth,
             &mut stack,
             out,
@@ -266,31 +224,31 @@ pub(crate) fn walk(
 /// `run_one`'s loop over one directory's entries (`generate_work`), then
 /// the listing's error.
 #[allow(clippy::too_many_arguments)]
-fn visit_entries(
+fn visit_entries<F: FileSystem>(
+    fs: &F,
     rgi: &RgIgnore,
     listing: &mut Listing,
-    dir: &Arc<Dir>,
+    dir: &Arc<Dir<F>>,
     node: &Arc<Node>,
-    abs: &Path,
     depth: usize,
-    stack: &mut Vec<Pending>,
-    out: &mut impl Output,
+    stack: &mut Vec<Pending<F>>,
+    out: &mut impl Output<F>,
 ) {
+    let abs = dir.path();
     for (name, ft) in listing.iter() {
         if out.stopped() {
             return;
         }
-        let name = OsStr::from_bytes(name);
         let ft = if ft == FileType::Unknown {
             // `DirEntry::file_type` falls back to `lstat` without a
             // `d_type`; its error names the entry (`from_entry`).
-            match rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) => FileType::from_raw_mode(st.st_mode),
+            match fs.metadata_at(dir.handle(), abs, &os_str(name), false) {
+                Ok(m) => m.kind,
                 Err(e) => {
-                    let path = abs.join(name);
+                    let path = join(abs, name);
                     out.error(Error::WithDepth {
                         depth: depth + 1,
-                        err: Box::new(path_error(e.into(), &path, depth + 1)),
+                        err: Box::new(path_error(e, &path, depth + 1)),
                     });
                     continue;
                 }
@@ -298,14 +256,14 @@ fn visit_entries(
         } else {
             ft
         };
-        let is_dir = ft == FileType::Directory;
-        if !is_dir && ft != FileType::RegularFile {
+        let is_dir = ft == FileType::Dir;
+        if !is_dir && ft != FileType::File {
             // Links, FIFOs, sockets, devices below the root: never searched.
             continue;
         }
         let rg_path = join(node.rg_dir(), name);
-        debug_assert_eq!(rg_path, rgi.root().unwalk(&abs.join(name)));
-        if !rgi.decide(node, &rg_path, name.as_bytes(), is_dir) {
+        debug_assert_eq!(rg_path, rgi.root().unwalk(&join(abs, name)));
+        if !rgi.decide(node, &rg_path, name, is_dir) {
             continue;
         }
         if is_dir {
@@ -323,7 +281,7 @@ fn visit_entries(
             });
         }
     }
-    if let Some(e) = listing.error.take() {
+    if let Some(e) = listing.take_error() {
         out.error(path_error(e, abs, depth + 1));
     }
 }
@@ -339,7 +297,7 @@ mod tests {
         for dir in ["", "/", "a", "a/", "a//", "./", ".", "/w/src", "../x"] {
             for name in ["b", ".hidden", "b c", "é"] {
                 let want = Path::new(dir).join(name);
-                let got = join(Path::new(dir), OsStr::new(name));
+                let got = join(Path::new(dir), name.as_bytes());
                 assert_eq!(got, want, "{dir:?} + {name:?}");
                 assert_eq!(got.as_os_str().len(), want.as_os_str().len());
             }

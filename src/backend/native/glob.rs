@@ -1,19 +1,22 @@
 //! `rg --files --glob=<p> --sort=modified --no-ignore --hidden <VCS
 //! excludes> [-- <path>]` (`main.rs: files`, `hiargs.rs: sort` L762).
 
-use std::cmp::Ordering;
-use std::time::SystemTime;
-
+use crate::fs::FileSystem;
 use crate::outcome::{GlobResults, Outcome, Status};
 use crate::request::GlobRequest;
 
-use super::messages::{walk_error, Messages};
-use super::parwalk;
+use super::messages::Messages;
+use super::parwalk::{self, dir_error};
 use super::paths::Root;
-use super::walk::{glob_walker, is_haystack, GlobFilter};
+use super::walk::GlobFilter;
 use super::{canonical_workdir, check_arg, exit_code, Budget};
 
-pub(crate) fn run(req: &GlobRequest) -> Outcome<GlobResults> {
+/// One walk, whatever the root: walkdir stats a root following links
+/// (`DirEntry::from_path` with `follow_root_links`), reports an error
+/// there as `IO error for operation on <root>`, yields a root that is not a
+/// directory as the one entry (never filtered at depth 0), and walks a
+/// directory (`parwalk`).
+pub(crate) fn run<F: FileSystem>(fs: &F, req: &GlobRequest) -> Outcome<GlobResults> {
     let fail = |why: String| Outcome {
         status: Status::LaunchFailed(why),
         stderr: Vec::new(),
@@ -24,7 +27,7 @@ pub(crate) fn run(req: &GlobRequest) -> Outcome<GlobResults> {
     {
         return fail(why);
     }
-    let wc = match canonical_workdir(&req.workdir) {
+    let wc = match canonical_workdir(fs, &req.workdir) {
         Ok(wc) => wc,
         Err(why) => return fail(why),
     };
@@ -43,59 +46,31 @@ pub(crate) fn run(req: &GlobRequest) -> Outcome<GlobResults> {
             };
         }
     };
-    if let Some((files, errors)) = parwalk::walk(&root, &filter, &budget) {
-        for e in &errors {
-            msgs.error(e);
+    let files = match super::stat_root(fs, &root) {
+        Err(e) => {
+            msgs.error(&dir_error(&root, root.walk_path(), &e));
+            Vec::new()
         }
-        let matched = !files.is_empty();
-        return Outcome {
-            status: budget.status(exit_code(matched, msgs.errored)),
-            stderr: msgs.lines,
-            results: GlobResults {
-                files: files.into_iter().map(|l| l.printed).collect(),
-            },
-        };
-    }
-    // The sort forces the sequential walker (`hiargs.rs` L168); used here
-    // for a root that is not a readable directory.
-    let walker = glob_walker(root.walk_path(), &wc, filter.into_full()).build();
-    let mut listed: Vec<(Vec<u8>, Option<SystemTime>)> = Vec::new();
-    for result in walker {
-        if budget.stopped() {
-            break;
-        }
-        let dent = match result {
-            Ok(dent) => dent,
-            Err(err) => {
-                msgs.error(&walk_error(&err, &root));
-                continue;
+        Ok(m) if m.kind.is_dir() => {
+            let (files, errors) = parwalk::walk(fs, &root, &filter, &budget);
+            for e in &errors {
+                msgs.error(e);
             }
-        };
-        if is_haystack(&dent).is_none() {
-            continue;
+            files.into_iter().map(|l| l.printed).collect()
         }
-        let printed = root.display(dent.path());
-        // `path().metadata()` follows symlinks; the walked path names the same
-        // file as the printed one resolved against the workdir.
-        let mtime = dent.path().metadata().and_then(|m| m.modified()).ok();
-        if !budget.spend(printed.len() as u64 + 1) {
-            break;
+        Ok(_) => {
+            let printed = root.display(root.walk_path());
+            if budget.spend(printed.len() as u64 + 1) {
+                vec![printed]
+            } else {
+                Vec::new()
+            }
         }
-        listed.push((printed, mtime));
-    }
-    // One global stable sort; unreadable metadata last (`hiargs.rs: sort`).
-    listed.sort_by(|a, b| match (a.1, b.1) {
-        (Some(x), Some(y)) => x.cmp(&y),
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (None, None) => Ordering::Equal,
-    });
-    let matched = !listed.is_empty();
+    };
+    let matched = !files.is_empty();
     Outcome {
         status: budget.status(exit_code(matched, msgs.errored)),
         stderr: msgs.lines,
-        results: GlobResults {
-            files: listed.into_iter().map(|(p, _)| p).collect(),
-        },
+        results: GlobResults { files },
     }
 }

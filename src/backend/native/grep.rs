@@ -1,7 +1,6 @@
 //! `rg --json --regexp=<p> [--glob=<include>] [-- <path>]` (`main.rs: search`
 //! and `search_parallel`, `search.rs: SearchWorker::search`).
 
-use std::fs::File;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,31 +9,35 @@ use std::time::Instant;
 
 use grep_regex::RegexMatcher;
 use grep_searcher::Searcher;
-use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 
 use crate::event::{Event, Stats, Summary};
+use crate::fs::{FileSystem, FileType};
 use crate::outcome::{GrepResults, Outcome, Status};
 use crate::request::GrepRequest;
 
-use super::dirwalk::{self, Haystack};
-use crate::fs::local::FifoReader;
+use super::dirwalk::{self, Dir, Haystack};
 use super::matcher;
 use super::messages::{walk_error, Messages, NOTHING_SEARCHED};
+use super::parwalk::dir_error;
 use super::paths::Root;
 use super::reader::{cancelled, is_clean_miss, read_whole, FileReader, PRELOAD_KEEP};
 use super::rgignore::RgIgnore;
 use super::sink::{FileBlock, JsonSink};
-use super::walk::{grep_walker, grep_walker_rg, is_haystack, overrides};
+use super::walk::overrides;
 use super::{canonical_workdir, check_arg, exit_code, Budget};
 
 /// Everything one call shares between its threads.
-struct Ctx<'a> {
+struct Ctx<'a, F: FileSystem> {
+    fs: &'a F,
     root: Root,
     matcher: RegexMatcher,
     budget: Budget,
-    /// rg memory-maps the one explicit path when it is a regular file
-    /// (`hiargs.rs` L235); we read it whole and search the slice instead.
-    slice: bool,
+    /// The kind of the one explicit path (after following links), when the
+    /// root is not a directory. rg memory-maps it when it is a regular file
+    /// (`hiargs.rs: mmap_choice`); we read it whole and search the slice.
+    explicit: Option<FileType>,
+    /// Its size when stat'ed.
+    explicit_len: u64,
     /// Whether a walked file read whole without a match in its bytes can be
     /// counted without running the searcher ([`matcher::whole_file_prefilter`]).
     prefilter: bool,
@@ -46,7 +49,6 @@ struct Ctx<'a> {
     /// thread, a thread keeps its clone (and its searcher's buffers) for the
     /// whole call.
     kits: Vec<Mutex<Option<Kit>>>,
-    _p: std::marker::PhantomData<&'a ()>,
 }
 
 /// What one thread needs to search: a matcher, a searcher, buffers.
@@ -56,7 +58,7 @@ struct Kit {
     bufs: Buffers,
 }
 
-impl Ctx<'_> {
+impl<F: FileSystem> Ctx<'_, F> {
     fn kit_slot(&self) -> &Mutex<Option<Kit>> {
         let i = super::pool().current_thread_index().map_or(0, |i| i + 1);
         &self.kits[i.min(self.kits.len() - 1)]
@@ -124,7 +126,7 @@ impl Buffers {
     }
 }
 
-impl Drop for Ctx<'_> {
+impl<F: FileSystem> Drop for Ctx<'_, F> {
     fn drop(&mut self) {
         for slot in &self.kits {
             let kit = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -144,7 +146,13 @@ struct Shared {
     searched: bool,
 }
 
-pub(crate) fn run(req: &GrepRequest) -> Outcome<GrepResults> {
+/// One walk, whatever the root. rg's parallel walker stats each root
+/// following links (`DirEntryRaw::from_path`) and reports an error there
+/// with the path; a root that is not a directory means one thread
+/// (`hiargs.rs: Paths::from_low_args`), whose sequential walker yields the
+/// path itself (never filtered at depth 0, no ignore files read) or
+/// walkdir's error for it; a directory, or a symlink to one, is walked.
+pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResults> {
     let started = Instant::now();
     let fail = |why: String| Outcome {
         status: Status::LaunchFailed(why),
@@ -157,7 +165,7 @@ pub(crate) fn run(req: &GrepRequest) -> Outcome<GrepResults> {
     {
         return fail(why);
     }
-    let wc = match canonical_workdir(&req.workdir) {
+    let wc = match canonical_workdir(fs, &req.workdir) {
         Ok(wc) => wc,
         Err(why) => return fail(why),
     };
@@ -182,18 +190,15 @@ pub(crate) fn run(req: &GrepRequest) -> Outcome<GrepResults> {
         Err(e) => return arg_error(e),
     };
     let root = Root::new(&wc, req.path.as_deref());
-    // One look at the path, a second only through a symlink.
-    let lmeta = std::fs::symlink_metadata(root.walk_path());
-    let real_dir = lmeta.as_ref().is_ok_and(|m| m.is_dir());
-    let meta = match &lmeta {
-        Ok(m) if m.file_type().is_symlink() => std::fs::metadata(root.walk_path()),
-        _ => lmeta,
-    };
-    // `hiargs.rs: Paths::from_low_args` L1094: one path that is not a
-    // directory (a missing one included) means one thread.
-    let one_file = !meta.as_ref().is_ok_and(|m| m.is_dir());
+    let meta = super::stat_root(fs, &root);
     let ctx = Ctx {
-        slice: one_file && meta.as_ref().is_ok_and(|m| m.is_file()),
+        fs,
+        explicit: match &meta {
+            Ok(m) if m.kind.is_dir() => None,
+            Ok(m) => Some(m.kind),
+            Err(_) => None,
+        },
+        explicit_len: meta.as_ref().map_or(0, |m| m.len),
         prefilter: matcher::whole_file_prefilter(&req.pattern),
         root,
         matcher,
@@ -202,27 +207,27 @@ pub(crate) fn run(req: &GrepRequest) -> Outcome<GrepResults> {
         kits: (0..super::pool().current_num_threads() + 1)
             .map(|_| Mutex::new(None))
             .collect(),
-        _p: std::marker::PhantomData,
     };
-    if one_file {
-        search_sequential(&ctx, &wc, ov);
-    } else if real_dir {
-        search_pooled(&ctx, &wc, ov);
-    } else {
-        let threads = super::threads();
-        let mut builder = VisitorBuilder { ctx: &ctx };
-        let rgi = std::sync::Arc::new(RgIgnore::new(&ctx.root, &wc, ov));
-        grep_walker_rg(ctx.root.walk_path(), &wc, rgi.clone(), threads)
-            .build_parallel()
-            .visit(&mut builder);
-        report_ignore_messages(&ctx, &rgi);
+    match meta {
+        Err(e) => {
+            // The sequential walker's error for its root (walkdir's wording).
+            let msg = dir_error(&ctx.root, ctx.root.walk_path(), &e);
+            let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+            shared.msgs.error(&msg);
+        }
+        Ok(m) if m.kind.is_dir() => search_pooled(&ctx, &wc, ov),
+        Ok(_) => {
+            let mut worker = Worker::new(&ctx);
+            let path = ctx.root.walk_path().to_path_buf();
+            worker.search_haystack(&path, Source::Explicit);
+        }
     }
     finish(ctx, started)
 }
 
 /// The messages the walk's ignore decisions collected (ignore-file errors,
 /// walk errors), into the call's stderr.
-fn report_ignore_messages(ctx: &Ctx<'_>, rgi: &RgIgnore) {
+fn report_ignore_messages<F: FileSystem>(ctx: &Ctx<'_, F>, rgi: &RgIgnore) {
     let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
     for (msg, errored) in rgi.take_messages() {
         if errored {
@@ -249,7 +254,7 @@ const MAX_QUEUED: usize = 4;
 /// ignore 0.4.29 `walk.rs: get_work` L1917), and the searching threads are
 /// the pool's, started once per process. The order of files does not
 /// matter: blocks are sorted by path at the end (D2).
-fn search_pooled(ctx: &Ctx<'_>, wc: &Path, ov: ignore::overrides::Override) {
+fn search_pooled<F: FileSystem>(ctx: &Ctx<'_, F>, wc: &Path, ov: ignore::overrides::Override) {
     let queue = Queue::new();
     let live = std::sync::Arc::new(AtomicUsize::new(0));
     super::pool().in_place_scope(|s| {
@@ -262,7 +267,7 @@ fn search_pooled(ctx: &Ctx<'_>, wc: &Path, ov: ignore::overrides::Override) {
             msgs: Messages::default(),
             searched: false,
         };
-        let rgi = dirwalk::walk(&ctx.root, wc, ov, &live, &mut batcher);
+        let rgi = dirwalk::walk(ctx.fs, &ctx.root, wc, ov, &live, &mut batcher);
         drop(batcher);
         report_ignore_messages(ctx, &rgi);
         // Anything the helpers have not taken.
@@ -272,17 +277,17 @@ fn search_pooled(ctx: &Ctx<'_>, wc: &Path, ov: ignore::overrides::Override) {
 
 /// The walking thread's end of the walk: walk errors and haystacks, in
 /// batches.
-struct Batcher<'r, 's> {
-    ctx: &'s Ctx<'s>,
-    queue: &'s Queue,
+struct Batcher<'r, 's, F: FileSystem> {
+    ctx: &'s Ctx<'s, F>,
+    queue: &'s Queue<F>,
     scope: &'r rayon::Scope<'s>,
     max_helpers: usize,
-    batch: Vec<Haystack>,
+    batch: Vec<Haystack<F>>,
     msgs: Messages,
     searched: bool,
 }
 
-impl<'r, 's: 'r> Batcher<'r, 's> {
+impl<'r, 's: 'r, F: FileSystem> Batcher<'r, 's, F> {
     fn push(&mut self) {
         let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
         let queue = self.queue;
@@ -300,8 +305,8 @@ impl<'r, 's: 'r> Batcher<'r, 's> {
     }
 }
 
-impl<'r, 's: 'r> dirwalk::Output for Batcher<'r, 's> {
-    fn file(&mut self, file: Haystack) {
+impl<'r, 's: 'r, F: FileSystem> dirwalk::Output<F> for Batcher<'r, 's, F> {
+    fn file(&mut self, file: Haystack<F>) {
         self.searched = true;
         self.batch.push(file);
         if self.batch.len() == BATCH {
@@ -342,7 +347,7 @@ impl<'r, 's: 'r> dirwalk::Output for Batcher<'r, 's> {
     }
 }
 
-impl Batcher<'_, '_> {
+impl<F: FileSystem> Batcher<'_, '_, F> {
     /// Search one queued batch on the walking thread; false when none is
     /// queued.
     fn search_queued(&mut self) -> bool {
@@ -356,7 +361,7 @@ impl Batcher<'_, '_> {
     }
 }
 
-impl Drop for Batcher<'_, '_> {
+impl<F: FileSystem> Drop for Batcher<'_, '_, F> {
     fn drop(&mut self) {
         if !self.batch.is_empty() {
             let batch = std::mem::take(&mut self.batch);
@@ -371,8 +376,8 @@ impl Drop for Batcher<'_, '_> {
 }
 
 /// The batches of one call waiting for a thread.
-struct Queue {
-    state: Mutex<QueueState>,
+struct Queue<F: FileSystem> {
+    state: Mutex<QueueState<F>>,
     /// Signalled when a batch is queued for a waiting helper, and when the
     /// walk ends.
     ready: std::sync::Condvar,
@@ -382,21 +387,21 @@ struct Queue {
     busy: AtomicUsize,
 }
 
-#[derive(Default)]
-struct QueueState {
-    batches: std::collections::VecDeque<Vec<Haystack>>,
+struct QueueState<F: FileSystem> {
+    batches: std::collections::VecDeque<Vec<Haystack<F>>>,
     /// Whether the walk may still queue batches.
     walking: bool,
     /// Helpers waiting for a batch.
     waiting: usize,
 }
 
-impl Queue {
-    fn new() -> Queue {
+impl<F: FileSystem> Queue<F> {
+    fn new() -> Queue<F> {
         Queue {
             state: Mutex::new(QueueState {
+                batches: std::collections::VecDeque::new(),
                 walking: true,
-                ..QueueState::default()
+                waiting: 0,
             }),
             ready: std::sync::Condvar::new(),
             helpers: AtomicUsize::new(0),
@@ -404,11 +409,11 @@ impl Queue {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState<F>> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn push(&self, batch: Vec<Haystack>) {
+    fn push(&self, batch: Vec<Haystack<F>>) {
         let mut state = self.lock();
         state.batches.push_back(batch);
         if state.waiting > 0 {
@@ -420,7 +425,7 @@ impl Queue {
         self.lock().batches.len()
     }
 
-    fn pop(&self) -> Option<Vec<Haystack>> {
+    fn pop(&self) -> Option<Vec<Haystack<F>>> {
         self.lock().batches.pop_front()
     }
 
@@ -431,7 +436,7 @@ impl Queue {
     }
 
     /// Search queued batches until none is left (the walking thread).
-    fn drain(&self, ctx: &Ctx<'_>) {
+    fn drain(&self, ctx: &Ctx<'_, F>) {
         while let Some(batch) = self.pop() {
             search_batch(ctx, batch);
         }
@@ -442,7 +447,7 @@ impl Queue {
     /// when the queue is momentarily empty, to be started again by the next
     /// one) keeps a helper from being put to sleep and woken up once per
     /// batch when the walk and the searches run at about the same pace.
-    fn serve(&self, ctx: &Ctx<'_>) {
+    fn serve(&self, ctx: &Ctx<'_, F>) {
         loop {
             let batch = {
                 let mut state = self.lock();
@@ -465,7 +470,7 @@ impl Queue {
     }
 }
 
-fn search_batch(ctx: &Ctx<'_>, batch: Vec<Haystack>) {
+fn search_batch<F: FileSystem>(ctx: &Ctx<'_, F>, batch: Vec<Haystack<F>>) {
     if batch.is_empty() {
         return;
     }
@@ -474,23 +479,29 @@ fn search_batch(ctx: &Ctx<'_>, batch: Vec<Haystack>) {
         if ctx.budget.stopped() {
             return;
         }
-        worker.search_haystack(&file.rg_path, Source::InDir(file.dir.fd(), file.name()));
+        worker.search_haystack(&file.rg_path, Source::InDir(&file.dir, file.name()));
     }
 }
 
 /// How a haystack is opened.
-#[derive(Clone, Copy)]
-enum Source<'d> {
-    /// The one path given, not a directory (`Haystack::is_explicit`).
+enum Source<'d, F: FileSystem> {
+    /// The one path given, not a directory (`Haystack::is_explicit`); the
+    /// path given with it is the engine's absolute walk path.
     Explicit,
-    /// A file found by the crate's walker (below a symlinked root).
-    Walked,
-    /// A file found by the engine's walk: its name in a listed directory
-    /// (the path given with it is the one rg walks).
-    InDir(&'d rustix::fd::OwnedFd, &'d std::ffi::OsStr),
+    /// A file found by the walk: its name in a listed directory (the path
+    /// given with it is the one rg walks).
+    InDir(&'d Dir<F>, &'d std::ffi::OsStr),
 }
 
-impl Source<'_> {
+impl<F: FileSystem> Clone for Source<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<F: FileSystem> Copy for Source<'_, F> {}
+
+impl<F: FileSystem> Source<'_, F> {
     /// Whether the path given with the haystack is the one rg walks rather
     /// than the engine's absolute walk path.
     fn is_rg_path(&self) -> bool {
@@ -498,7 +509,7 @@ impl Source<'_> {
     }
 }
 
-fn finish(ctx: Ctx<'_>, started: Instant) -> Outcome<GrepResults> {
+fn finish<F: FileSystem>(ctx: Ctx<'_, F>, started: Instant) -> Outcome<GrepResults> {
     let Shared {
         mut blocks,
         stats: unmatched,
@@ -533,26 +544,12 @@ fn finish(ctx: Ctx<'_>, started: Instant) -> Outcome<GrepResults> {
     }
 }
 
-/// The single non-directory path: `ignore::Walk`, the sequential walker,
-/// whose errors keep walkdir's wording.
-fn search_sequential(ctx: &Ctx<'_>, wc: &Path, ov: ignore::overrides::Override) {
-    let mut worker = Worker::new(ctx);
-    for result in grep_walker(ctx.root.walk_path(), wc, ov, 1).build() {
-        if ctx.budget.stopped() {
-            break;
-        }
-        worker.visit_result(result);
-    }
-}
-
 /// Per-thread state: a searcher, a matcher clone, buffers and the results
 /// of the files this thread searched, merged into the call's state on drop.
-struct Worker<'a> {
-    ctx: &'a Ctx<'a>,
+struct Worker<'a, F: FileSystem> {
+    ctx: &'a Ctx<'a, F>,
     /// Taken from the thread's slot, given back on drop.
     kit: Option<Kit>,
-    /// The directory of the last file opened, for [`open_in_dir`].
-    dir: Option<(std::path::PathBuf, rustix::fd::OwnedFd)>,
     blocks: Vec<FileBlock>,
     /// The statistics of the files without a match.
     stats: Stats,
@@ -560,12 +557,11 @@ struct Worker<'a> {
     searched: bool,
 }
 
-impl<'a> Worker<'a> {
-    fn new(ctx: &'a Ctx<'a>) -> Worker<'a> {
+impl<'a, F: FileSystem> Worker<'a, F> {
+    fn new(ctx: &'a Ctx<'a, F>) -> Worker<'a, F> {
         Worker {
             ctx,
             kit: Some(ctx.take_kit()),
-            dir: None,
             blocks: Vec::new(),
             stats: Stats::default(),
             msgs: Messages::default(),
@@ -573,30 +569,7 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn visit_result(&mut self, result: Result<DirEntry, ignore::Error>) {
-        let dent = match result {
-            Ok(dent) => dent,
-            Err(err) => {
-                self.msgs.error(&walk_error(&err, &self.ctx.root));
-                return;
-            }
-        };
-        // Ignore-file parse errors: `ignore_message!`, exit code unchanged.
-        if let Some(err) = dent.error() {
-            self.msgs.print(&walk_error(err, &self.ctx.root));
-        }
-        let Some(explicit) = is_haystack(&dent) else {
-            return;
-        };
-        let source = if explicit {
-            Source::Explicit
-        } else {
-            Source::Walked
-        };
-        self.search_haystack(dent.path(), source);
-    }
-
-    fn search_haystack(&mut self, path: &Path, source: Source<'_>) {
+    fn search_haystack(&mut self, path: &Path, source: Source<'_, F>) {
         self.searched = true;
         match self.search(path, source) {
             // A file without a match only counts in the summary.
@@ -614,7 +587,7 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn search(&mut self, path: &Path, source: Source<'_>) -> io::Result<FileBlock> {
+    fn search(&mut self, path: &Path, source: Source<'_, F>) -> io::Result<FileBlock> {
         let explicit = matches!(source, Source::Explicit);
         let Some(Kit {
             matcher,
@@ -634,21 +607,18 @@ impl<'a> Worker<'a> {
             source.is_rg_path(),
         );
         let cancel = self.ctx.budget.cancel().clone();
-        if explicit && self.ctx.slice {
-            let data = read_whole(path, &cancel)?;
+        let fs = self.ctx.fs;
+        let kind = self.ctx.explicit.filter(|_| explicit);
+        if kind == Some(FileType::File) {
+            let data = read_whole(fs.open(path, &cancel)?, self.ctx.explicit_len, &cancel)?;
             searcher.search_slice(&*matcher, &data, &mut sink)?;
-        } else if explicit && is_fifo(path) {
-            let reader = FifoReader::open(path, cancel)?;
-            searcher.search_reader(&*matcher, reader, &mut sink)?;
+        } else if kind == Some(FileType::Fifo) {
+            // Read as it comes, as rg reads it.
+            searcher.search_reader(&*matcher, fs.open(path, &cancel)?, &mut sink)?;
         } else {
             let file = match source {
-                Source::InDir(dir, name) => {
-                    use rustix::fs::{Mode, OFlags};
-                    let flags = OFlags::RDONLY | OFlags::CLOEXEC;
-                    File::from(rustix::fs::openat(dir, name, flags, Mode::empty())?)
-                }
-                Source::Walked => open_in_dir(&mut self.dir, path)?,
-                Source::Explicit => File::open(path)?,
+                Source::InDir(dir, name) => fs.open_at(dir.handle(), dir.path(), name)?,
+                Source::Explicit => fs.open(path, &cancel)?,
             };
             let mut reader = FileReader::new(file, cancel, readbuf);
             if !explicit && self.ctx.prefilter {
@@ -679,34 +649,7 @@ impl<'a> Worker<'a> {
     }
 }
 
-/// Open a walked file relative to its directory, whose descriptor is
-/// kept while the following files are in the same directory: the kernel
-/// then resolves one name instead of the whole absolute path. The errors
-/// are the same `open(2)` errors (`io::Error` from the errno).
-fn open_in_dir(
-    cache: &mut Option<(std::path::PathBuf, rustix::fd::OwnedFd)>,
-    path: &Path,
-) -> io::Result<File> {
-    use rustix::fs::{Mode, OFlags};
-    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-        return File::open(path);
-    };
-    if cache.as_ref().is_none_or(|(p, _)| p != parent) {
-        *cache = None;
-        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        match rustix::fs::open(parent, flags, Mode::empty()) {
-            Ok(fd) => *cache = Some((parent.to_path_buf(), fd)),
-            Err(_) => return File::open(path),
-        }
-    }
-    let Some((_, fd)) = cache.as_ref() else {
-        return File::open(path);
-    };
-    let fd = rustix::fs::openat(fd, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
-    Ok(File::from(fd))
-}
-
-impl Drop for Worker<'_> {
+impl<F: FileSystem> Drop for Worker<'_, F> {
     fn drop(&mut self) {
         if let Some(kit) = self.kit.take() {
             self.ctx.return_kit(kit);
@@ -717,33 +660,4 @@ impl Drop for Worker<'_> {
         shared.msgs.extend(std::mem::take(&mut self.msgs));
         shared.searched |= self.searched;
     }
-}
-
-struct VisitorBuilder<'a> {
-    ctx: &'a Ctx<'a>,
-}
-
-impl<'s> ParallelVisitorBuilder<'s> for VisitorBuilder<'s> {
-    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
-        Box::new(Worker::new(self.ctx))
-    }
-}
-
-impl ParallelVisitor for Worker<'_> {
-    fn visit(&mut self, result: Result<DirEntry, ignore::Error>) -> WalkState {
-        if self.ctx.budget.stopped() {
-            return WalkState::Quit;
-        }
-        self.visit_result(result);
-        if self.ctx.budget.stopped() {
-            WalkState::Quit
-        } else {
-            WalkState::Continue
-        }
-    }
-}
-
-fn is_fifo(path: &Path) -> bool {
-    use std::os::unix::fs::FileTypeExt;
-    path.metadata().is_ok_and(|m| m.file_type().is_fifo())
 }

@@ -2,6 +2,11 @@
 //! rebuilt from ripgrep's own crates, configured as `crates/core/flags/
 //! hiargs.rs` configures them (`rg-semantics.md` §10).
 //!
+//! The engine is generic over the workspace's [`FileSystem`] (the seam,
+//! `docs/contract.md` §10): every stat, listing, ignore file and read goes
+//! through it, so the same walk searches the local disk (monomorphized with
+//! its descriptor fast path), a tree in memory or an overlay.
+//!
 //! The engine never reads or changes the process's current directory: the
 //! workdir is canonicalized (rg's `getcwd`) and every relative path is walked
 //! as an absolute one that rg's matchers see the same way (the `paths` module).
@@ -9,17 +14,18 @@
 //! The modules, in the order a call goes through them:
 //!
 //! - `paths`: the typed path, the absolute path walked for it, and what rg
-//!   prints for each entry; `walk`: the `WalkBuilder` settings of both
-//!   invocations and glob's override filter.
-//! - glob: `glob` (the invocation) over `parwalk` (directories walked in
-//!   parallel, files sorted into rg's `--sort=modified` order).
-//! - grep: `grep` (the invocation: threads, batches, workers) over
-//!   `dirwalk` (the walk, each directory listed once) and `rgignore` (rg's
-//!   ignore decisions on rg's path strings); then `reader` (reading a file,
-//!   and the whole-file check that spares most files the searcher),
-//!   `matcher` (the regex and the searcher as rg configures them), `sink`
-//!   (the searcher's results as typed `--json` events) and `fifo` (an
-//!   explicit FIFO read so that cancellation can end it).
+//!   prints for each entry; `walk`: the override globs of both invocations
+//!   and glob's filter.
+//! - glob: `glob` (the invocation, one walk whatever the root) over
+//!   `parwalk` (directories walked in parallel, files sorted into rg's
+//!   `--sort=modified` order).
+//! - grep: `grep` (the invocation, one walk whatever the root: threads,
+//!   batches, workers) over `dirwalk` (the walk, each directory listed once)
+//!   and `rgignore` (rg's ignore decisions on rg's path strings); then
+//!   `reader` (reading a file, and the whole-file check that spares most
+//!   files the searcher), `matcher` (the regex and the searcher as rg
+//!   configures them) and `sink` (the searcher's results as typed `--json`
+//!   events).
 //! - `messages`: rg's stderr texts, and which of them make it exit 2.
 
 mod dirwalk;
@@ -37,47 +43,98 @@ mod walk;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::backend::SearchBackend;
 use crate::cancel::CancelToken;
+use crate::fs::{errno, FileSystem, LocalFs, Metadata};
 use crate::outcome::{GlobResults, GrepResults, Outcome, Status};
 use crate::request::{GlobRequest, GrepRequest};
 
-/// The in-process engine built on ripgrep's crates.
-#[derive(Clone, Debug, Default)]
-pub struct NativeBackend {}
+/// The in-process engine built on ripgrep's crates, searching the
+/// workspace's filesystem `F` (by default the local disk).
+pub struct NativeBackend<F: FileSystem = LocalFs> {
+    fs: Arc<F>,
+}
 
 impl NativeBackend {
-    /// A new native backend.
+    /// A native backend on the local disk.
     pub fn new() -> NativeBackend {
-        NativeBackend {}
+        NativeBackend {
+            fs: Arc::new(LocalFs::new()),
+        }
     }
 }
 
-impl SearchBackend for NativeBackend {
+impl Default for NativeBackend {
+    fn default() -> NativeBackend {
+        NativeBackend::new()
+    }
+}
+
+impl<F: FileSystem> NativeBackend<F> {
+    /// A native backend searching `fs`.
+    pub fn on(fs: Arc<F>) -> NativeBackend<F> {
+        NativeBackend { fs }
+    }
+
+    /// The filesystem it searches.
+    pub fn filesystem(&self) -> &Arc<F> {
+        &self.fs
+    }
+}
+
+impl<F: FileSystem> Clone for NativeBackend<F> {
+    fn clone(&self) -> Self {
+        NativeBackend {
+            fs: self.fs.clone(),
+        }
+    }
+}
+
+impl<F: FileSystem> std::fmt::Debug for NativeBackend<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NativeBackend")
+            .field("fs", &std::any::type_name::<F>())
+            .finish()
+    }
+}
+
+impl<F: FileSystem> SearchBackend for NativeBackend<F> {
     fn name(&self) -> &'static str {
         "native"
     }
 
     fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults> {
-        glob::run(req)
+        glob::run(&*self.fs, req)
     }
 
     fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults> {
-        grep::run(req)
+        grep::run(&*self.fs, req)
     }
 }
 
 /// The workdir as rg's `getcwd` would report it, or why rg could not start
 /// there (the rg backend cannot spawn a process in it either).
-fn canonical_workdir(workdir: &Path) -> Result<PathBuf, String> {
-    let wc = workdir
-        .canonicalize()
+fn canonical_workdir<F: FileSystem>(fs: &F, workdir: &Path) -> Result<PathBuf, String> {
+    let wc = fs
+        .canonicalize(workdir)
         .map_err(|e| format!("workdir {}: {e}", workdir.display()))?;
-    if !wc.is_dir() {
+    if !fs.metadata(&wc).is_ok_and(|m| m.kind.is_dir()) {
         return Err(format!("workdir {}: not a directory", workdir.display()));
     }
     Ok(wc)
+}
+
+/// The root's metadata, links followed, as rg's walkers take it
+/// (`DirEntryRaw::from_path`, walkdir's root with `follow_root_links`).
+/// The empty path names nothing (ENOENT), without asking the filesystem.
+fn stat_root<F: FileSystem>(fs: &F, root: &paths::Root) -> std::io::Result<Metadata> {
+    let path = root.walk_path();
+    if path.as_os_str().is_empty() {
+        return Err(errno::not_found());
+    }
+    fs.metadata(path)
 }
 
 /// rg's worker count (`hiargs.rs: threads`: the available parallelism, at

@@ -13,24 +13,24 @@
 //! With every filter off (`--no-ignore --hidden`), ignore 0.4.29's
 //! `Ignore::matched` (`dir.rs` L398) reduces to the overrides, which we ask
 //! the same way (`Override::matched(path, is_dir)`, the path built by
-//! `Path::join` like walkdir does). Files are stat'ed relative to their
-//! directory's descriptor (`fstatat`), without resolving the whole path
-//! again for each of them. Not `statx`: `Path::metadata` falls back to
-//! `stat` where `statx` is missing (Linux < 4.11) or refused by a seccomp
-//! filter (EPERM in older container runtimes); a bare `statx` would fail
-//! there, give every file an unknown mtime and so a different order.
+//! `Path::join` like walkdir does). Everything goes through the workspace's
+//! [`FileSystem`]: files are stat'ed through their directory's handle (on
+//! the local disk `fstatat` on its descriptor, without resolving the whole
+//! path again for each of them; not `statx`, which is missing on Linux <
+//! 4.11 or refused by some seccomp filters, where `Path::metadata` falls
+//! back to `stat` and a bare `statx` would give every file an unknown
+//! mtime and so a different order).
 //!
-//! Only a root that is a readable directory is walked here; anything else
-//! (a file, a missing path, an unreadable directory) takes the sequential
-//! walker, whose errors keep walkdir's wording.
+//! The root is a directory (or a symlink to one: walkdir follows root
+//! links); an error opening it is reported as walkdir reports it.
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::walk::GlobFilter;
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use crate::fs::bytes::{os_str, path, path_buf, path_bytes};
+use crate::fs::{FileSystem, FileType, Listing};
 
 use super::paths::Root;
 use super::Budget;
@@ -60,42 +60,32 @@ struct Found {
     errors: Vec<WalkError>,
 }
 
-struct Ctx<'a> {
+struct Ctx<'a, F: FileSystem> {
+    fs: &'a F,
     root: &'a Root,
     ov: &'a GlobFilter,
     budget: &'a Budget,
     found: Mutex<Found>,
 }
 
-/// The files below `root` in rg's order, and the walk errors in walkdir's
-/// order; `None` when the root is not a directory this walker can open.
-pub(crate) fn walk(
+/// The files below the directory `root` in rg's order, and the walk errors
+/// in walkdir's order.
+pub(crate) fn walk<F: FileSystem>(
+    fs: &F,
     root: &Root,
     ov: &GlobFilter,
     budget: &Budget,
-) -> Option<(Vec<Listed>, Vec<String>)> {
+) -> (Vec<Listed>, Vec<String>) {
     let path = root.walk_path();
-    if path.as_os_str().is_empty() {
-        return None;
-    }
-    let fd = open_dir(path).ok()?;
     let ctx = Ctx {
+        fs,
         root,
         ov,
         budget,
         found: Mutex::new(Found::default()),
     };
     let rg_root = printed_dir(root, path);
-    super::pool().scope(|s| {
-        visit(
-            s,
-            &ctx,
-            path.to_path_buf(),
-            rg_root,
-            Some(fd),
-            Arc::from(Vec::new()),
-        )
-    });
+    super::pool().scope(|s| visit(s, &ctx, path.to_path_buf(), rg_root, Arc::from(Vec::new())));
     let Found {
         mut files,
         mut errors,
@@ -117,7 +107,7 @@ pub(crate) fn walk(
         })
     });
     errors.sort_by(|a, b| a.pos.cmp(&b.pos));
-    Some((files, errors.into_iter().map(|e| e.msg).collect()))
+    (files, errors.into_iter().map(|e| e.msg).collect())
 }
 
 fn position_cmp(a: &Listed, b: &Listed) -> std::cmp::Ordering {
@@ -130,20 +120,16 @@ fn position_cmp(a: &Listed, b: &Listed) -> std::cmp::Ordering {
         .cmp(b.dir.iter().chain(std::iter::once(&b.idx)))
 }
 
-fn open_dir(path: &Path) -> rustix::io::Result<rustix::fd::OwnedFd> {
-    rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
+/// walkdir's error for a directory it could not read (`error.rs`), wrapped
+/// by ignore's `Error::from_walkdir` (`WithPath`).
+pub(crate) fn dir_error(root: &Root, path: &Path, io: &std::io::Error) -> String {
+    let shown = root.unwalk(path).display().to_string();
+    format!("{shown}: IO error for operation on {shown}: {io}")
 }
 
-/// walkdir's error for a directory it could not read (`error.rs` L220),
-/// wrapped by ignore's `Error::from_walkdir` (`WithPath`).
-fn dir_error(ctx: &Ctx<'_>, path: &Path, err: rustix::io::Errno) -> String {
-    let shown = ctx.root.unwalk(path).display().to_string();
-    let io = std::io::Error::from(err);
-    format!("{shown}: IO error for operation on {shown}: {io}")
+thread_local! {
+    /// The listing buffers of the thread's last directory, reused.
+    static LISTING: RefCell<Listing> = RefCell::new(Listing::new());
 }
 
 /// What a directory's entries are printed under: the path rg walks for it
@@ -153,7 +139,7 @@ fn dir_error(ctx: &Ctx<'_>, path: &Path, err: rustix::io::Errno) -> String {
 /// `Root::display` makes of the entry (`Path::join` adds a `/` unless the
 /// directory's path ends with one).
 fn printed_dir(root: &Root, dir: &Path) -> Vec<u8> {
-    let mut rg = root.unwalk(dir).into_os_string().into_vec();
+    let mut rg = path_bytes(&root.unwalk(dir)).to_vec();
     if !rg.ends_with(b"/") {
         rg.push(b'/');
     }
@@ -167,21 +153,22 @@ fn printed_dir(root: &Root, dir: &Path) -> Vec<u8> {
 /// entries are printed under, [`printed_dir`]), list its files and spawn a
 /// task per subdirectory. The directory is opened by the task itself so
 /// that only running tasks hold descriptors.
-fn visit<'s>(
+fn visit<'s, F: FileSystem>(
     s: &rayon::Scope<'s>,
-    ctx: &'s Ctx<'s>,
+    ctx: &'s Ctx<'s, F>,
     path: PathBuf,
     printed: Vec<u8>,
-    fd: Option<rustix::fd::OwnedFd>,
     pos: Arc<[u32]>,
 ) {
     if ctx.budget.stopped() {
         return;
     }
-    let fd = match fd.map_or_else(|| open_dir(&path), Ok) {
-        Ok(fd) => fd,
+    // Opened by the task itself, by its whole path, so that only running
+    // tasks hold descriptors (queued ones may be many).
+    let handle = match ctx.fs.open_dir(&path) {
+        Ok(h) => h,
         Err(e) => {
-            let msg = dir_error(ctx, &path, e);
+            let msg = dir_error(ctx.root, &path, &e);
             let mut found = ctx.found.lock().unwrap_or_else(|e| e.into_inner());
             found.errors.push(WalkError {
                 pos: pos.to_vec(),
@@ -190,60 +177,45 @@ fn visit<'s>(
             return;
         }
     };
-    let mut dir = match Dir::new(fd) {
-        Ok(d) => d,
-        Err(_) => return,
-    };
+    let mut listing = LISTING.with(|l| std::mem::take(&mut *l.borrow_mut()));
+    ctx.fs.list(&handle, &mut listing);
+    let handle = &handle;
+    let path = &path;
     let mut files = Vec::new();
     let mut errors = Vec::new();
     let mut idx: u32 = 0;
     // `path.join(name)` for each entry, built in one buffer.
-    let mut child = path.as_os_str().as_bytes().to_vec();
+    let mut child = path_bytes(path).to_vec();
     if !child.ends_with(b"/") {
         child.push(b'/');
     }
     let base = child.len();
-    while let Some(ent) = dir.read() {
+    for (bytes, kind) in listing.iter() {
         if ctx.budget.stopped() {
             break;
-        }
-        let ent = match ent {
-            Ok(ent) => ent,
-            Err(e) => {
-                errors.push(WalkError {
-                    pos: pos.iter().copied().chain([idx]).collect(),
-                    msg: dir_error(ctx, &path, e),
-                });
-                break;
-            }
-        };
-        let name = ent.file_name();
-        let bytes = name.to_bytes();
-        if bytes == b"." || bytes == b".." {
-            continue;
         }
         let i = idx;
         idx += 1;
         child.truncate(base);
         child.extend_from_slice(bytes);
-        let child_path = Path::new(OsStr::from_bytes(&child));
-        let Ok(dirfd) = dir.fd() else { break };
-        let mut ft = ent.file_type();
-        if ft == FileType::Unknown {
+        let child_path = path_of(&child);
+        let name = os_str(bytes);
+        let mut kind = kind;
+        if kind == FileType::Unknown {
             // `std::fs::DirEntry::file_type` falls back to `lstat`.
-            match rustix::fs::statat(dirfd, name, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) => ft = FileType::from_raw_mode(st.st_mode),
+            match ctx.fs.metadata_at(handle, path, &name, false) {
+                Ok(m) => kind = m.kind,
                 Err(e) => {
                     errors.push(WalkError {
                         pos: pos.iter().copied().chain([i]).collect(),
-                        msg: entry_error(ctx, child_path, e),
+                        msg: dir_error(ctx.root, &child_path, &e),
                     });
                     continue;
                 }
             }
         }
-        if ft == FileType::Directory {
-            if ctx.ov.ignored(child_path, true) {
+        if kind == FileType::Dir {
+            if ctx.ov.ignored(&child_path, true) {
                 continue;
             }
             let sub: Arc<[u32]> = pos.iter().copied().chain([i]).collect();
@@ -251,23 +223,23 @@ fn visit<'s>(
             sub_printed.extend_from_slice(&printed);
             sub_printed.extend_from_slice(bytes);
             sub_printed.push(b'/');
-            let sub_path = child_path.to_path_buf();
-            s.spawn(move |s| visit(s, ctx, sub_path, sub_printed, None, sub));
-        } else if ft == FileType::RegularFile {
-            if ctx.ov.ignored(child_path, false) {
+            let sub_path = path_buf(child.clone());
+            s.spawn(move |s| visit(s, ctx, sub_path, sub_printed, sub));
+        } else if kind == FileType::File {
+            if ctx.ov.ignored(&child_path, false) {
                 continue;
             }
             let mut entry = Vec::with_capacity(printed.len() + bytes.len());
             entry.extend_from_slice(&printed);
             entry.extend_from_slice(bytes);
             let printed = entry;
-            debug_assert_eq!(printed, ctx.root.display(child_path));
+            debug_assert_eq!(printed, ctx.root.display(&child_path));
             // `Path::metadata` follows symlinks; a regular file is no link.
-            // The field types differ between architectures.
-            #[allow(clippy::unnecessary_cast, trivial_numeric_casts)]
-            let mtime = rustix::fs::statat(dirfd, name, AtFlags::empty())
+            let mtime = ctx
+                .fs
+                .metadata_at(handle, path, &name, true)
                 .ok()
-                .map(|st| (st.st_mtime as i64, st.st_mtime_nsec as u32));
+                .and_then(|m| m.mtime);
             if !ctx.budget.spend(printed.len() as u64 + 1) {
                 break;
             }
@@ -279,8 +251,15 @@ fn visit<'s>(
             });
         }
         // Symlinks below the root and special files are never listed
-        // (`walk::is_haystack`).
+        // (`Haystack::is_explicit` is only for the root).
     }
+    if let Some(e) = listing.take_error() {
+        errors.push(WalkError {
+            pos: pos.iter().copied().chain([idx]).collect(),
+            msg: dir_error(ctx.root, path, &e),
+        });
+    }
+    LISTING.with(|l| *l.borrow_mut() = listing);
     if !files.is_empty() || !errors.is_empty() {
         let mut found = ctx.found.lock().unwrap_or_else(|e| e.into_inner());
         found.files.append(&mut files);
@@ -288,8 +267,6 @@ fn visit<'s>(
     }
 }
 
-/// The error of an entry whose type could not be read (walkdir's
-/// `Error::from_entry`).
-fn entry_error(ctx: &Ctx<'_>, path: &Path, err: rustix::io::Errno) -> String {
-    dir_error(ctx, path, err)
+fn path_of(b: &[u8]) -> std::borrow::Cow<'_, Path> {
+    path(b)
 }

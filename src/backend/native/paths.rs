@@ -8,9 +8,9 @@
 //! the same bytes rg's matcher sees, and print each entry as rg would: the
 //! typed path joined (`PathBuf::join`) with the entry's suffix below `A`.
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+
+use crate::fs::bytes::{os_str, path_buf, path_bytes};
 
 /// One search root: what the user typed and the absolute path walked for it.
 #[derive(Clone, Debug)]
@@ -34,7 +34,7 @@ impl Root {
         let walk = if given.is_absolute() || given.as_os_str().is_empty() {
             given.clone()
         } else {
-            let typed = given.as_os_str().as_bytes();
+            let typed = path_bytes(&given);
             // rg's matcher strips `./` at most twice (`Ignore::matched`, then
             // `Gitignore::strip`); a `/` is appended first so that `.` and
             // `./.` reduce to nothing, like the `./x` entries rg sees.
@@ -54,10 +54,10 @@ impl Root {
             if !typed.ends_with(b"/") && !rest.is_empty() {
                 rest.pop();
             }
-            let mut a = wc.as_os_str().as_bytes().to_vec();
+            let mut a = path_bytes(wc).to_vec();
             a.push(b'/');
             a.extend_from_slice(&rest);
-            PathBuf::from(OsStr::from_bytes(&a))
+            path_buf(a)
         };
         Root {
             given,
@@ -90,8 +90,8 @@ impl Root {
         if self.given.is_absolute() || self.walk.as_os_str().is_empty() {
             return walked.to_path_buf();
         }
-        let a = self.walk.as_os_str().as_bytes();
-        let w = walked.as_os_str().as_bytes();
+        let a = path_bytes(&self.walk);
+        let w = path_bytes(walked);
         let Some(suffix) = w.strip_prefix(a) else {
             return walked.to_path_buf();
         };
@@ -106,7 +106,7 @@ impl Root {
         if suffix.is_empty() {
             self.given.clone()
         } else {
-            self.given.join(OsStr::from_bytes(suffix))
+            self.given.join(os_str(suffix))
         }
     }
 
@@ -132,16 +132,18 @@ impl Root {
     pub(crate) fn display_rg(&self, rg: &Path) -> Vec<u8> {
         if self.implicit && rg.starts_with("./") {
             if let Ok(s) = rg.strip_prefix("./") {
-                return s.as_os_str().as_bytes().to_vec();
+                return path_bytes(s).to_vec();
             }
         }
-        rg.as_os_str().as_bytes().to_vec()
+        path_bytes(rg).to_vec()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
 
     fn walk(p: Option<&str>) -> String {
         Root::new(Path::new("/w"), p)

@@ -3,9 +3,7 @@
 //! let a file without a match skip the searcher (`FileReader::preload`,
 //! `is_clean_miss`). Every read stops once the call is cancelled.
 
-use std::fs::File;
 use std::io::{self, Read};
-use std::path::Path;
 
 use grep_regex::RegexMatcher;
 
@@ -16,10 +14,13 @@ const CHUNK: u64 = 1 << 20;
 pub(crate) use crate::cancel::cancelled_error as cancelled;
 
 /// Read a whole file in chunks, checking the cancellation flag between them.
-pub(crate) fn read_whole(path: &Path, cancel: &crate::cancel::CancelToken) -> io::Result<Vec<u8>> {
-    let mut file = File::open(path)?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut data = Vec::with_capacity(len as usize);
+/// `len` is the size the file had when stat'ed (a hint).
+pub(crate) fn read_whole(
+    mut file: impl Read,
+    len: u64,
+    cancel: &crate::cancel::CancelToken,
+) -> io::Result<Vec<u8>> {
+    let mut data = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
     loop {
         if cancel.is_cancelled() {
             return Err(cancelled());
@@ -75,8 +76,8 @@ pub(crate) const PRELOAD_KEEP: usize = 1 << 20;
 /// which is what `read(2)` of a regular file does; so the searcher sees the
 /// same sequence of lengths, and splits lines and detects binary data at the
 /// same places, as when reading the file directly.
-pub(crate) struct FileReader<'b> {
-    file: File,
+pub(crate) struct FileReader<'b, R> {
+    file: R,
     cancel: crate::cancel::CancelToken,
     /// The preload buffer, at least `PRELOAD` bytes long (its length is its
     /// size, not how much it holds), reused across files.
@@ -87,12 +88,12 @@ pub(crate) struct FileReader<'b> {
     eof: bool,
 }
 
-impl<'b> FileReader<'b> {
+impl<'b, R: Read> FileReader<'b, R> {
     pub(crate) fn new(
-        file: File,
+        file: R,
         cancel: crate::cancel::CancelToken,
         ahead: &'b mut Vec<u8>,
-    ) -> FileReader<'b> {
+    ) -> FileReader<'b, R> {
         if ahead.len() < PRELOAD {
             ahead.resize(PRELOAD, 0);
         }
@@ -159,7 +160,7 @@ impl<'b> FileReader<'b> {
     }
 }
 
-impl Read for FileReader<'_> {
+impl<R: Read> Read for FileReader<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.cancel.is_cancelled() {
             return Err(cancelled());

@@ -16,17 +16,16 @@
 //! `WalkBuilder::filter_entry`, with matchers built by the crate's public
 //! `GitignoreBuilder` on rg's strings and files read at their absolute paths.
 
-use std::collections::HashMap;
-use std::ffi::OsStr;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
-use std::os::unix::ffi::OsStrExt;
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
-use ignore::gitignore::{gitconfig_excludes_path, Gitignore, GitignoreBuilder};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::overrides::Override;
-use ignore::{DirEntry, Error, Match};
+use ignore::{Error, Match};
+
+use crate::fs::bytes::{path as bytes_path, path_bytes};
+use crate::fs::{FileSystem, Listing};
 
 use super::messages::{at_path, walk_error};
 use super::paths::Root;
@@ -71,11 +70,7 @@ pub(crate) struct RgIgnore {
     /// Whether no parent has an ignore rule: then matching them is skipped
     /// (an empty matcher answers `None`), and with it a path join per entry.
     parents_empty: bool,
-    /// The directory of the last entry decided: a directory's entries come
-    /// one after another, so most lookups need no hashing of the path.
-    last: Mutex<Option<(PathBuf, Arc<Node>)>>,
     root_node: Arc<Node>,
-    nodes: RwLock<HashMap<PathBuf, Arc<Node>>>,
     /// Ignore-file errors: (message, whether rg counts it as an error).
     messages: Mutex<Vec<(String, bool)>>,
 }
@@ -95,15 +90,11 @@ fn conv<T>(m: Match<T>) -> M {
 }
 
 /// `pathutil.rs: strip_prefix`, byte-wise.
-fn strip<'a>(prefix: &[u8], path: &'a Path) -> Option<&'a Path> {
-    path.as_os_str()
-        .as_bytes()
-        .strip_prefix(prefix)
-        .map(|r| Path::new(OsStr::from_bytes(r)))
-}
-
-fn strip_if<'a>(prefix: &[u8], path: &'a Path) -> &'a Path {
-    strip(prefix, path).unwrap_or(path)
+fn strip_if<'a>(prefix: &[u8], path: &'a Path) -> std::borrow::Cow<'a, Path> {
+    match path_bytes(path).strip_prefix(prefix) {
+        Some(r) => bytes_path(r),
+        None => std::borrow::Cow::Borrowed(path),
+    }
 }
 
 /// Several errors of one directory are reported as one message, the way
@@ -121,16 +112,29 @@ fn combine(mut errs: Vec<Error>) -> Option<Error> {
 /// I/O errors are dropped.
 ///
 /// Most directories hold none of the names, so an absent file costs one
-/// failed `open` and no matcher is built: rg stats the name first
-/// (`create_gitignore` L1034) and builds an empty matcher, whose `matched`
-/// answers `None` like [`Gitignore::empty`]. Any `open` error means the
+/// failed read and no matcher is built: rg stats the name first
+/// (`create_gitignore`) and builds an empty matcher, whose `matched`
+/// answers `None` like [`Gitignore::empty`]. Any read error means the
 /// crate's `add` would fail with an I/O error, which is dropped too.
-fn create(rg_dir: &Path, file: &Path, shown: &Path, errs: &mut Vec<Error>) -> Gitignore {
-    let Ok(f) = open_regular(file) else {
+///
+/// The file is read with [`FileSystem::read_control`], which never blocks:
+/// rg opens these files with a plain blocking `open`, so a FIFO named
+/// `.gitignore` hangs it until a writer shows up; the rg backend can kill
+/// that rg, but nothing could interrupt a thread of this process blocked in
+/// `open(2)`. Such a file is read as absent instead: the one place where
+/// the engine deliberately does not copy rg (which never finishes there).
+fn create<F: FileSystem>(
+    fs: &F,
+    rg_dir: &Path,
+    file: &Path,
+    shown: &Path,
+    errs: &mut Vec<Error>,
+) -> Gitignore {
+    let Ok(data) = fs.read_control(file) else {
         return Gitignore::empty();
     };
     let mut b = GitignoreBuilder::new(rg_dir);
-    if let Some(e) = add_lines(&mut b, f, shown) {
+    if let Some(e) = add_lines(&mut b, &data, shown) {
         if !e.is_io() {
             errs.push(e);
         }
@@ -144,12 +148,12 @@ fn create(rg_dir: &Path, file: &Path, shown: &Path, errs: &mut Vec<Error>) -> Gi
     }
 }
 
-/// `GitignoreBuilder::add` (ignore 0.4.29 `gitignore.rs` L403) on a file
-/// opened already (no second `open`), with its errors naming it `shown`:
-/// line by line, a UTF-8 BOM trimmed from the first, a read error (a line
-/// that is not UTF-8) ending the file; each error tagged with the path and
-/// the line number (`Error::tagged`), several combined.
-fn add_lines(b: &mut GitignoreBuilder, f: File, shown: &Path) -> Option<Error> {
+/// `GitignoreBuilder::add` (ignore 0.4.29 `gitignore.rs: add`) on a file
+/// read already, with its errors naming it `shown`: line by line
+/// (`BufRead::lines`), a UTF-8 BOM trimmed from the first, a read error (a
+/// line that is not UTF-8) ending the file; each error tagged with the path
+/// and the line number (`Error::tagged`), several combined.
+fn add_lines(b: &mut GitignoreBuilder, data: &[u8], shown: &Path) -> Option<Error> {
     let tagged = |err: Error, line: u64| {
         let err = Error::WithLineNumber {
             line,
@@ -162,7 +166,7 @@ fn add_lines(b: &mut GitignoreBuilder, f: File, shown: &Path) -> Option<Error> {
         }
     };
     let mut errs = Vec::new();
-    for (i, line) in BufReader::new(f).lines().enumerate() {
+    for (i, line) in data.lines().enumerate() {
         let lineno = (i + 1) as u64;
         let line = match line {
             Ok(line) => line,
@@ -183,31 +187,10 @@ fn add_lines(b: &mut GitignoreBuilder, f: File, shown: &Path) -> Option<Error> {
     combine(errs)
 }
 
-/// Open an ignore or git file for reading without ever blocking: a FIFO
-/// (or device) in its place is refused, as a read error would be.
-///
-/// rg opens these files with a plain blocking `open`, so a FIFO named
-/// `.gitignore` hangs it until a writer shows up; the rg backend can kill
-/// that rg, but nothing could interrupt a thread of this process blocked in
-/// `open(2)`. Such a file is read as absent instead: the one place where
-/// the engine deliberately does not copy rg (which never finishes there).
-fn open_regular(path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(path)?;
-    if f.metadata()?.is_file() {
-        Ok(f)
-    } else {
-        Err(std::io::Error::other("not a regular file"))
-    }
-}
-
-/// The first line of an opened file (`BufRead::lines`, as
+/// The first line of a control file (`BufRead::lines`, as
 /// `resolve_git_commondir` reads it).
-fn first_line(f: File) -> Option<Result<String, std::io::Error>> {
-    BufReader::new(f).lines().next()
+fn first_line(data: &[u8]) -> Option<Result<String, std::io::Error>> {
+    data.lines().next()
 }
 
 impl Rules {
@@ -217,24 +200,25 @@ impl Rules {
     ///
     /// `listed` is the directory's listing when the caller has read it;
     /// otherwise it is read here.
-    fn build(
+    fn build<F: FileSystem>(
+        fs: &F,
         rg_dir: &Path,
         abs: &Path,
         wc: &Path,
         listed: Option<Listed>,
         errs: &mut Vec<Error>,
     ) -> Rules {
-        let listed = listed.or_else(|| Listed::read(abs));
+        let listed = listed.or_else(|| Listed::read(fs, abs));
         let maybe = |name: &[u8]| listed.as_ref().is_none_or(|l| l.has(name));
         let git_type = maybe(b".git")
-            .then(|| abs.join(".git").metadata().ok().map(|m| m.file_type()))
+            .then(|| fs.metadata(&abs.join(".git")).ok().map(|m| m.kind))
             .flatten();
-        // `.jj` only counts when there is no `.git` (`has_git` L357).
-        let has_jj = git_type.is_none() && maybe(b".jj") && abs.join(".jj").exists();
+        // `.jj` only counts when there is no `.git` (`has_git`).
+        let has_jj = git_type.is_none() && maybe(b".jj") && fs.metadata(&abs.join(".jj")).is_ok();
         let mut create_if = |name: &str| {
             if maybe(name.as_bytes()) {
                 let file = abs.join(name);
-                create(rg_dir, &file, &file, errs)
+                create(fs, rg_dir, &file, &file, errs)
             } else {
                 Gitignore::empty()
             }
@@ -246,8 +230,9 @@ impl Rules {
             // Without a `.git`, `.git/info/exclude` cannot exist: rg's stat
             // of it fails and it builds an empty matcher.
             None => Gitignore::empty(),
-            Some(t) => match commondir(abs, wc, t.is_file()) {
+            Some(t) => match commondir(fs, abs, wc, t.is_file()) {
                 Ok((dir, shown)) => create(
+                    fs,
                     rg_dir,
                     &dir.join("info/exclude"),
                     &shown.join("info/exclude"),
@@ -284,20 +269,18 @@ pub(crate) struct Listed(u8);
 const NAMES: [&[u8]; 5] = [b".git", b".jj", b".rgignore", b".ignore", b".gitignore"];
 
 impl Listed {
-    fn read(abs: &Path) -> Option<Listed> {
-        use rustix::fs::{Dir, Mode, OFlags};
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd = rustix::fs::open(abs, flags, Mode::empty()).ok()?;
-        let mut dir = Dir::new(fd).ok()?;
-        let mut bits = 0u8;
-        while let Some(entry) = dir.read() {
-            let entry = entry.ok()?;
-            let name = entry.file_name().to_bytes();
-            if let Some(i) = NAMES.iter().position(|n| *n == name) {
-                bits |= 1 << i;
-            }
+    fn read<F: FileSystem>(fs: &F, abs: &Path) -> Option<Listed> {
+        let dir = fs.open_dir(abs).ok()?;
+        let mut listing = Listing::new();
+        fs.list(&dir, &mut listing);
+        if listing.error().is_some() {
+            return None;
         }
-        Some(Listed(bits))
+        let mut listed = Listed::default();
+        for (name, _) in listing.iter() {
+            listed.note(name);
+        }
+        Some(listed)
     }
 
     /// Note one name of the directory's listing.
@@ -322,7 +305,8 @@ fn with_path(e: std::io::Error, path: &Path) -> Error {
 
 /// `dir.rs: resolve_git_commondir` (L1056), with the workdir standing in for
 /// the process's current directory.
-fn commondir(
+fn commondir<F: FileSystem>(
+    fs: &F,
     abs: &Path,
     wc: &Path,
     dot_git_is_file: bool,
@@ -331,8 +315,10 @@ fn commondir(
     if !dot_git_is_file {
         return Ok((git.clone(), git));
     }
-    let f = open_regular(&git).map_err(|e| Some(with_path(e, &git)))?;
-    let line = match first_line(f) {
+    let data = fs
+        .read_control(&git)
+        .map_err(|e| Some(with_path(e, &git)))?;
+    let line = match first_line(&data) {
         Some(Ok(l)) => l,
         Some(Err(e)) => return Err(Some(with_path(e, &git))),
         None => return Err(None),
@@ -345,10 +331,10 @@ fn commondir(
     let shown_real = PathBuf::from(real);
     let real = wc.join(&shown_real);
     let file = real.join("commondir");
-    let Ok(f) = open_regular(&file) else {
+    let Ok(data) = fs.read_control(&file) else {
         return Err(None);
     };
-    let line = match first_line(f) {
+    let line = match first_line(&data) {
         Some(Ok(l)) => l,
         Some(Err(e)) => return Err(Some(with_path(e, &shown_real.join("commondir")))),
         None => return Err(None),
@@ -361,15 +347,12 @@ fn commondir(
 }
 
 impl RgIgnore {
-    /// The state for walking `root` (a directory) from the workdir `wc`
-    /// with the include globs `overrides`. Errors of the parents' ignore
-    /// files are recorded here, as the walker reports them.
-    pub(crate) fn new(root: &Root, wc: &Path, overrides: Override) -> RgIgnore {
-        RgIgnore::with_root_listing(root, wc, overrides, None)
-    }
-
-    /// [`RgIgnore::new`] for a root whose listing the caller has read.
-    pub(crate) fn with_root_listing(
+    /// The state for walking `root` (a directory, whose listing the caller
+    /// has read when `listed` is given) from the workdir `wc` with the
+    /// include globs `overrides`. Errors of the parents' ignore files are
+    /// recorded here, as the walker reports them.
+    pub(crate) fn with_root_listing<F: FileSystem>(
+        fs: &F,
         root: &Root,
         wc: &Path,
         overrides: Override,
@@ -380,15 +363,13 @@ impl RgIgnore {
         let mut parent_errs = Vec::new();
         // The workdir is canonical already: a root that is the workdir
         // (no path, `.`, `./`) needs no second resolution.
-        let is_wc = walk
-            .as_os_str()
-            .as_bytes()
-            .strip_prefix(wc.as_os_str().as_bytes())
+        let is_wc = path_bytes(walk)
+            .strip_prefix(path_bytes(wc))
             .is_some_and(|rest| rest.is_empty() || rest == b"/");
         let abs_base = if is_wc {
             Some(wc.to_path_buf())
         } else {
-            walk.canonicalize().ok()
+            fs.canonicalize(walk).ok()
         };
         if let Some(base) = &abs_base {
             // Built from `/` down, as `add_parents` does (the order of its
@@ -397,7 +378,7 @@ impl RgIgnore {
             for p in ancestors.into_iter().rev() {
                 // `has_git` as `add_parents` computes it (`.git` or `.jj`
                 // exists, links followed), from the names the listing holds.
-                parents.push(Rules::build(p, p, wc, None, &mut parent_errs));
+                parents.push(Rules::build(fs, p, p, wc, None, &mut parent_errs));
             }
             parents.reverse();
         }
@@ -412,7 +393,7 @@ impl RgIgnore {
             messages.push((e.to_string(), true));
         }
         let mut root_errs = Vec::new();
-        let rules = Rules::build(root.given(), walk, wc, listed, &mut root_errs);
+        let rules = Rules::build(fs, root.given(), walk, wc, listed, &mut root_errs);
         if let Some(e) = combine(root_errs) {
             messages.push((walk_error(&e, root), false));
         }
@@ -426,14 +407,12 @@ impl RgIgnore {
             root: root.clone(),
             wc: wc.to_path_buf(),
             overrides,
-            global: global(wc),
+            global: global(fs, wc),
             abs_base,
             parents,
             parents_any_git,
             parents_empty,
-            last: Mutex::new(None),
             root_node,
-            nodes: RwLock::new(HashMap::new()),
             messages: Mutex::new(messages),
         }
     }
@@ -441,53 +420,6 @@ impl RgIgnore {
     /// The messages to print: (text, whether it makes rg exit 2).
     pub(crate) fn take_messages(&self) -> Vec<(String, bool)> {
         std::mem::take(&mut *self.messages.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// [`RgIgnore::node`] through the last directory seen.
-    fn node_cached(&self, abs: &Path, depth: usize) -> Arc<Node> {
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((dir, node)) = &*last {
-            if dir.as_os_str() == abs.as_os_str() {
-                return node.clone();
-            }
-        }
-        let node = self.node(abs, depth);
-        *last = Some((abs.to_path_buf(), node.clone()));
-        node
-    }
-
-    /// The rules of the directory `abs` at `depth` below the root.
-    fn node(&self, abs: &Path, depth: usize) -> Arc<Node> {
-        if depth == 0 {
-            return self.root_node.clone();
-        }
-        if let Some(n) = self
-            .nodes
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(abs)
-        {
-            return n.clone();
-        }
-        let parent = self.node(abs.parent().unwrap_or(abs), depth - 1);
-        let rg_dir = self.root.unwalk(abs);
-        let mut errs = Vec::new();
-        let rules = Rules::build(&rg_dir, abs, &self.wc, None, &mut errs);
-        let node = Arc::new(Node {
-            any_git: rules.has_git || parent.any_git,
-            rules,
-            rg_dir,
-            parent: Some(parent),
-        });
-        let mut nodes = self.nodes.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = nodes.get(abs) {
-            // Another thread built it first and reported its errors.
-            return n.clone();
-        }
-        nodes.insert(abs.to_path_buf(), node.clone());
-        drop(nodes);
-        self.report(errs);
-        node
     }
 
     /// A directory's ignore-file errors, as one message that does not
@@ -516,15 +448,16 @@ impl RgIgnore {
     /// `rg_dir` and whose listing is `listed`, its ignore-file errors
     /// reported (`Work::read_dir`: rg reads them when it lists the
     /// directory, whatever becomes of its entries).
-    pub(crate) fn enter(
+    pub(crate) fn enter<F: FileSystem>(
         &self,
+        fs: &F,
         parent: &Arc<Node>,
         abs: &Path,
         rg_dir: PathBuf,
         listed: Listed,
     ) -> Arc<Node> {
         let mut errs = Vec::new();
-        let rules = Rules::build(&rg_dir, abs, &self.wc, Some(listed), &mut errs);
+        let rules = Rules::build(fs, &rg_dir, abs, &self.wc, Some(listed), &mut errs);
         self.report(errs);
         Arc::new(Node {
             any_git: rules.has_git || parent.any_git,
@@ -532,19 +465,6 @@ impl RgIgnore {
             rg_dir,
             parent: Some(parent.clone()),
         })
-    }
-
-    /// Whether rg keeps `dent` (`walk.rs: should_skip_entry` over
-    /// `dir.rs: Ignore::matched_dir_entry`). Never called at depth 0.
-    pub(crate) fn keep(&self, dent: &DirEntry) -> bool {
-        let abs = dent.path();
-        let is_dir = dent.file_type().is_some_and(|t| t.is_dir());
-        let rg_path = self.root.unwalk(abs);
-        // rg reads a directory's ignore files (and reports their errors)
-        // when it enters it, whatever becomes of its entries.
-        let node = self.node_cached(abs.parent().unwrap_or(abs), dent.depth() - 1);
-        let name = abs.file_name().map_or(&[][..], |n| n.as_bytes());
-        self.decide(&node, &rg_path, name, is_dir)
     }
 
     /// Whether rg keeps the entry `name` of the directory `node`, walked as
@@ -557,6 +477,7 @@ impl RgIgnore {
         is_dir: bool,
     ) -> bool {
         let path = strip_if(b"./", rg_path);
+        let path: &Path = &path;
         if !self.overrides.is_empty() {
             match conv(self.overrides.matched(path, is_dir)) {
                 M::Ignore => return false,
@@ -567,7 +488,7 @@ impl RgIgnore {
         match self.matched_ignore(node, path, is_dir) {
             M::Ignore => false,
             M::Whitelist => true,
-            M::None => !is_hidden(Path::new(OsStr::from_bytes(name))),
+            M::None => !is_hidden(name),
         }
     }
 
@@ -600,14 +521,13 @@ impl RgIgnore {
         if let Some(base) = self.abs_base.as_ref().filter(|_| !self.parents_empty) {
             // `matched_ignore` L596: the path below the root, joined to the
             // canonical root.
-            let rel = if last.rg_dir.as_path() == Path::new(".") {
-                path
+            let p = if last.rg_dir.as_path() == Path::new(".") {
+                base.join(path)
             } else {
                 let dir = strip_if(b"./", &last.rg_dir);
-                let rel = strip_if(dir.as_os_str().as_bytes(), path);
-                strip_if(b"/", rel)
+                let rel = strip_if(path_bytes(&dir), path);
+                base.join(strip_if(b"/", &rel))
             };
-            let p = base.join(rel);
             for r in &self.parents {
                 check(r, &p, &mut saw_git);
             }
@@ -627,9 +547,8 @@ impl RgIgnore {
     }
 }
 
-/// `pathutil.rs: is_hidden` on the file name (`file_name`, L113).
-fn is_hidden(path: &Path) -> bool {
-    let b = path.as_os_str().as_bytes();
+/// `pathutil.rs: is_hidden` on the file name (`file_name`).
+fn is_hidden(b: &[u8]) -> bool {
     if b.is_empty() || b.ends_with(b".") {
         return false;
     }
@@ -641,17 +560,14 @@ fn is_hidden(path: &Path) -> bool {
 }
 
 /// `GitignoreBuilder::build_global` rooted at the CWD (`dir.rs:
-/// build_with_cwd`), with a relative excludes path resolved against the
-/// workdir; its errors are only logged by rg.
-fn global(wc: &Path) -> Gitignore {
-    let Some(path) = gitconfig_excludes_path() else {
+/// build_with_cwd`), from the excludes file the workspace's filesystem
+/// names (a relative one resolved against the workdir); its errors are
+/// only logged by rg.
+fn global<F: FileSystem>(fs: &F, wc: &Path) -> Gitignore {
+    let Some((path, data)) = fs.git_global_excludes(wc) else {
         return Gitignore::empty();
     };
-    let path = wc.join(path);
-    if !path.is_file() {
-        return Gitignore::empty();
-    }
     let mut b = GitignoreBuilder::new(wc);
-    let _ = b.add(&path);
+    let _ = add_lines(&mut b, &data, &path);
     b.build().unwrap_or_else(|_| Gitignore::empty())
 }

@@ -1,12 +1,11 @@
-//! The `WalkBuilder` configuration of both invocations (`hiargs.rs:
-//! walk_builder`, L874; rg-semantics.md §3, §10.2).
+//! The override globs of both invocations (`hiargs.rs: globs`;
+//! rg-semantics.md §3, §10.2) and glob's filter built on them.
 
 use std::path::Path;
 
 use ignore::overrides::{Override, OverrideBuilder};
-use ignore::WalkBuilder;
 
-use super::rgignore::RgIgnore;
+use crate::fs::bytes::path_bytes;
 
 /// rg's VCS excludes, added after the user glob in the glob argv.
 const VCS_EXCLUDES: [&str; 12] = [
@@ -78,12 +77,9 @@ impl GlobFilter {
     /// The filter for walking `walk_root` from the workdir `wc`; the error
     /// is the text rg prints for a bad glob.
     pub(crate) fn new(wc: &Path, pattern: &str, walk_root: &Path) -> Result<GlobFilter, String> {
-        use std::os::unix::ffi::OsStrExt;
         let full = glob_overrides(wc, pattern)?;
-        let wc_bytes = wc.as_os_str().as_bytes();
-        let below = walk_root
-            .as_os_str()
-            .as_bytes()
+        let wc_bytes = path_bytes(wc);
+        let below = path_bytes(walk_root)
             .strip_prefix(wc_bytes)
             .is_some_and(|rest| rest.starts_with(b"/"));
         let user = if !below || has_vcs_segment(wc_bytes) {
@@ -96,17 +92,11 @@ impl GlobFilter {
         Ok(GlobFilter { full, user })
     }
 
-    /// The whole override set, for the crate's walker.
-    pub(crate) fn into_full(self) -> Override {
-        self.full
-    }
-
     /// Whether rg leaves `path` (absolute, below the walk root) out.
     pub(crate) fn ignored(&self, path: &Path, is_dir: bool) -> bool {
-        use std::os::unix::ffi::OsStrExt;
         match &self.user {
             Some(user) => {
-                has_vcs_segment(path.as_os_str().as_bytes())
+                has_vcs_segment(path_bytes(path))
                     || match user {
                         UserGlob::Everything => false,
                         UserGlob::Glob(ov) => ov.matched(path, is_dir).is_ignore(),
@@ -120,87 +110,4 @@ impl GlobFilter {
 fn has_vcs_segment(path: &[u8]) -> bool {
     path.split(|&b| b == b'/')
         .any(|seg| VCS_NAMES.contains(&seg))
-}
-
-/// Settings common to both invocations.
-fn common(root: &Path, wc: &Path, ov: Override) -> WalkBuilder {
-    let mut b = WalkBuilder::new(root);
-    b.max_depth(None)
-        .follow_links(false)
-        .max_filesize(None)
-        .same_file_system(false)
-        .overrides(ov)
-        .require_git(true)
-        .ignore_case_insensitive(false)
-        .current_dir(wc);
-    b
-}
-
-/// `--files --no-ignore --hidden`: every filter off, sequential.
-pub(crate) fn glob_walker(root: &Path, wc: &Path, ov: Override) -> WalkBuilder {
-    let mut b = common(root, wc, ov);
-    b.threads(1)
-        .hidden(false)
-        .parents(false)
-        .ignore(false)
-        .git_global(false)
-        .git_ignore(false)
-        .git_exclude(false);
-    b
-}
-
-/// grep with rg's default filters and `.rgignore`.
-pub(crate) fn grep_walker(root: &Path, wc: &Path, ov: Override, threads: usize) -> WalkBuilder {
-    let mut b = common(root, wc, ov);
-    b.threads(threads)
-        .hidden(true)
-        .parents(true)
-        .ignore(true)
-        .git_global(true)
-        .git_ignore(true)
-        .git_exclude(true)
-        .add_custom_ignore_filename(".rgignore");
-    b
-}
-
-/// grep over a directory: the crate's own filters off, every entry below
-/// the root decided by [`RgIgnore::keep`] on rg's path strings.
-pub(crate) fn grep_walker_rg(
-    root: &Path,
-    wc: &Path,
-    rgi: std::sync::Arc<RgIgnore>,
-    threads: usize,
-) -> WalkBuilder {
-    let mut b = common(root, wc, Override::empty());
-    b.threads(threads)
-        .hidden(false)
-        .parents(false)
-        .ignore(false)
-        .git_global(false)
-        .git_ignore(false)
-        .git_exclude(false)
-        .filter_entry(move |dent| rgi.keep(dent));
-    b
-}
-
-/// `haystack.rs: Haystack::is_explicit` (depth 0 and not a directory after
-/// following a symlink) or `is_file`: whether rg searches or lists `dent`.
-pub(crate) fn is_haystack(dent: &ignore::DirEntry) -> Option<bool> {
-    let explicit = dent.depth() == 0 && !is_dir(dent);
-    if explicit {
-        return Some(true);
-    }
-    if dent.file_type().is_some_and(|ft| ft.is_file()) {
-        return Some(false);
-    }
-    None
-}
-
-fn is_dir(dent: &ignore::DirEntry) -> bool {
-    match dent.file_type() {
-        None => false,
-        Some(ft) if ft.is_dir() => true,
-        // The walk path is absolute, so this does not depend on the CWD.
-        Some(_) => dent.path_is_symlink() && dent.path().is_dir(),
-    }
 }
