@@ -117,41 +117,11 @@ fn fmt_error(err: &ignore::Error, root: &Root, out: &mut String) {
                 show(root, ancestor)
             );
         }
-        Error::Io(io) => fmt_io(io, root, out),
+        Error::Io(io) => {
+            let _ = write!(out, "{io}");
+        }
         other => {
             let _ = write!(out, "{other}");
-        }
-    }
-}
-
-/// An io error that may wrap a `walkdir::Error` (`Error::from_walkdir`),
-/// whose `Display` names the path (walkdir 2.5.0 `error.rs` L220).
-fn fmt_io(io: &std::io::Error, root: &Root, out: &mut String) {
-    let wd = io
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<walkdir::Error>());
-    let Some(wd) = wd else {
-        let _ = write!(out, "{io}");
-        return;
-    };
-    if let (Some(anc), Some(child)) = (wd.loop_ancestor(), wd.path()) {
-        let _ = write!(
-            out,
-            "File system loop found: {} points to an ancestor {}",
-            show(root, child),
-            show(root, anc)
-        );
-        return;
-    }
-    match (wd.path(), wd.io_error()) {
-        (Some(p), Some(e)) => {
-            let _ = write!(out, "IO error for operation on {}: {e}", show(root, p));
-        }
-        (None, Some(e)) => {
-            let _ = write!(out, "{e}");
-        }
-        _ => {
-            let _ = write!(out, "{wd}");
         }
     }
 }
