@@ -122,6 +122,7 @@ pub struct Listing {
     pub(crate) error: Option<io::Error>,
     /// A buffer the filesystem may keep between listings (the local disk's
     /// `getdents64` buffer).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) scratch: Vec<u8>,
 }
 

@@ -52,8 +52,9 @@ impl Read for LocalFile {
 const LISTING_BUF: usize = 32 * 1024;
 
 impl LocalFs {
+    #[cfg(target_os = "linux")]
     fn fast(&self) -> bool {
-        cfg!(target_os = "linux") && !self.portable
+        !self.portable
     }
 }
 
