@@ -300,6 +300,14 @@ pub trait FileSystem: Send + Sync + 'static {
     /// `cancel` is set.
     fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<Self::File>;
 
+    /// The whole contents of an open file, when the filesystem holds them
+    /// in memory: the engine then checks a file in place instead of copying
+    /// it. `None` (the default) means: read it.
+    fn contents<'f>(&self, file: &'f Self::File) -> Option<&'f [u8]> {
+        let _ = file;
+        None
+    }
+
     /// Read a small control file (an ignore file, a `.git` file) whole,
     /// never blocking: anything but a regular file (after following links)
     /// is an error.

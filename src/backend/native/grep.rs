@@ -20,7 +20,9 @@ use super::matcher;
 use super::messages::{walk_error, Messages, NOTHING_SEARCHED};
 use super::parwalk::dir_error;
 use super::paths::Root;
-use super::reader::{cancelled, is_clean_miss, read_whole, FileReader, PRELOAD_KEEP};
+use super::reader::{
+    cancelled, is_clean_miss, preloadable, read_whole, FileReader, PRELOAD_KEEP,
+};
 use super::rgignore::RgIgnore;
 use super::sink::{FileBlock, JsonSink};
 use super::walk::overrides;
@@ -620,23 +622,21 @@ impl<'a, F: FileSystem> Worker<'a, F> {
                 Source::InDir(dir, name) => fs.open_at(dir.handle(), dir.path(), name)?,
                 Source::Explicit => fs.open(path, &cancel)?,
             };
+            if !explicit && self.ctx.prefilter {
+                // A file the filesystem holds in memory is checked in place.
+                let started = Instant::now();
+                if let Some(data) = fs.contents(&file).filter(|d| preloadable(d)) {
+                    if is_clean_miss(matcher, data) {
+                        return Ok(clean_miss(started, data.len()));
+                    }
+                }
+            }
             let mut reader = FileReader::new(file, cancel, readbuf);
             if !explicit && self.ctx.prefilter {
                 let started = Instant::now();
                 if let Some(data) = reader.preload()? {
                     if is_clean_miss(matcher, data) {
-                        // What the searcher reports for it: one search over
-                        // every byte, nothing printed (`JsonSink::finish`).
-                        let stats = Stats {
-                            elapsed: started.elapsed(),
-                            searches: 1,
-                            bytes_searched: data.len() as u64,
-                            ..Stats::default()
-                        };
-                        return Ok(FileBlock {
-                            stats,
-                            ..FileBlock::default()
-                        });
+                        return Ok(clean_miss(started, data.len()));
                     }
                 }
             }
@@ -646,6 +646,20 @@ impl<'a, F: FileSystem> Worker<'a, F> {
             return Err(cancelled());
         }
         Ok(sink.into_block())
+    }
+}
+
+/// What the searcher reports for a file without a match checked whole: one
+/// search over every byte, nothing printed (`JsonSink::finish`).
+fn clean_miss(started: Instant, len: usize) -> FileBlock {
+    FileBlock {
+        stats: Stats {
+            elapsed: started.elapsed(),
+            searches: 1,
+            bytes_searched: len as u64,
+            ..Stats::default()
+        },
+        ..FileBlock::default()
     }
 }
 

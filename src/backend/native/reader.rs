@@ -60,6 +60,14 @@ const PRELOAD: usize = 64 * 1024;
 /// read in a few large `read(2)`s, copied once and never line-counted.
 const PRELOAD_MAX: usize = 8 << 20;
 
+/// Whether [`FileReader::preload`] would return a file with these bytes
+/// whole: no larger than `PRELOAD_MAX`, no byte-order mark, no NUL.
+pub(crate) fn preloadable(data: &[u8]) -> bool {
+    data.len() < PRELOAD_MAX
+        && !BOMS.iter().any(|b| data.starts_with(b))
+        && memchr::memchr(0, data).is_none()
+}
+
 /// A preload buffer larger than this is not kept for the next call: it is
 /// freed, and the allocator hands the memory out again (shrinking it in
 /// place instead made every call fault its pages in anew: 5 times the page
