@@ -47,6 +47,9 @@ mod guard;
 // The guard in the dispatch and on the command line.
 mod guard_dispatch;
 
+// `dsh-search --overlay DIR changes` over an overlay the library wrote.
+mod overlay_cli;
+
 // The native engine called from many threads and from other rayon pools at
 // once, against rg's answers.
 mod concurrency;

@@ -2,9 +2,11 @@
 //!
 //! This module only parses; each subcommand lives in the file that owns its
 //! layer: [`raw`] (rg's own output), [`tools`] (the model-facing glob, grep
-//! and `call`), [`files`] (read, write, edit), [`bench`](mod@bench).
+//! and `call`), [`files`] (read, write, edit), [`changes`] (an overlay's
+//! changes), [`bench`](mod@bench).
 
 pub mod bench;
+pub mod changes;
 pub mod files;
 pub mod raw;
 pub mod tools;
@@ -46,6 +48,10 @@ pub struct Common {
     /// The session id: owner of spills, read observations and guard counters.
     #[arg(long, global = true, value_name = "ID")]
     pub session: Option<String>,
+    /// The overlay directory: an upper layer on the local disk over the
+    /// workdir, which keeps the changes (for now read by `changes` only).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub overlay: Option<PathBuf>,
     /// Set by SIGINT, SIGTERM or SIGHUP: the running call stops (an rg
     /// child included, which lives in its own process group and would not
     /// get the terminal's signal).
@@ -102,6 +108,16 @@ pub enum Command {
     Definitions,
     /// Benchmark both backends side by side.
     Bench(bench::BenchArgs),
+    /// List the changes kept in `--overlay DIR` (`A path` / `M path`).
+    Changes(ChangesArgs),
+}
+
+/// `dsh-search --overlay DIR changes`.
+#[derive(Debug, Args)]
+pub struct ChangesArgs {
+    /// Print a unified diff against the workdir instead of the list.
+    #[arg(long)]
+    pub diff: bool,
 }
 
 /// `dsh-search glob`.
@@ -197,6 +213,14 @@ pub fn run() -> ExitCode {
         // also fine; a failed registration loses nothing else.
         let _ = signal_hook::flag::register(signal, cli.common.cancel.flag());
     }
+    if cli.common.overlay.is_some() && !matches!(cli.command, Command::Changes(_)) {
+        // Until the tools run over an overlay, a write would reach the
+        // workdir itself: refuse rather than ignore the option.
+        return ExitCode::from(fail(
+            "--overlay is only read by `changes` so far: the other commands \
+             still work on the workdir itself",
+        ));
+    }
     let code = match &cli.command {
         Command::Glob(a) if a.format == Format::Raw => raw::glob(&cli.common, a),
         Command::Grep(a) if a.format == Format::Raw => raw::grep(&cli.common, a),
@@ -208,6 +232,7 @@ pub fn run() -> ExitCode {
         Command::Write(a) => files::write(&cli.common, a),
         Command::Edit(a) => files::edit(&cli.common, a),
         Command::Bench(a) => bench::run(&cli.common, a),
+        Command::Changes(a) => changes::run(&cli.common, a),
     };
     ExitCode::from(code)
 }

@@ -11,6 +11,7 @@ mod fifo;
 
 mod os;
 
+pub(crate) use os::from_std;
 pub use os::{LocalDir, LocalFile};
 
 use std::collections::HashSet;
@@ -32,7 +33,7 @@ pub(crate) const DEFAULT_DIFF_BASIS_MAX_BYTES: u64 = 10 * 1024 * 1024;
 
 /// The prefix of staging directories. A directory left behind by a process
 /// that died mid-write is removed by the next write into the same directory.
-const STAGING_PREFIX: &str = ".dsh-search-staging.";
+pub(crate) const STAGING_PREFIX: &str = ".dsh-search-staging.";
 
 /// The size of a streamed chunk.
 const CHUNK: usize = 64 * 1024;

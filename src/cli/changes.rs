@@ -1,0 +1,54 @@
+//! `dsh-search --overlay DIR changes [--diff]` (`contract.md` §10): the
+//! files an overlay directory changed, as `A path` / `M path` lines with
+//! paths relative to the workdir, sorted, or as a unified diff against the
+//! workdir. Exit status 0, or 2 when the overlay cannot be read.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{ChangesArgs, Common};
+use crate::fs::{Change, LocalFs, OverlayFs};
+
+/// `dsh-search changes`.
+pub fn run(common: &Common, args: &ChangesArgs) -> u8 {
+    let Some(dir) = &common.overlay else {
+        return super::fail("changes needs --overlay DIR, the overlay directory to read");
+    };
+    let workdir = match common.workdir() {
+        Ok(w) => w,
+        Err(e) => return super::fail(format!("cannot read the current directory: {e}")),
+    };
+    let fs = match OverlayFs::on_disk(Arc::new(LocalFs::new()), &workdir, dir) {
+        Ok(fs) => fs,
+        Err(e) => return super::fail(e),
+    };
+    let text = if args.diff {
+        fs.diff()
+    } else {
+        fs.changes().map(|c| listing(&c, fs.lower_root()))
+    };
+    match text {
+        Ok(text) => {
+            let mut out = std::io::stdout().lock();
+            // A closed stdout is not an error worth a message.
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+            0
+        }
+        Err(e) => super::fail(e),
+    }
+}
+
+/// One `A path` / `M path` line per change.
+fn listing(changes: &[Change], root: &Path) -> String {
+    let mut out = String::new();
+    for c in changes {
+        let rel = c.path.strip_prefix(root).unwrap_or(&c.path);
+        out.push(c.kind.letter());
+        out.push(' ');
+        out.push_str(&rel.to_string_lossy());
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,171 @@
+//! An overlay directory on the local disk: the upper layer of
+//! `--overlay DIR`, kept across invocations.
+//!
+//! # Layout
+//!
+//! ```text
+//! DIR/
+//!   workspace   the lower root's canonical path (its bytes) and a newline
+//!   lock        locked with flock(2) by a process while it writes (Unix)
+//!   upper/      the upper layer: upper/P is the workspace's P
+//! ```
+//!
+//! `workspace` ties the directory to one lower root, so that a later
+//! invocation from another workdir gets an error instead of mixing two
+//! trees. A new DIR is created (with its parents); an existing one must be
+//! empty or already an overlay directory, and must lie neither inside the
+//! workspace (the searches would find its copies) nor around it.
+
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::OverlayFs;
+use crate::fs::bytes;
+use crate::fs::seam::FileSystem;
+use crate::fs::LocalFs;
+
+/// The file naming the lower root.
+const WORKSPACE: &str = "workspace";
+/// The lock file.
+const LOCK: &str = "lock";
+/// The upper layer's tree.
+const UPPER: &str = "upper";
+
+/// An overlay directory in use.
+#[derive(Debug)]
+pub(super) struct Disk {
+    /// Canonical.
+    dir: PathBuf,
+}
+
+impl Disk {
+    /// Lock the directory for one write, across processes where the
+    /// platform can (`flock` on Unix; elsewhere the in-process lock only).
+    pub(super) fn lock(&self) -> io::Result<std::fs::File> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.dir.join(LOCK))
+            .map_err(|e| self.context(e))?;
+        #[cfg(unix)]
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| self.context(e.into()))?;
+        Ok(file)
+    }
+
+    /// `e`, saying which overlay directory it concerns.
+    pub(super) fn context(&self, e: io::Error) -> io::Error {
+        io::Error::new(
+            e.kind(),
+            format!("overlay directory {}: {e}", self.dir.display()),
+        )
+    }
+}
+
+impl<L: FileSystem> OverlayFs<L, LocalFs> {
+    /// An overlay of the directory `dir` on the local disk over `lower`
+    /// below `lower_root`: the command line's `--overlay DIR`. `dir` is
+    /// created if missing and keeps the changes across invocations (see
+    /// the module docs for its layout).
+    ///
+    /// Errors name `dir`: it is a file, cannot be created or written, is
+    /// inside the workspace (or holds it), holds something other than an
+    /// overlay, or holds the overlay of another workspace.
+    pub fn on_disk(
+        lower: Arc<L>,
+        lower_root: &Path,
+        dir: &Path,
+    ) -> io::Result<OverlayFs<L, LocalFs>> {
+        let root = super::workspace_root(&*lower, lower_root)?;
+        let dir = prepare(&root, dir)?;
+        let mut fs = OverlayFs::new(lower, &root, Arc::new(LocalFs::new()), &dir.join(UPPER))?;
+        fs.disk = Some(Disk { dir });
+        Ok(fs)
+    }
+}
+
+/// Make `dir` an overlay directory for `root`, or check that it is one;
+/// returns its canonical path.
+fn prepare(root: &Path, dir: &Path) -> io::Result<PathBuf> {
+    let shown = dir.display();
+    let fail = |what: &str, e: io::Error| {
+        io::Error::new(e.kind(), format!("overlay directory {shown}: {what}{e}"))
+    };
+    let refuse = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("overlay directory {shown} is not a directory"),
+            ))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).map_err(|e| fail("cannot create it: ", e))?;
+        }
+        Err(e) => return Err(fail("", e)),
+    }
+    let dir = std::fs::canonicalize(dir).map_err(|e| fail("", e))?;
+    if dir.starts_with(root) {
+        return Err(refuse(format!(
+            "overlay directory {shown} is inside the workspace {}: its copies would be \
+             searched as the workspace's files; choose a directory outside it",
+            root.display()
+        )));
+    }
+    if root.starts_with(&dir) {
+        return Err(refuse(format!(
+            "the workspace {} is inside the overlay directory {shown}: choose a directory \
+             outside the workspace",
+            root.display()
+        )));
+    }
+    let mut want = bytes::path_bytes(root).to_vec();
+    want.push(b'\n');
+    let record = dir.join(WORKSPACE);
+    loop {
+        match std::fs::read(&record) {
+            Ok(have) if have == want => break,
+            Ok(have) => {
+                let have =
+                    String::from_utf8_lossy(have.strip_suffix(b"\n").unwrap_or(&have)).into_owned();
+                return Err(refuse(format!(
+                    "overlay directory {shown} holds the changes of the workspace {have}, \
+                     not of {}: use another overlay directory",
+                    root.display()
+                )));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(fail("cannot read its workspace file: ", e)),
+        }
+        let foreign = std::fs::read_dir(&dir)
+            .map_err(|e| fail("", e))?
+            .filter_map(Result::ok)
+            .any(|e| ![WORKSPACE, LOCK, UPPER].iter().any(|n| e.file_name() == *n));
+        if foreign {
+            return Err(refuse(format!(
+                "overlay directory {shown} is not empty and holds no overlay (no `{WORKSPACE}` \
+                 file): choose a new or an empty directory"
+            )));
+        }
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&record)
+        {
+            Ok(mut f) => {
+                f.write_all(&want).map_err(|e| fail("cannot write: ", e))?;
+                break;
+            }
+            // Another process made it first: check what it wrote.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(fail("cannot write: ", e)),
+        }
+    }
+    std::fs::create_dir_all(dir.join(UPPER)).map_err(|e| fail("cannot write: ", e))?;
+    Ok(dir)
+}
