@@ -20,9 +20,7 @@ use super::matcher;
 use super::messages::{walk_error, Messages, NOTHING_SEARCHED};
 use super::parwalk::dir_error;
 use super::paths::Root;
-use super::reader::{
-    cancelled, is_clean_miss, preloadable, read_whole, FileReader, PRELOAD_KEEP,
-};
+use super::reader::{cancelled, is_clean_miss, preloadable, read_whole, FileReader, PRELOAD_KEEP};
 use super::rgignore::RgIgnore;
 use super::sink::{FileBlock, JsonSink};
 use super::walk::overrides;
