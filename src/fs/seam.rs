@@ -6,7 +6,7 @@
 //! The native engine is generic over [`FileSystem`], so the local disk's
 //! fast path (directory descriptors, one listing per directory) is
 //! monomorphized into it; the file tools and the guard, which need no such
-//! speed, see the same filesystem through [`DynFs`](super::DynFs).
+//! speed, see the same filesystem through [`DynFileSystem`](super::DynFileSystem).
 //!
 //! Errors are [`io::Error`]s: rg prints them as they are (`No such file or
 //! directory (os error 2)`), so a filesystem that is not the local disk
