@@ -11,6 +11,7 @@ mod dynfs;
 mod error;
 pub mod literal;
 pub(crate) mod local;
+mod mem;
 pub(crate) mod resolve;
 mod seam;
 mod text;
@@ -25,6 +26,7 @@ pub use seam::{
 
 pub use error::{io_message, FsError, FsErrorCode};
 pub use local::{LocalDir, LocalFile, LocalFs};
+pub use mem::{MemDir, MemFile, MemFs};
 pub use resolve::has_dotdot_segment;
 pub use text::{decode_strict, NotText, TextDecoder, BINARY_SNIFF_BYTES};
 

@@ -11,6 +11,7 @@ mod fifo;
 pub(crate) use fifo::FifoReader;
 mod os;
 
+pub(crate) use os::{from_std, kind_of_std};
 pub use os::{LocalDir, LocalFile};
 
 use std::collections::HashSet;
