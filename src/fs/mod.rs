@@ -12,6 +12,7 @@ mod error;
 pub mod literal;
 pub(crate) mod local;
 mod overlay;
+mod mem;
 pub(crate) mod resolve;
 mod seam;
 mod text;
@@ -27,6 +28,7 @@ pub use seam::{
 pub use error::{io_message, FsError, FsErrorCode};
 pub use local::{LocalDir, LocalFile, LocalFs};
 pub use overlay::{Change, ChangeKind, OverlayDir, OverlayFile, OverlayFs};
+pub use mem::{MemDir, MemFile, MemFs};
 pub use resolve::has_dotdot_segment;
 pub use text::{decode_strict, NotText, TextDecoder, BINARY_SNIFF_BYTES};
 

@@ -377,5 +377,9 @@ pub mod errno {
         not_empty = 39, 66, DirectoryNotEmpty;
         /// `ENXIO` (opening a socket).
         no_such_device = 6, 6, Other;
+        /// `EAGAIN` (a read that would block).
+        would_block = 11, 35, WouldBlock;
+        /// `EBUSY` (removing the root).
+        busy = 16, 16, ResourceBusy;
     }
 }

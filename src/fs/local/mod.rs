@@ -11,7 +11,7 @@ mod fifo;
 
 mod os;
 
-pub(crate) use os::from_std;
+pub(crate) use os::{from_std, kind_of_std};
 pub use os::{LocalDir, LocalFile};
 
 use std::collections::HashSet;

@@ -97,7 +97,8 @@ pub(crate) fn from_std(m: &std::fs::Metadata) -> Metadata {
     }
 }
 
-fn kind_of_std(t: std::fs::FileType) -> FileType {
+/// `std::fs::FileType` as the seam's.
+pub(crate) fn kind_of_std(t: std::fs::FileType) -> FileType {
     if t.is_file() {
         return FileType::File;
     }

@@ -1,0 +1,289 @@
+//! [`MemFs::load`]: a directory tree copied from the disk, with what the
+//! disk refused.
+//!
+//! Each directory is read with `std::fs::read_dir` (its `readdir` order
+//! becomes the listing order) and each entry stat'ed without following
+//! links; a regular file is read whole, through an `O_NONBLOCK` open that
+//! never blocks on a FIFO swapped in since the stat, and a FIFO is never
+//! opened. Whatever failed keeps its errno where the kernel would give it
+//! to rg later: a directory that cannot be listed fails `open_dir`, one
+//! that cannot be searched fails every lookup in it, a file that cannot be
+//! opened fails `open`, an entry that cannot be stat'ed fails every lookup
+//! of it but is still listed with its `d_type`.
+
+use std::io::{self, Read};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use super::tree::{lookup, Body, DirBody, Errno, FileBody, Node, State};
+use super::MemFs;
+use crate::fs::bytes;
+use crate::fs::local::{from_std, kind_of_std};
+use crate::fs::seam::{errno, FileType, Metadata};
+
+/// The errno stored for an error that carries none.
+#[cfg(unix)]
+const EIO: Errno = 5;
+#[cfg(not(unix))]
+const EIO: Errno = 1117; // ERROR_IO_DEVICE
+
+fn errno_of(e: &io::Error) -> Errno {
+    e.raw_os_error().unwrap_or(EIO)
+}
+
+impl MemFs {
+    /// A copy of the directory tree at `root` on the local disk, at the
+    /// same absolute path.
+    ///
+    /// Every directory keeps its `readdir` order, every entry its mtime
+    /// (to the nanosecond), permission bits and size, a symlink its target
+    /// as stored, a FIFO or socket its kind (a FIFO is never opened).
+    /// What could not be read keeps its error, so a copy loaded as some
+    /// user answers as the disk answers that user: a directory that could
+    /// not be listed fails to open (its entries are unknown), one without
+    /// search permission fails every lookup in it (its entries are listed
+    /// with their `d_type` but cannot be stat'ed or opened), a file that
+    /// could not be opened fails to open, an entry whose `lstat` failed
+    /// fails every lookup of it.
+    ///
+    /// The ancestors of `root` are created as directories with their own
+    /// metadata from the disk, holding only the path to `root`; a symlink
+    /// on that path is copied as a symlink and followed, so `root` may be
+    /// reached through one. Nothing else outside `root` is copied. A
+    /// relative `root` is taken from the current directory.
+    ///
+    /// # Errors
+    ///
+    /// The error of resolving `root` on the disk (`ENOENT`, `EACCES`, …),
+    /// or `ENOTDIR` when it is not a directory.
+    ///
+    /// # Platform behavior
+    ///
+    /// The copy's paths are Unix paths; on Windows a drive prefix is
+    /// dropped.
+    pub fn load(root: impl AsRef<Path>) -> io::Result<MemFs> {
+        let root = std::path::absolute(root.as_ref())?;
+        let fs = MemFs::new();
+        let disk_root = std::fs::symlink_metadata("/")?;
+        fs.copy_metadata(&fs.root, &from_std(&disk_root));
+        let (top, real) = fs.mirror_path(&root)?;
+        if !std::fs::metadata(&real)?.is_dir() {
+            return Err(errno::not_a_directory());
+        }
+        fs.load_dir(top, real);
+        Ok(fs)
+    }
+
+    /// The node of the directory `lexical` resolves to on the disk and its
+    /// real path, with the directories and symlinks along the way copied
+    /// (directories empty but for the path).
+    fn mirror_path(&self, lexical: &Path) -> io::Result<(Arc<Node>, PathBuf)> {
+        let mut real = PathBuf::from("/");
+        let mut node = Arc::clone(&self.root);
+        for comp in lexical.components() {
+            match comp {
+                Component::Prefix(_) | Component::RootDir | Component::CurDir => {}
+                Component::ParentDir => {
+                    real.pop();
+                    node = lookup(&node, b"..")?;
+                }
+                Component::Normal(name) => {
+                    let path = real.join(name);
+                    let m = std::fs::symlink_metadata(&path)?;
+                    let meta = from_std(&m);
+                    let name = bytes::os_bytes(name);
+                    if m.file_type().is_symlink() {
+                        let target = std::fs::read_link(&path)?;
+                        let body = Body::Symlink(bytes::path_bytes(&target).into());
+                        self.adopt(&node, name, || {
+                            Node::new(self.ino(), FileType::Symlink, self.state_of(&meta, body))
+                        })?;
+                        // A real path: no symlink on it, one level deep.
+                        (node, real) = self.mirror_path(&std::fs::canonicalize(&path)?)?;
+                    } else if m.is_dir() {
+                        let parent = Arc::downgrade(&node);
+                        node = self.adopt(&node, name, || {
+                            let body = Body::Dir(Box::new(DirBody::new(parent, meta.len)));
+                            Node::new(self.ino(), FileType::Dir, self.state_of(&meta, body))
+                        })?;
+                        real = path;
+                    } else {
+                        return Err(errno::not_a_directory());
+                    }
+                }
+            }
+        }
+        Ok((node, real))
+    }
+
+    /// The entry `name` of `dir`, made by `make` if missing, without
+    /// touching the directory's times.
+    fn adopt(
+        &self,
+        dir: &Arc<Node>,
+        name: &[u8],
+        make: impl FnOnce() -> Arc<Node>,
+    ) -> io::Result<Arc<Node>> {
+        let mut st = dir.write();
+        let Body::Dir(d) = &mut st.body else {
+            return Err(errno::not_a_directory());
+        };
+        if let Some(node) = d.get(name) {
+            return Ok(Arc::clone(node));
+        }
+        let node = make();
+        d.insert(name, Arc::clone(&node));
+        Ok(node)
+    }
+
+    /// A node's state from the disk's metadata.
+    fn state_of(&self, m: &Metadata, body: Body) -> State {
+        let mtime = m.mtime.unwrap_or((0, 0));
+        let ctime = m.ctime.unwrap_or(mtime);
+        // Every later change must move past the loaded times.
+        self.clock.fetch_max(
+            super::timestamp_ns(ctime),
+            std::sync::atomic::Ordering::AcqRel,
+        );
+        State {
+            mtime,
+            ctime,
+            mode: m.mode,
+            body,
+        }
+    }
+
+    /// Give the directory `node` the disk's times, mode and size.
+    fn copy_metadata(&self, node: &Node, m: &Metadata) {
+        let fresh = self.state_of(m, Body::Special);
+        let mut st = node.write();
+        st.mtime = fresh.mtime;
+        st.ctime = fresh.ctime;
+        st.mode = fresh.mode;
+        if let Body::Dir(d) = &mut st.body {
+            d.len = m.len;
+        }
+    }
+
+    /// Copy the disk directory `path` into `top`, replacing what `top`
+    /// held (the path mirrored to it), and everything below it.
+    fn load_dir(&self, top: Arc<Node>, path: PathBuf) {
+        if let Body::Dir(d) = &mut top.write().body {
+            d.take_all();
+        }
+        let mut stack = vec![(path, top)];
+        while let Some((path, dir)) = stack.pop() {
+            let mut entries = Vec::new();
+            let (open_err, list_err) = match std::fs::read_dir(&path) {
+                Err(e) => (Some(errno_of(&e)), None),
+                Ok(rd) => {
+                    let mut list_err = None;
+                    for entry in rd {
+                        match entry {
+                            Ok(entry) => {
+                                let node = self.load_entry(&dir, &entry);
+                                if node.is_dir() {
+                                    stack.push((entry.path(), Arc::clone(&node)));
+                                }
+                                let name: Box<[u8]> = bytes::os_bytes(&entry.file_name()).into();
+                                entries.push((name, node));
+                            }
+                            Err(e) => {
+                                list_err = Some(errno_of(&e));
+                                break;
+                            }
+                        }
+                    }
+                    (None, list_err)
+                }
+            };
+            let lookup_err = search_error(&path);
+            if let Body::Dir(d) = &mut dir.write().body {
+                for (name, node) in entries {
+                    d.push_unindexed(name, node);
+                }
+                d.reindex();
+                d.open_err = open_err;
+                d.list_err = list_err;
+                d.lookup_err = lookup_err;
+            }
+        }
+    }
+
+    /// The node of one listed entry of `parent`.
+    fn load_entry(&self, parent: &Arc<Node>, entry: &std::fs::DirEntry) -> Arc<Node> {
+        // `file_type` is the listing's `d_type` (an `lstat` where the
+        // filesystem gives `DT_UNKNOWN`).
+        let listed = entry.file_type().map_or(FileType::Unknown, kind_of_std);
+        // `DirEntry::metadata` is `lstat` (relative to the directory).
+        let m = match entry.metadata() {
+            Ok(m) => from_std(&m),
+            Err(e) => return Node::refused(self.ino(), listed, errno_of(&e)),
+        };
+        let body = match m.kind {
+            FileType::Dir => Body::Dir(Box::new(DirBody::new(Arc::downgrade(parent), m.len))),
+            FileType::File => Body::File(read_disk_file(&entry.path(), m.len)),
+            FileType::Symlink => match std::fs::read_link(entry.path()) {
+                Ok(t) => Body::Symlink(bytes::path_bytes(&t).into()),
+                Err(e) => return Node::refused(self.ino(), listed, errno_of(&e)),
+            },
+            _ => Body::Special,
+        };
+        Node::new(self.ino(), m.kind, self.state_of(&m, body))
+    }
+}
+
+/// Why a lookup in the directory `path` fails, if it does: `lstat` of
+/// `path/.` walks `.` in it, which needs search permission as every name
+/// does.
+fn search_error(path: &Path) -> Option<Errno> {
+    if cfg!(unix) {
+        std::fs::symlink_metadata(path.join("."))
+            .err()
+            .map(|e| errno_of(&e))
+    } else {
+        None
+    }
+}
+
+/// A regular file's bytes, or the error that kept them (with the size the
+/// stat gave).
+fn read_disk_file(path: &Path, len: u64) -> FileBody {
+    match read_regular(path, len) {
+        Ok(data) => FileBody::new(Arc::from(data)),
+        Err(e) => FileBody {
+            data: Arc::from(&[][..]),
+            len,
+            open_err: Some(errno_of(&e)),
+        },
+    }
+}
+
+fn read_regular(path: &Path, len: u64) -> io::Result<Vec<u8>> {
+    let mut file = open_nonblocking(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("replaced while loading"));
+    }
+    let mut data = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.read_to_end(&mut data)?;
+    Ok(data)
+}
+
+/// Open for reading without following a final symlink or blocking on a
+/// FIFO: the entry was a regular file when stat'ed, and anything swapped
+/// in since is refused by the caller's type check.
+fn open_nonblocking(path: &Path) -> io::Result<std::fs::File> {
+    #[cfg(unix)]
+    {
+        use rustix::fs::OFlags;
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags((OFlags::NONBLOCK | OFlags::NOFOLLOW).bits() as i32)
+            .open(path)
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::File::open(path)
+    }
+}
