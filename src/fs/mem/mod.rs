@@ -666,6 +666,13 @@ impl FileSystem for MemFs {
     type Dir = MemDir;
     type File = MemFile;
 
+    fn contents<'f>(&self, file: &'f MemFile) -> Option<&'f [u8]> {
+        match &file.0 {
+            Reader::Bytes { data, pos: 0 } => Some(data),
+            _ => None,
+        }
+    }
+
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         let p = path_arg(path)?;
         let real = Walk::new(&self.root).canonical(p)?;
