@@ -2,6 +2,17 @@
 //! of it: the [`SpillStore`] seam, the [`LocalSpillStore`] laid out as
 //! `seed-reference.md` §3.6 describes, and the spill-policy head/tail
 //! preview of §3.9.
+//!
+//! # Reading a reference back
+//!
+//! The footer of a spilled result tells the model to `read` its locator. The
+//! store belongs to the harness, not to the workspace: the local store
+//! writes on the local disk whatever filesystem the workspace is on (in
+//! memory, an overlay, a remote host). So a store says which paths are its
+//! references ([`SpillStore::is_reference`]), and the tools' dispatch runs
+//! a `read` of one on the local disk instead of the workspace's filesystem.
+//! Only the calling session's own references qualify: the store is not a
+//! window onto the rest of the disk.
 
 use std::fs::{DirBuilder, OpenOptions};
 use std::io::{self, Write};
@@ -10,6 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
+
+use crate::fs::resolve::lexical_join;
 
 /// The retrieval hint of the local store (`seed-reference.md` §3.6, literal).
 pub const LOCAL_HINT: &str = "Use read with offset/limit, or grep this path to search within it.";
@@ -45,6 +58,16 @@ pub trait SpillStore: Send + Sync {
         suggested_name: &str,
         content: &str,
     ) -> io::Result<SpillRef>;
+
+    /// Whether `path` is one of the locators this store handed out for
+    /// `owner`, whose text a `read` must then get from the local disk
+    /// rather than from the workspace's filesystem (see the module docs).
+    ///
+    /// By default, no path is: a store whose references are not local
+    /// files leaves `read` to the workspace.
+    fn is_reference(&self, _owner: &str, _path: &Path) -> bool {
+        false
+    }
 }
 
 /// A spill store in a local directory:
@@ -73,6 +96,15 @@ impl LocalSpillStore {
             None => private_root(),
         }
     }
+
+    /// The root, if anything can be in it yet (the private root is created
+    /// by the first save, never by a question).
+    fn existing_root(&self) -> Option<PathBuf> {
+        match &self.root {
+            Some(r) => Some(r.clone()),
+            None => PRIVATE_ROOT.get()?.as_ref().ok().cloned(),
+        }
+    }
 }
 
 impl SpillStore for LocalSpillStore {
@@ -98,6 +130,21 @@ impl SpillStore for LocalSpillStore {
             locator: path.to_string_lossy().into_owned(),
             hint: LOCAL_HINT.to_string(),
         })
+    }
+
+    /// An absolute path naming a file directly in `owner`'s session
+    /// directory, after `.` and `..` are applied (so no locator-shaped path
+    /// climbs out of it). A relative path is always the workspace's.
+    fn is_reference(&self, owner: &str, path: &Path) -> bool {
+        if !path.is_absolute() {
+            return false;
+        }
+        let Some(root) = self.existing_root() else {
+            return false;
+        };
+        let dir = lexical_join(&root, Path::new(&session_dir(owner)));
+        let path = lexical_join(Path::new("/"), path);
+        path.parent() == Some(dir.as_path())
     }
 }
 
@@ -135,10 +182,13 @@ fn random_hex(bytes: usize) -> io::Result<String> {
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// The per-process private root, once created.
+static PRIVATE_ROOT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
 /// The per-process private root, created on first use.
 fn private_root() -> io::Result<PathBuf> {
-    static ROOT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    ROOT.get_or_init(|| create_private_dir(&std::env::temp_dir()).map_err(|e| e.to_string()))
+    PRIVATE_ROOT
+        .get_or_init(|| create_private_dir(&std::env::temp_dir()).map_err(|e| e.to_string()))
         .clone()
         .map_err(io::Error::other)
 }
@@ -276,6 +326,38 @@ mod tests {
         // Traversal-shaped names stay inside the session directory.
         let c = store.save_text("s1", &src, "../../x", "t").unwrap();
         assert_eq!(Path::new(&c.locator).parent().unwrap(), dir);
+    }
+
+    #[test]
+    fn references_are_the_sessions_own_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("spill");
+        let store = LocalSpillStore::new(Some(root.clone())).unwrap();
+        let src = SpillSource {
+            tool_name: "glob".into(),
+            call_id: None,
+            label: "result".into(),
+        };
+        let saved = store
+            .save_text("s1", &src, "glob-results.txt", "x")
+            .unwrap();
+        let locator = Path::new(&saved.locator);
+        assert!(store.is_reference("s1", locator));
+        // Another session's, the directories themselves, a relative path, a
+        // climb out of the session directory: not references.
+        assert!(!store.is_reference("s2", locator));
+        assert!(!store.is_reference("s1", locator.parent().unwrap()));
+        assert!(!store.is_reference("s1", &root));
+        assert!(!store.is_reference("s1", Path::new("glob-results.txt")));
+        let climb = locator.parent().unwrap().join("../../outside.txt");
+        assert!(!store.is_reference("s1", &climb));
+        // `.` and `..` that stay inside are the same file.
+        let dotted = locator
+            .parent()
+            .unwrap()
+            .join(".")
+            .join(locator.file_name().unwrap());
+        assert!(store.is_reference("s1", &dotted));
     }
 
     #[test]

@@ -6,17 +6,19 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 
-use dsh_search::fs::{LocalFs, TextFileSystem, WriteIntent};
+use dsh_search::fs::{LocalFs, TextFs, WriteGuard};
 use dsh_search::session::Sessions;
 use dsh_search::tool::files::{self, FilesConfig, ObservationPolicy};
 use dsh_search::tool::{CallContext, ToolResult};
 use serde_json::{json, Value};
 
+use crate::util::fs::TestFs;
+
 /// A temp workspace with a local filesystem and an in-memory policy.
 struct Ws {
     _tmp: tempfile::TempDir,
     root: PathBuf,
-    fs: LocalFs,
+    fs: TextFs,
     policy: ObservationPolicy,
     cfg: FilesConfig,
 }
@@ -28,7 +30,7 @@ impl Ws {
         Ws {
             _tmp: tmp,
             root,
-            fs: LocalFs::new(),
+            fs: TextFs::new(Arc::new(LocalFs::new())),
             policy: ObservationPolicy::new(Arc::new(Sessions::in_memory())),
             cfg: FilesConfig::default(),
         }
@@ -674,74 +676,15 @@ fn sessions_are_isolated() {
     ok(&ws.call_as(Some("a"), "edit", args));
 }
 
-/// A filesystem that counts the stats the tools make.
-struct CountingFs {
-    inner: LocalFs,
-    stats: std::sync::atomic::AtomicUsize,
-}
-
-impl TextFileSystem for CountingFs {
-    fn resolve(
-        &self,
-        path: &str,
-        cwd: &Path,
-    ) -> Result<dsh_search::fs::ResolvedPath, dsh_search::fs::FsError> {
-        self.inner.resolve(path, cwd)
-    }
-    fn stat(
-        &self,
-        t: &dsh_search::fs::ResolvedPath,
-    ) -> Result<Option<dsh_search::fs::Stat>, dsh_search::fs::FsError> {
-        self.stats.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.inner.stat(t)
-    }
-    fn read_text(
-        &self,
-        t: &dsh_search::fs::ResolvedPath,
-    ) -> Result<String, dsh_search::fs::FsError> {
-        self.inner.read_text(t)
-    }
-    fn stream_text(
-        &self,
-        t: &dsh_search::fs::ResolvedPath,
-        sink: &mut dyn FnMut(&str) -> bool,
-    ) -> Result<(), dsh_search::fs::FsError> {
-        self.inner.stream_text(t, sink)
-    }
-    fn write_text(
-        &self,
-        t: &dsh_search::fs::ResolvedPath,
-        c: &str,
-        i: &WriteIntent,
-    ) -> Result<dsh_search::fs::WriteOutcome, dsh_search::fs::FsError> {
-        self.inner.write_text(t, c, i)
-    }
-    fn edit_text(
-        &self,
-        t: &dsh_search::fs::ResolvedPath,
-        e: &dsh_search::fs::LiteralEdit,
-        g: Option<&dsh_search::fs::Version>,
-    ) -> Result<dsh_search::fs::EditOutcome, dsh_search::fs::FsError> {
-        self.inner.edit_text(t, e, g)
-    }
-    fn list_dir(
-        &self,
-        t: &dsh_search::fs::ResolvedPath,
-    ) -> Result<Vec<dsh_search::fs::DirEntry>, dsh_search::fs::FsError> {
-        self.inner.list_dir(t)
-    }
-}
-
 #[test]
 fn stat_budget_read_one_write_and_edit_zero() {
     let ws = Ws::new();
     ws.put("a.txt", "x\n");
-    let fs = CountingFs {
-        inner: LocalFs::new(),
-        stats: Default::default(),
-    };
+    // The stats the tools make, counted at the seam.
+    let counting = Arc::new(TestFs::confined(&ws.root));
+    let fs = TextFs::new(counting.clone());
     let ctx = ws.ctx(Some("s"));
-    let stats = || fs.stats.load(std::sync::atomic::Ordering::SeqCst);
+    let stats = || counting.stats();
     let p = Some(&ws.policy);
     files::read(&ws.cfg, &fs, p, &json!({"file_path": "a.txt"}), &ctx).unwrap();
     assert_eq!(stats(), 1);
@@ -781,7 +724,7 @@ fn absolute_paths_ignore_the_workdir() {
 
 // ---- LocalFs -------------------------------------------------------------
 
-fn version(fs: &LocalFs, root: &Path, rel: &str) -> String {
+fn version(fs: &TextFs, root: &Path, rel: &str) -> String {
     let t = fs.resolve(rel, root).unwrap();
     fs.stat(&t).unwrap().unwrap().version.0
 }
@@ -891,7 +834,7 @@ fn concurrent_creators_never_replace_each_other() {
                     let t = ws.fs.resolve("n.txt", &ws.root).unwrap();
                     barrier.wait();
                     ws.fs
-                        .write_text(&t, c, &WriteIntent::CreateIfAbsent)
+                        .write_text(&t, c, &WriteGuard::CreateIfAbsent)
                         .map(|_| c)
                 })
             })
@@ -915,7 +858,7 @@ fn create_if_absent_preserves_an_existing_file() {
     let t = ws.fs.resolve("x.txt", &ws.root).unwrap();
     let e = ws
         .fs
-        .write_text(&t, "mine", &WriteIntent::CreateIfAbsent)
+        .write_text(&t, "mine", &WriteGuard::CreateIfAbsent)
         .unwrap_err();
     assert_eq!(e.code.as_str(), "FS_NOT_OBSERVED");
     assert_eq!(ws.get("x.txt"), b"theirs");
@@ -998,26 +941,26 @@ fn dangling_symlink_targets() {
 #[test]
 fn before_text_and_diff_basis_limit_in_utf8_bytes() {
     let ws = Ws::new();
-    let fs = LocalFs::new().with_diff_basis_max_bytes(4);
+    let fs = TextFs::new(Arc::new(LocalFs::new())).with_diff_basis_max_bytes(4);
     let t = fs.resolve("d.txt", &ws.root).unwrap();
-    let out = fs.write_text(&t, "abc", &WriteIntent::None).unwrap();
+    let out = fs.write_text(&t, "abc", &WriteGuard::None).unwrap();
     assert_eq!((out.operation.as_str(), out.before), ("create", None));
-    let out = fs.write_text(&t, "a\r\n", &WriteIntent::None).unwrap();
+    let out = fs.write_text(&t, "a\r\n", &WriteGuard::None).unwrap();
     assert_eq!(out.before.as_deref(), Some("abc"));
     assert_eq!(out.after, "a\n");
     std::fs::write(ws.path("d.txt"), "abcd").unwrap();
     // The old file is 4 bytes: at the limit, no basis.
-    let out = fs.write_text(&t, "x", &WriteIntent::None).unwrap();
+    let out = fs.write_text(&t, "x", &WriteGuard::None).unwrap();
     assert_eq!(out.before, None);
     // Two characters, four UTF-8 bytes: at the limit.
     let out = fs
-        .write_text(&t, "\u{e9}\u{e9}", &WriteIntent::None)
+        .write_text(&t, "\u{e9}\u{e9}", &WriteGuard::None)
         .unwrap();
     assert_eq!(out.before, None);
     // An old binary file has no text basis.
     ws.put("b.bin", b"\0\0");
     let t = fs.resolve("b.bin", &ws.root).unwrap();
-    let out = fs.write_text(&t, "t", &WriteIntent::None).unwrap();
+    let out = fs.write_text(&t, "t", &WriteGuard::None).unwrap();
     assert_eq!((out.operation.as_str(), out.before), ("update", None));
 }
 
@@ -1084,4 +1027,229 @@ fn nul_in_path_and_symlink_loops_are_clear_errors() {
         .unwrap()
         .file_type()
         .is_symlink());
+}
+
+// ---- the text layer over another filesystem ------------------------------
+
+/// Where [`mounted`] shows a workspace: a path that does not exist on the
+/// host, so that anything reaching for the host disk finds nothing.
+const MOUNT: &str = "/dsh-search-test-mount/ws";
+
+/// `ws`'s directory seen at [`MOUNT`], and a context there.
+fn mounted(ws: &Ws) -> (Arc<TestFs>, TextFs, CallContext) {
+    assert!(
+        !Path::new(MOUNT).exists(),
+        "{MOUNT} must not exist on the host"
+    );
+    let fs = Arc::new(TestFs::mounted(&ws.root, MOUNT));
+    let text = TextFs::new(fs.clone());
+    (fs, text, CallContext::new(MOUNT).session("s"))
+}
+
+fn call_on(ws: &Ws, text: &TextFs, ctx: &CallContext, tool: &str, args: Value) -> ToolResult {
+    let f = match tool {
+        "read" => files::read,
+        "write" => files::write,
+        "edit" => files::edit,
+        _ => unreachable!(),
+    };
+    match f(&ws.cfg, text, Some(&ws.policy), &args, ctx) {
+        Ok((content, value)) => ToolResult::ok(content, value),
+        Err(e) => ToolResult::error(e),
+    }
+}
+
+#[test]
+fn file_tools_over_a_filesystem_that_is_not_the_host_disk() {
+    let ws = Ws::new();
+    ws.put("a.txt", "one\r\ntwo\r\n");
+    ws.put("d/b.txt", "b\n");
+    ws.put("outside-the-mount.txt", "x\n");
+    let (_, text, ctx) = mounted(&ws);
+    let call = |tool: &str, args: Value| call_on(&ws, &text, &ctx, tool, args);
+    // read: the display path is the workspace's, the bytes the host's.
+    let r = call("read", json!({"file_path": "a.txt"}));
+    assert_eq!(
+        ok(&r),
+        envelope(
+            &format!("{MOUNT}/a.txt"),
+            "1: one\n2: two\n\n(End of file - total 2 lines)"
+        )
+    );
+    // edit: the CRLF rules and the observation policy, above the seam.
+    let r = call(
+        "edit",
+        json!({"file_path": "a.txt", "old_string": "two", "new_string": "three"}),
+    );
+    assert_eq!(
+        ok(&r),
+        format!("The file {MOUNT}/a.txt has been updated successfully.")
+    );
+    assert_eq!(ws.get("a.txt"), b"one\r\nthree\r\n");
+    // write: parents created, a new file 0600, the policy's create-only.
+    let r = call(
+        "write",
+        json!({"file_path": "n/e/w.txt", "content": "new\n"}),
+    );
+    assert_eq!(
+        ok(&r),
+        envelope(&format!("{MOUNT}/n/e/w.txt"), "Created file")
+    );
+    assert_eq!(ws.get("n/e/w.txt"), b"new\n");
+    let mode = std::fs::metadata(ws.path("n/e/w.txt"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let r = call("write", json!({"file_path": "d/b.txt", "content": "z"}));
+    assert_eq!(
+        err(&r),
+        (
+            format!(
+                "Error: cannot overwrite existing \"{MOUNT}/d/b.txt\" without reading it first — read the file, then retry"
+            )
+            .as_str(),
+            Some("FS_NOT_OBSERVED")
+        )
+    );
+    // Missing files are missing in the workspace, whatever the host has.
+    let r = call("read", json!({"file_path": "nope.txt"}));
+    let msg = format!("Error: cannot read \"{MOUNT}/nope.txt\": not found");
+    assert_eq!(err(&r), (msg.as_str(), Some("FS_NOT_FOUND")));
+    let host_path = ws.p("outside-the-mount.txt");
+    let r = call("read", json!({"file_path": host_path}));
+    assert_eq!(err(&r).1, Some("FS_NOT_FOUND"));
+    // The text layer's own operations.
+    let t = text.resolve("d", Path::new(MOUNT)).unwrap();
+    assert_eq!(t.key, Path::new(MOUNT).join("d"));
+    let names: Vec<_> = text
+        .list_dir(&t)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.name, e.kind))
+        .collect();
+    assert_eq!(
+        names,
+        [("b.txt".to_string(), dsh_search::fs::FileKind::File)]
+    );
+    let t = text.resolve("d/missing/x", Path::new(MOUNT)).unwrap();
+    assert_eq!(t.key, Path::new(MOUNT).join("d/missing/x"));
+    assert_eq!(text.stat(&t).unwrap(), None);
+}
+
+#[test]
+fn symlinks_resolve_inside_the_workspace_filesystem() {
+    let ws = Ws::new();
+    ws.put("real/f.txt", "f\n");
+    std::os::unix::fs::symlink(ws.path("real"), ws.path("link")).unwrap();
+    let (_, text, ctx) = mounted(&ws);
+    let a = text.resolve("link/f.txt", Path::new(MOUNT)).unwrap();
+    let b = text.resolve("real/f.txt", Path::new(MOUNT)).unwrap();
+    assert_eq!(a.key, b.key);
+    assert_eq!(a.key, Path::new(MOUNT).join("real/f.txt"));
+    // `..` climbs out of the real directory, as on disk.
+    let c = text
+        .resolve("link/../real/f.txt", Path::new(MOUNT))
+        .unwrap();
+    assert_eq!(c.display, Path::new(MOUNT).join("real/f.txt"));
+    let r = call_on(&ws, &text, &ctx, "read", json!({"file_path": "link/f.txt"}));
+    ok(&r);
+}
+
+/// A concurrent writer that rewrites the file (a different size each time,
+/// so its version always changes) before the first `n` writes.
+fn concurrent_writer(n: usize) -> impl FnMut(&Path, usize) + Send {
+    move |host: &Path, write: usize| {
+        if write <= n {
+            let text = format!("{}\none\ntwo\n", "theirs".repeat(write));
+            std::fs::write(host, text).unwrap();
+        }
+    }
+}
+
+#[test]
+fn edit_without_a_version_is_redone_over_a_concurrent_write() {
+    let ws = Ws::new();
+    ws.put("a.txt", "one\ntwo\n");
+    let fs = Arc::new(TestFs::confined(&ws.root).before_write(concurrent_writer(1)));
+    let text = TextFs::new(fs.clone());
+    let ctx = ws.ctx(None);
+    let args = json!({"file_path": "a.txt", "old_string": "two", "new_string": "TWO"});
+    // The bare provider: no session, no observed version.
+    let (content, value) = files::edit(&ws.cfg, &text, None, &args, &ctx).unwrap();
+    assert_eq!(
+        content,
+        format!("The file {} has been updated successfully.", ws.p("a.txt"))
+    );
+    // Nothing lost: the other writer's line and the edit are both there,
+    // and the diff basis is what the edit replaced.
+    assert_eq!(ws.get("a.txt"), b"theirs\none\nTWO\n");
+    assert_eq!(value["before"], "theirs\none\ntwo\n");
+    assert_eq!(value["after"], "theirs\none\nTWO\n");
+    // One publish refused as stale, one published.
+    assert_eq!(fs.writes(), 2);
+}
+
+#[test]
+fn edit_with_an_observed_version_is_stale_after_a_concurrent_write() {
+    let ws = Ws::new();
+    ws.put("a.txt", "one\ntwo\n");
+    let fs = Arc::new(TestFs::confined(&ws.root).before_write(concurrent_writer(1)));
+    let text = TextFs::new(fs.clone());
+    let ctx = ws.ctx(Some("s"));
+    ok(&call_on(
+        &ws,
+        &text,
+        &ctx,
+        "read",
+        json!({"file_path": "a.txt"}),
+    ));
+    let args = json!({"file_path": "a.txt", "old_string": "two", "new_string": "TWO"});
+    let r = call_on(&ws, &text, &ctx, "edit", args);
+    let msg = format!(
+        "Error: cannot edit \"{}\": file changed since it was read — re-read the file, then retry",
+        ws.p("a.txt")
+    );
+    assert_eq!(err(&r), (msg.as_str(), Some("FS_STALE_VERSION")));
+    assert_eq!(ws.get("a.txt"), b"theirs\none\ntwo\n");
+    assert_eq!(fs.writes(), 1);
+}
+
+#[test]
+fn unconditional_write_shows_exactly_the_text_it_replaced() {
+    let ws = Ws::new();
+    ws.put("a.txt", "mine\n");
+    let fs = Arc::new(TestFs::confined(&ws.root).before_write(concurrent_writer(1)));
+    let text = TextFs::new(fs.clone());
+    let t = text.resolve("a.txt", &ws.root).unwrap();
+    let out = text.write_text(&t, "ours\n", &WriteGuard::None).unwrap();
+    assert_eq!(out.operation.as_str(), "update");
+    assert_eq!(out.before.as_deref(), Some("theirs\none\ntwo\n"));
+    assert_eq!(ws.get("a.txt"), b"ours\n");
+    assert_eq!(fs.writes(), 2);
+}
+
+#[test]
+fn retries_are_bounded() {
+    let attempts = dsh_search::fs::ATTEMPTS;
+    let ws = Ws::new();
+    ws.put("a.txt", "one\ntwo\n");
+    let fs = Arc::new(TestFs::confined(&ws.root).before_write(concurrent_writer(usize::MAX)));
+    let text = TextFs::new(fs.clone());
+    let t = text.resolve("a.txt", &ws.root).unwrap();
+    // An edit that never gets a quiet moment gives up, as stale.
+    let edit = dsh_search::fs::LiteralEdit {
+        old_string: "two".into(),
+        new_string: "TWO".into(),
+        replace_all: false,
+    };
+    let e = text.edit_text(&t, &edit, None).unwrap_err();
+    assert_eq!(e.code.as_str(), "FS_STALE_VERSION");
+    assert_eq!(fs.writes(), attempts);
+    assert!(!String::from_utf8(ws.get("a.txt")).unwrap().contains("TWO"));
+    // An unconditional write is published in the end, with no basis.
+    let out = text.write_text(&t, "ours\n", &WriteGuard::None).unwrap();
+    assert_eq!(out.before, None);
+    assert_eq!(ws.get("a.txt"), b"ours\n");
+    assert_eq!(fs.writes(), 2 * attempts);
 }

@@ -1,11 +1,18 @@
 //! The search-path guard (`contract.md` §7): every rule, every case where it
 //! allows, its counters, its messages (literal).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
+use dsh_search::fs::LocalFs;
 use dsh_search::guard::{Guard, GuardConfig};
 use dsh_search::tool::{CallContext, ToolResult};
 use serde_json::{json, Value};
+
+use crate::util::fs::TestFs;
+
+/// The workspace filesystem of these tests: the local disk.
+static DISK: LazyLock<LocalFs> = LazyLock::new(LocalFs::new);
 
 /// A workdir `<tmp>/ws` with a small tree; `<tmp>/outside` sits next to it.
 struct Ws {
@@ -51,7 +58,7 @@ impl Ws {
 }
 
 fn check(ws: &Ws, tool: &str, args: Value) -> Option<String> {
-    Guard::default().check(tool, &args, &ws.ctx())
+    Guard::default().check(tool, &args, &ws.ctx(), &*DISK)
 }
 
 fn no_matches() -> ToolResult {
@@ -190,18 +197,18 @@ fn read_resolves_dotdot_against_the_real_workdir() {
     let ctx = CallContext::new(&link);
     let g = Guard::default();
     assert_eq!(
-        g.check("read", &json!({"file_path": "../README.md"}), &ctx),
+        g.check("read", &json!({"file_path": "../README.md"}), &ctx, &*DISK),
         None
     );
     assert_eq!(
-        g.check("read", &json!({"file_path": "main.rs"}), &ctx),
+        g.check("read", &json!({"file_path": "main.rs"}), &ctx, &*DISK),
         None
     );
     // The same resolution for a missing file: the nearest directory is the
     // real parent, outside the workdir, so it is shown absolute.
     let real = ws.root.to_str().unwrap();
     assert_eq!(
-        g.check("read", &json!({"file_path": "../READM.md"}), &ctx)
+        g.check("read", &json!({"file_path": "../READM.md"}), &ctx, &*DISK)
             .unwrap(),
         format!(
             r#"file_path "../READM.md" does not exist; the nearest existing directory is "{real}", whose closest entries are "{real}/README.md", "{real}/docs/", "{real}/notes.txt"; list it with glob {{"pattern":"*","path":"{real}"}}, then retry with a path that exists"#
@@ -307,9 +314,14 @@ fn unusable_workdirs_are_allowed() {
         PathBuf::from("relative/dir"),
     ] {
         let ctx = CallContext::new(&wd);
-        assert_eq!(g.check("grep", &args, &ctx), None, "{}", wd.display());
         assert_eq!(
-            g.check("read", &json!({"file_path": "missing"}), &ctx),
+            g.check("grep", &args, &ctx, &*DISK),
+            None,
+            "{}",
+            wd.display()
+        );
+        assert_eq!(
+            g.check("read", &json!({"file_path": "missing"}), &ctx, &*DISK),
             None
         );
     }
@@ -359,21 +371,36 @@ fn disabled_guard_allows_everything_and_counts_nothing() {
     });
     let ctx = ws.session("s");
     assert_eq!(
-        g.check("grep", &json!({"pattern": "x", "path": "missing"}), &ctx),
+        g.check(
+            "grep",
+            &json!({"pattern": "x", "path": "missing"}),
+            &ctx,
+            &*DISK
+        ),
         None
     );
     assert_eq!(
         g.check(
             "edit",
             &json!({"file_path": "notes.txt", "old_string": "zzz", "new_string": "y"}),
-            &ctx
+            &ctx,
+            &*DISK,
         ),
         None
     );
     for _ in 0..10 {
-        g.after("grep", &json!({"pattern": "x"}), &ctx, &no_matches());
+        g.after(
+            "grep",
+            &json!({"pattern": "x"}),
+            &ctx,
+            &*DISK,
+            &no_matches(),
+        );
     }
-    assert_eq!(g.check("grep", &json!({"pattern": "x"}), &ctx), None);
+    assert_eq!(
+        g.check("grep", &json!({"pattern": "x"}), &ctx, &*DISK),
+        None
+    );
 }
 
 // ---------------------------------------------------------------- edit
@@ -485,9 +512,11 @@ fn edit_of_binary_invalid_or_large_files_is_left_to_edit() {
         max_edit_bytes: 10,
         ..GuardConfig::default()
     });
-    assert!(g.check("edit", &args("ten.txt"), &ws.ctx()).is_some());
+    assert!(g
+        .check("edit", &args("ten.txt"), &ws.ctx(), &*DISK)
+        .is_some());
     ws.file("ten.txt", "0123456789A");
-    assert_eq!(g.check("edit", &args("ten.txt"), &ws.ctx()), None);
+    assert_eq!(g.check("edit", &args("ten.txt"), &ws.ctx(), &*DISK), None);
 }
 
 #[test]
@@ -520,19 +549,32 @@ fn five_empty_greps_block_the_sixth() {
     let ctx = ws.session("s1");
     for i in 0..5 {
         assert_eq!(
-            g.check("grep", &grep_in(Some("src")), &ctx),
+            g.check("grep", &grep_in(Some("src")), &ctx, &*DISK),
             None,
             "call {i}"
         );
-        g.after("grep", &grep_in(Some("src")), &ctx, &no_matches());
+        g.after("grep", &grep_in(Some("src")), &ctx, &*DISK, &no_matches());
     }
     let want = r#"grep found no matches in "src" 5 times in a row; stop searching it with new patterns: read the file directly, use another source, or report that nothing was found"#;
-    assert_eq!(g.check("grep", &grep_in(Some("src")), &ctx).unwrap(), want);
+    assert_eq!(
+        g.check("grep", &grep_in(Some("src")), &ctx, &*DISK)
+            .unwrap(),
+        want
+    );
     // Still blocked: a denial does not reset the count.
-    assert_eq!(g.check("grep", &grep_in(Some("src")), &ctx).unwrap(), want);
+    assert_eq!(
+        g.check("grep", &grep_in(Some("src")), &ctx, &*DISK)
+            .unwrap(),
+        want
+    );
     // glob and read on the same target are not affected.
     assert_eq!(
-        g.check("glob", &json!({"pattern": "*", "path": "src"}), &ctx),
+        g.check(
+            "glob",
+            &json!({"pattern": "*", "path": "src"}),
+            &ctx,
+            &*DISK
+        ),
         None
     );
 }
@@ -545,14 +587,16 @@ fn the_workdir_is_the_target_without_a_path() {
     let abs = ws.root.to_str().unwrap().to_string();
     // Absent path, ".", "./" and the absolute workdir are one target.
     for path in [None, Some("."), Some("./"), Some(abs.as_str()), None] {
-        g.after("grep", &grep_in(path), &ctx, &no_matches());
+        g.after("grep", &grep_in(path), &ctx, &*DISK, &no_matches());
     }
     assert_eq!(
-        g.check("grep", &grep_in(None), &ctx).unwrap(),
+        g.check("grep", &grep_in(None), &ctx, &*DISK).unwrap(),
         r#"grep found no matches in "." 5 times in a row; stop searching it with new patterns: read the file directly, use another source, or report that nothing was found"#
     );
-    assert!(g.check("grep", &grep_in(Some("src/..")), &ctx).is_some());
-    assert_eq!(g.check("grep", &grep_in(Some("src")), &ctx), None);
+    assert!(g
+        .check("grep", &grep_in(Some("src/..")), &ctx, &*DISK)
+        .is_some());
+    assert_eq!(g.check("grep", &grep_in(Some("src")), &ctx, &*DISK), None);
 }
 
 #[test]
@@ -561,15 +605,23 @@ fn a_grep_with_results_resets_its_target() {
     let g = Guard::default();
     let ctx = ws.session("s1");
     for _ in 0..4 {
-        g.after("grep", &grep_in(Some("src")), &ctx, &no_matches());
+        g.after("grep", &grep_in(Some("src")), &ctx, &*DISK, &no_matches());
     }
-    g.after("grep", &grep_in(Some("src/")), &ctx, &some_matches());
+    g.after(
+        "grep",
+        &grep_in(Some("src/")),
+        &ctx,
+        &*DISK,
+        &some_matches(),
+    );
     for _ in 0..4 {
-        g.after("grep", &grep_in(Some("src")), &ctx, &no_matches());
+        g.after("grep", &grep_in(Some("src")), &ctx, &*DISK, &no_matches());
     }
-    assert_eq!(g.check("grep", &grep_in(Some("src")), &ctx), None);
-    g.after("grep", &grep_in(Some("src")), &ctx, &no_matches());
-    assert!(g.check("grep", &grep_in(Some("src")), &ctx).is_some());
+    assert_eq!(g.check("grep", &grep_in(Some("src")), &ctx, &*DISK), None);
+    g.after("grep", &grep_in(Some("src")), &ctx, &*DISK, &no_matches());
+    assert!(g
+        .check("grep", &grep_in(Some("src")), &ctx, &*DISK)
+        .is_some());
 }
 
 #[test]
@@ -581,12 +633,12 @@ fn errors_and_other_tools_do_not_count() {
     });
     let ctx = ws.session("s1");
     let err = ToolResult::error(dsh_search::tool::ToolError::plain("No matches found"));
-    g.after("grep", &grep_in(Some("src")), &ctx, &err);
-    g.after("glob", &grep_in(Some("src")), &ctx, &no_matches());
-    assert_eq!(g.check("grep", &grep_in(Some("src")), &ctx), None);
-    g.after("grep", &grep_in(Some("src")), &ctx, &no_matches());
+    g.after("grep", &grep_in(Some("src")), &ctx, &*DISK, &err);
+    g.after("glob", &grep_in(Some("src")), &ctx, &*DISK, &no_matches());
+    assert_eq!(g.check("grep", &grep_in(Some("src")), &ctx, &*DISK), None);
+    g.after("grep", &grep_in(Some("src")), &ctx, &*DISK, &no_matches());
     assert!(g
-        .check("grep", &grep_in(Some("src")), &ctx)
+        .check("grep", &grep_in(Some("src")), &ctx, &*DISK)
         .unwrap()
         .contains("1 times in a row"));
 }
@@ -599,17 +651,20 @@ fn counters_are_per_session_and_per_target() {
         ..GuardConfig::default()
     });
     let (a, b) = (ws.session("a"), ws.session("b"));
-    g.after("grep", &grep_in(Some("src")), &a, &no_matches());
-    g.after("grep", &grep_in(Some("docs")), &a, &no_matches());
-    g.after("grep", &grep_in(Some("src")), &b, &no_matches());
-    g.after("grep", &grep_in(Some("src")), &a, &no_matches());
-    assert!(g.check("grep", &grep_in(Some("src")), &a).is_some());
-    assert_eq!(g.check("grep", &grep_in(Some("docs")), &a), None);
-    assert_eq!(g.check("grep", &grep_in(Some("src")), &b), None);
-    assert_eq!(g.check("grep", &grep_in(Some("src/main.rs")), &a), None);
+    g.after("grep", &grep_in(Some("src")), &a, &*DISK, &no_matches());
+    g.after("grep", &grep_in(Some("docs")), &a, &*DISK, &no_matches());
+    g.after("grep", &grep_in(Some("src")), &b, &*DISK, &no_matches());
+    g.after("grep", &grep_in(Some("src")), &a, &*DISK, &no_matches());
+    assert!(g.check("grep", &grep_in(Some("src")), &a, &*DISK).is_some());
+    assert_eq!(g.check("grep", &grep_in(Some("docs")), &a, &*DISK), None);
+    assert_eq!(g.check("grep", &grep_in(Some("src")), &b, &*DISK), None);
+    assert_eq!(
+        g.check("grep", &grep_in(Some("src/main.rs")), &a, &*DISK),
+        None
+    );
     // A result in session b does not reset session a.
-    g.after("grep", &grep_in(Some("src")), &b, &some_matches());
-    assert!(g.check("grep", &grep_in(Some("src")), &a).is_some());
+    g.after("grep", &grep_in(Some("src")), &b, &*DISK, &some_matches());
+    assert!(g.check("grep", &grep_in(Some("src")), &a, &*DISK).is_some());
 }
 
 #[test]
@@ -620,9 +675,18 @@ fn without_a_session_nothing_is_counted() {
         ..GuardConfig::default()
     });
     for _ in 0..3 {
-        g.after("grep", &grep_in(Some("src")), &ws.ctx(), &no_matches());
+        g.after(
+            "grep",
+            &grep_in(Some("src")),
+            &ws.ctx(),
+            &*DISK,
+            &no_matches(),
+        );
     }
-    assert_eq!(g.check("grep", &grep_in(Some("src")), &ws.ctx()), None);
+    assert_eq!(
+        g.check("grep", &grep_in(Some("src")), &ws.ctx(), &*DISK),
+        None
+    );
 }
 
 #[test]
@@ -633,9 +697,9 @@ fn a_missing_path_is_reported_before_the_block() {
         ..GuardConfig::default()
     });
     let ctx = ws.session("s");
-    g.after("grep", &grep_in(None), &ctx, &no_matches());
+    g.after("grep", &grep_in(None), &ctx, &*DISK, &no_matches());
     assert!(g
-        .check("grep", &grep_in(Some("nope")), &ctx)
+        .check("grep", &grep_in(Some("nope")), &ctx, &*DISK)
         .unwrap()
         .starts_with("path \"nope\" does not exist"));
 }
@@ -659,4 +723,85 @@ fn a_fifo_is_never_opened() {
         check(&ws, "grep", json!({"pattern": "x", "path": "pipe"})),
         None
     );
+}
+
+// ---------------------------------------------------------------- the workspace's filesystem
+
+/// Where [`guarded`] shows the workspace: a path that does not exist on the
+/// host.
+const MOUNT: &str = "/dsh-search-test-mount/guarded";
+
+/// `ws`'s tree seen at [`MOUNT`] through a filesystem that is not the host
+/// disk.
+fn guarded(ws: &Ws) -> TestFs {
+    assert!(
+        !Path::new(MOUNT).exists(),
+        "{MOUNT} must not exist on the host"
+    );
+    TestFs::mounted(&ws.root, MOUNT)
+}
+
+#[test]
+fn missing_paths_are_looked_up_in_the_workspace_filesystem() {
+    let ws = Ws::new();
+    let fs = guarded(&ws);
+    let g = Guard::default();
+    let ctx = CallContext::new(MOUNT);
+    let grep = json!({"pattern": "x", "path": "src/gaurd.rs"});
+    // The nearest names come from the workspace's tree...
+    assert_eq!(
+        g.check("grep", &grep, &ctx, &fs).unwrap(),
+        r#"path "src/gaurd.rs" does not exist; the nearest existing directory is "src", whose closest entries are "src/guard.rs", "src/main.rs", "src/lib.rs"; list it with glob {"pattern":"*","path":"src"}, then retry with a path that exists"#
+    );
+    assert_eq!(
+        g.check("read", &json!({"file_path": "src/mian.rs"}), &ctx, &fs)
+            .unwrap(),
+        r#"file_path "src/mian.rs" does not exist; the nearest existing directory is "src", whose closest entries are "src/main.rs", "src/lib.rs", "src/guard.rs"; list it with glob {"pattern":"*","path":"src"}, then retry with a path that exists"#
+    );
+    // ... which the host disk does not have: there the workdir is unusable
+    // and the guard cannot decide.
+    assert_eq!(g.check("grep", &grep, &ctx, &*DISK), None);
+    // What the workspace has is allowed; a host file outside it is not in
+    // the workspace, and nothing in the workspace is near it.
+    assert_eq!(
+        g.check("read", &json!({"file_path": "README.md"}), &ctx, &fs),
+        None
+    );
+    let host = ws.root.join("README.md");
+    assert_eq!(fs.host(&Path::new(MOUNT).join("README.md")).unwrap(), host);
+    let on_host = json!({"file_path": host.to_str().unwrap()});
+    assert_eq!(g.check("read", &on_host, &ctx, &fs), None);
+    assert_eq!(g.check("read", &on_host, &ctx, &*DISK), None);
+}
+
+#[test]
+fn edit_precheck_reads_the_workspace_filesystem() {
+    let ws = Ws::new();
+    let fs = guarded(&ws);
+    let g = Guard::default();
+    let ctx = CallContext::new(MOUNT);
+    let edit = |old: &str| json!({"file_path": "notes.txt", "old_string": old, "new_string": "z"});
+    assert_eq!(
+        g.check("edit", &edit("gamma"), &ctx, &fs).unwrap(),
+        r#"old_string was not found in "notes.txt"; the file may have changed since you read it: read it again, then rebuild old_string from its current content"#
+    );
+    assert_eq!(
+        g.check("edit", &edit("alpha"), &ctx, &fs).unwrap(),
+        r#"old_string matches 2 times in "notes.txt"; include more surrounding lines to make it unique, or set replace_all to true to replace every occurrence"#
+    );
+    assert_eq!(g.check("edit", &edit("beta"), &ctx, &fs), None);
+}
+
+#[test]
+fn zero_result_counters_count_workspace_targets() {
+    let ws = Ws::new();
+    let fs = guarded(&ws);
+    let g = Guard::default();
+    let ctx = CallContext::new(MOUNT).session("s");
+    let grep = json!({"pattern": "x", "path": "src"});
+    for _ in 0..5 {
+        assert_eq!(g.check("grep", &grep, &ctx, &fs), None);
+        g.after("grep", &grep, &ctx, &fs, &no_matches());
+    }
+    assert!(g.check("grep", &grep, &ctx, &fs).is_some());
 }

@@ -12,6 +12,8 @@ use dsh_search::tool::{CallContext, Tools};
 use dsh_search::{NativeBackend, RgBackend, SearchBackend};
 use serde_json::json;
 
+use crate::util::fs::TestFs;
+
 fn tree(root: &Path) {
     for (p, content) in [
         ("README.md", "# readme\n"),
@@ -72,6 +74,42 @@ fn a_denial_is_a_plain_error_result() {
     let err = r.error.unwrap();
     assert_eq!(err.info, None);
     assert_eq!(format!("Error: {}", err.message), r.content);
+}
+
+/// The dispatch hands the guard its own filesystem: a workspace that is
+/// not the host disk is guarded as itself (issue 10: "a missing path is
+/// denied with the nearest names from the in-memory tree, not from the host
+/// disk").
+#[test]
+fn the_guard_looks_at_the_tools_filesystem() {
+    let (_t, root) = ws();
+    let mount = Path::new("/dsh-search-test-mount/dispatch");
+    assert!(
+        !mount.exists(),
+        "{} must not exist on the host",
+        mount.display()
+    );
+    let t = tools(true).with_filesystem(Arc::new(TestFs::mounted(&root, mount)));
+    let ctx = CallContext::new(mount).session("s");
+    let r = t.call("read", &json!({"file_path": "src/mian.rs"}), &ctx);
+    assert_eq!(
+        r.content,
+        r#"Error: file_path "src/mian.rs" does not exist; the nearest existing directory is "src", whose closest entries are "src/main.rs", "src/lib.rs", "src/guard.rs"; list it with glob {"pattern":"*","path":"src"}, then retry with a path that exists"#
+    );
+    let r = t.call("read", &json!({"file_path": "src/main.rs"}), &ctx);
+    assert_eq!(
+        r.content,
+        format!(
+            "<path>{}/src/main.rs</path>\n<type>file</type>\n<content>\n1: fn main() {{}}\n\n(End of file - total 1 lines)\n</content>",
+            mount.display()
+        )
+    );
+    let edit = json!({"file_path": "notes.txt", "old_string": "alpha", "new_string": "z"});
+    let r = t.call("edit", &edit, &ctx);
+    assert_eq!(
+        r.content,
+        r#"Error: old_string matches 2 times in "notes.txt"; include more surrounding lines to make it unique, or set replace_all to true to replace every occurrence"#
+    );
 }
 
 #[test]

@@ -16,6 +16,8 @@ use dsh_search::tool::{CallContext, ToolResult, Tools};
 use dsh_search::{NativeBackend, RgBackend, SearchBackend};
 use serde_json::{json, Value};
 
+use crate::util::fs::TestFs;
+
 /// A temp dir holding a tree.
 struct Ws {
     dir: tempfile::TempDir,
@@ -350,6 +352,91 @@ backend_test!(over_cap_spills_to_a_local_store, |ws, b| {
         "f0.txt\nf1.txt\nf2.txt\nf3.txt\nf4.txt"
     );
 });
+
+// A spill reference is on the local disk, wherever the workspace is: `read`
+// (and the guard, for `grep`) reach it there, and only the session's own
+// (issue 10: "every path a tool returns opens with `read` in the same
+// context on every filesystem, spill references included").
+backend_test!(
+    spill_references_open_from_a_workspace_that_is_not_the_disk,
+    |ws, b| {
+        for i in 0..5 {
+            ws.file(&format!("f{i}.txt"), "x\n", Some(3000 + i));
+        }
+        let outside = tempfile::tempdir().unwrap();
+        let spill_root = outside.path().canonicalize().unwrap().join("spill");
+        std::fs::write(outside.path().join("other.txt"), "other\n").unwrap();
+        let mut c = Config::default();
+        c.search.glob_max_results = 2;
+        c.spill.max_inline_bytes = None;
+        let store = dsh_search::spill::LocalSpillStore::new(Some(spill_root.clone())).unwrap();
+        // The workspace's filesystem has the workspace, and at the spill
+        // root's path a directory of its own, empty: only the local disk has
+        // the spilled texts.
+        let decoy = tempfile::tempdir().unwrap();
+        let fs = TestFs::confined(&ws.path()).and(decoy.path(), &spill_root);
+        let t = tools_with(b, c)
+            .with_filesystem(Arc::new(fs))
+            .with_spill_store(Arc::new(store))
+            .with_guard(Arc::new(dsh_search::guard::Guard::default()));
+        let r = t.call("glob", &json!({"pattern": "*.txt"}), &ws.ctx());
+        let (_, footer) = r.content.split_once("\n\n").expect(&r.content);
+        let locator = footer
+            .strip_prefix("(Showing 2 of 5 paths. Full sorted result stored at: ")
+            .and_then(|f| {
+                f.strip_suffix(
+                    ". Use read with offset/limit, or grep this path to search within it.)",
+                )
+            })
+            .unwrap();
+        assert!(locator.starts_with(spill_root.to_str().unwrap()));
+        let read = t.call(
+            "read",
+            &json!({"file_path": locator, "offset": 2, "limit": 2}),
+            &ws.ctx(),
+        );
+        assert_eq!(
+        read.content,
+        format!(
+            "<path>{locator}</path>\n<type>file</type>\n<content>\n2: f1.txt\n3: f2.txt\n\n(Showing lines 2-3 of 5. Use offset=4 to continue.)\n</content>"
+        )
+    );
+        let grep = t.call(
+            "grep",
+            &json!({"pattern": "f3", "path": locator}),
+            &ws.ctx(),
+        );
+        assert_eq!(
+            grep.content,
+            format!("Found 1 match\n\n{locator}\nLine 4: f3.txt")
+        );
+        // Another session's reference, and any other local file, are not the
+        // workspace's: they do not exist there (the guard finds the
+        // workspace's own, empty, directory at the spill root).
+        let other = t.call(
+            "read",
+            &json!({"file_path": locator}),
+            &ws.ctx().session("s2"),
+        );
+        let root = spill_root.to_str().unwrap();
+        assert_eq!(
+            other.content,
+            format!(
+                r#"Error: file_path "{locator}" does not exist; the nearest existing directory, "{root}", is empty; list the workdir with glob {{"pattern":"*"}}, then retry with a path that exists"#
+            )
+        );
+        let path = outside.path().join("other.txt");
+        let other = t.call(
+            "read",
+            &json!({"file_path": path.to_str().unwrap()}),
+            &ws.ctx(),
+        );
+        assert_eq!(other.error.unwrap().code(), Some("FS_NOT_FOUND"));
+        // A workspace file still reads from the workspace.
+        let own = t.call("read", &json!({"file_path": "f0.txt"}), &ws.ctx());
+        assert!(!own.is_error, "{}", own.content);
+    }
+);
 
 // ---- timeout and cancellation ----
 

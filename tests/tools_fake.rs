@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use dsh_search::config::Config;
 use dsh_search::event::{Begin, End, Event, Match, Stats, Summary};
+use dsh_search::fs::DynFileSystem;
 use dsh_search::spill::{SpillRef, SpillSource, SpillStore};
 use dsh_search::tool::render::sample_across_top_level;
 use dsh_search::tool::{CallContext, CallGuard, ToolResult, Tools};
@@ -1004,11 +1005,24 @@ struct Deny {
 }
 
 impl CallGuard for Deny {
-    fn check(&self, tool: &str, _args: &Value, _ctx: &CallContext) -> Option<String> {
+    fn check(
+        &self,
+        tool: &str,
+        _args: &Value,
+        _ctx: &CallContext,
+        _fs: &dyn DynFileSystem,
+    ) -> Option<String> {
         self.checks.lock().unwrap().push(tool.to_string());
         self.reason.clone()
     }
-    fn after(&self, tool: &str, _args: &Value, _ctx: &CallContext, result: &ToolResult) {
+    fn after(
+        &self,
+        tool: &str,
+        _args: &Value,
+        _ctx: &CallContext,
+        _fs: &dyn DynFileSystem,
+        result: &ToolResult,
+    ) {
         self.afters
             .lock()
             .unwrap()

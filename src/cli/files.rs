@@ -70,7 +70,7 @@ fn run(common: &Common, tool: &str, args: &Value) -> u8 {
 /// over the persistent session store (without it: the bare provider).
 pub fn configure(mut tools: Tools, common: &Common) -> Result<Tools, String> {
     let state_dir = Sessions::default_state_dir();
-    let mut fs = LocalFs::new().with_diff_basis_max_bytes(tools.config().fs.diff_basis_max_bytes);
+    let mut fs = LocalFs::new();
     if let Some(dir) = &state_dir {
         fs = fs.with_lock_dir(dir.join("locks"));
     }

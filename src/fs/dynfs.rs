@@ -29,6 +29,8 @@ pub trait DynFileSystem: Send + Sync {
     fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<Box<dyn io::Read + Send>>;
     /// [`FileSystem::read_control`].
     fn read_control(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// [`FileSystem::read_file`].
+    fn read_file(&self, path: &Path, max: u64) -> io::Result<(Metadata, Option<Vec<u8>>)>;
     /// [`FileSystem::write`].
     fn write(
         &self,
@@ -82,6 +84,10 @@ impl<F: FileSystem> DynFileSystem for F {
 
     fn read_control(&self, path: &Path) -> io::Result<Vec<u8>> {
         FileSystem::read_control(self, path)
+    }
+
+    fn read_file(&self, path: &Path, max: u64) -> io::Result<(Metadata, Option<Vec<u8>>)> {
+        FileSystem::read_file(self, path, max)
     }
 
     fn write(

@@ -1,25 +1,49 @@
-//! Path resolution for the local filesystem (`seed-reference.md` §6.1):
-//! the display path is the lexical absolute join of the workdir and the
-//! requested path; the key is the real path, or for a missing file the real
-//! path of its nearest existing ancestor plus the missing suffix.
+//! Path resolution for the file tools and the guard (`seed-reference.md`
+//! §6.1), on the seam: the display path is the lexical absolute join of the
+//! workdir and the requested path; the key is the real path, or for a
+//! missing file the real path of its nearest existing ancestor plus the
+//! missing suffix. Every question to the filesystem (a realpath) goes to
+//! the workspace's [`DynFileSystem`], never to the host disk.
 
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use super::{FsError, FsErrorCode, ResolvedPath};
+use super::{DynFileSystem, FsError, FsErrorCode};
+
+/// A path as the tools know it after resolution.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ResolvedPath {
+    /// What the model sees: the lexical absolute join of the workdir and the
+    /// requested path (symlinks not resolved).
+    pub display: PathBuf,
+    /// The identity of the file: two paths that name the same file (through
+    /// symlinks) have the same key. Locks and observations are keyed by it.
+    pub key: PathBuf,
+}
+
+impl ResolvedPath {
+    /// The display path as text (lossy for a non-UTF-8 path).
+    pub fn display_str(&self) -> String {
+        self.display.to_string_lossy().into_owned()
+    }
+
+    /// The key as text (lossy for a non-UTF-8 path).
+    pub fn key_str(&self) -> String {
+        self.key.to_string_lossy().into_owned()
+    }
+}
 
 /// Whether `path` has a `..` segment: between separators or at either end.
 pub fn has_dotdot_segment(path: &str) -> bool {
     path.split('/').any(|seg| seg == "..")
 }
 
-/// Resolve `path` against `cwd`.
-///
-/// When either has a `..` segment the cwd is first canonicalized (as is, if
-/// that fails), so `..` climbs out of the real directory rather than out of
-/// a symlink's lexical parent; the seed does the same before its lexical
-/// join.
-pub(crate) fn resolve(path: &str, cwd: &Path) -> Result<ResolvedPath, FsError> {
+/// Resolve `path` against `cwd` on `fs`.
+pub(crate) fn resolve(
+    fs: &dyn DynFileSystem,
+    path: &str,
+    cwd: &Path,
+) -> Result<ResolvedPath, FsError> {
     if crate::tool::text::is_blank(path) {
         return Err(FsError::new(
             FsErrorCode::NotFound,
@@ -28,13 +52,7 @@ pub(crate) fn resolve(path: &str, cwd: &Path) -> Result<ResolvedPath, FsError> {
     }
     // A relative workdir can only mean one relative to the process.
     let cwd = std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_path_buf());
-    let dotdot = has_dotdot_segment(path) || has_dotdot_segment(&cwd.to_string_lossy());
-    let base = if dotdot {
-        std::fs::canonicalize(&cwd).unwrap_or(cwd)
-    } else {
-        cwd
-    };
-    let display = lexical_join(&base, Path::new(path));
+    let display = lexical_path(fs, path, &cwd);
     let shown = display.to_string_lossy().into_owned();
     if path.contains('\0') {
         // Shown escaped: a raw NUL in a message helps nobody.
@@ -46,7 +64,7 @@ pub(crate) fn resolve(path: &str, cwd: &Path) -> Result<ResolvedPath, FsError> {
             "the path contains a NUL byte",
         ));
     }
-    let key = real_key(&display).map_err(|e| match e.kind() {
+    let key = real_key(fs, &display).map_err(|e| match e.kind() {
         io::ErrorKind::NotADirectory => FsError::cannot(
             FsErrorCode::NotFound,
             "resolve",
@@ -56,6 +74,22 @@ pub(crate) fn resolve(path: &str, cwd: &Path) -> Result<ResolvedPath, FsError> {
         _ => FsError::io("resolve", &shown, &e),
     })?;
     Ok(ResolvedPath { display, key })
+}
+
+/// The display path of `path` in the absolute workdir `cwd`: the lexical
+/// join, on the workdir's realpath when either has a `..` segment (on the
+/// workdir as is when that fails), so that `..` climbs out of the real
+/// directory rather than out of a symlink's lexical parent; the seed does
+/// the same before its lexical join. The guard resolves `file_path` with
+/// this function too, so both name the same file.
+pub(crate) fn lexical_path(fs: &dyn DynFileSystem, path: &str, cwd: &Path) -> PathBuf {
+    let dotdot = has_dotdot_segment(path) || has_dotdot_segment(&cwd.to_string_lossy());
+    let real = if dotdot {
+        fs.canonicalize(cwd).ok()
+    } else {
+        None
+    };
+    lexical_join(real.as_deref().unwrap_or(cwd), Path::new(path))
 }
 
 /// `base` joined with `path` (an absolute `path` replaces it), with `.`
@@ -76,11 +110,11 @@ pub(crate) fn lexical_join(base: &Path, path: &Path) -> PathBuf {
 
 /// The real path of `path`, or of its nearest existing ancestor with the
 /// missing suffix appended.
-fn real_key(path: &Path) -> io::Result<PathBuf> {
+fn real_key(fs: &dyn DynFileSystem, path: &Path) -> io::Result<PathBuf> {
     let mut suffix: Vec<&std::ffi::OsStr> = Vec::new();
     let mut cur = path;
     loop {
-        match std::fs::canonicalize(cur) {
+        match fs.canonicalize(cur) {
             Ok(mut real) => {
                 for seg in suffix.iter().rev() {
                     real.push(seg);

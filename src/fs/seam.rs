@@ -14,7 +14,7 @@
 
 use std::ffi::OsStr;
 use std::fmt;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use crate::cancel::CancelToken;
@@ -312,6 +312,31 @@ pub trait FileSystem: Send + Sync + 'static {
     /// never blocking: anything but a regular file (after following links)
     /// is an error.
     fn read_control(&self, path: &Path) -> io::Result<Vec<u8>>;
+
+    /// Read the regular file at `path` (symlinks followed) whole, never
+    /// blocking, with the metadata of the file that was read: its version is
+    /// the version of exactly these bytes. Anything but a regular file (a
+    /// directory, FIFO, socket, device) is not read, nor is a file of more
+    /// than `max` bytes: the content is then `None`, and the metadata says
+    /// which it was.
+    ///
+    /// The file tools read what they rewrite through it (`edit`, the diff
+    /// basis of `write`), and the guard what its edit precheck counts. The
+    /// default stats, then opens; a filesystem where an entry can change kind
+    /// between the two (the local disk: a FIFO swapped in would block the
+    /// open) does both on one open file instead.
+    fn read_file(&self, path: &Path, max: u64) -> io::Result<(Metadata, Option<Vec<u8>>)> {
+        let metadata = self.metadata(path)?;
+        if !metadata.kind.is_file() || metadata.len > max {
+            return Ok((metadata, None));
+        }
+        let mut bytes = Vec::new();
+        self.open(path, &CancelToken::new())?
+            .take(max.saturating_add(1))
+            .read_to_end(&mut bytes)?;
+        let fits = bytes.len() as u64 <= max;
+        Ok((metadata, fits.then_some(bytes)))
+    }
 
     /// The contents of git's global excludes file for this workspace
     /// (`core.excludesFile`, else `$XDG_CONFIG_HOME/git/ignore`), and the

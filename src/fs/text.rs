@@ -1,163 +1,501 @@
-//! Strict text decoding as fs-local does it (`seed-reference.md` §6.1):
-//! a NUL in the first 8192 bytes means binary, anything but valid UTF-8 is
-//! rejected, and a leading UTF-8 BOM is stripped.
+//! [`TextFs`]: the text layer of the file tools over any filesystem of the
+//! seam (`seed-reference.md` §6.1–§6.3, §6.6).
+//!
+//! What the seed calls `ctx.fs` (resolve, stat, read and stream text, write
+//! and edit text, list a directory) lives here once: strict UTF-8 with the
+//! BOM stripped, the binary sniff, the diff basis, literal edits with the
+//! CRLF rules, version tokens, and every message and code. A filesystem
+//! below it only moves bytes ([`DynFileSystem`]), so a new one gets `edit`
+//! without writing it again.
+//!
+//! # Versions and concurrent writers
+//!
+//! A mutation is published under a [`WriteGuard`] that the filesystem checks
+//! atomically (on the local disk: under the target's lock, across processes
+//! with a lock directory). `write` publishes under the guard the policy
+//! chose; `edit` reads the file with its version and publishes only over
+//! that version. When the caller observed no version (no session, the bare
+//! provider) and another writer got in between the read and the publish,
+//! the whole operation is redone on what that writer left, up to
+//! [`ATTEMPTS`] times: no update is lost, and no error is reported that the
+//! caller could not have caused.
 
-/// How many leading bytes are checked for a NUL.
-pub const BINARY_SNIFF_BYTES: usize = 8192;
+use std::io::{self, Read};
+use std::path::Path;
+use std::sync::Arc;
 
-const BOM: &[u8] = b"\xEF\xBB\xBF";
+use super::decode::{decode_strict, NotText, TextDecoder};
+use super::literal::{self, normalize_crlf, LiteralEdit};
+use super::resolve::{self, ResolvedPath};
+use super::seam::{errno, FileType, Version, WriteError, WriteGuard, Written};
+use super::{DynFileSystem, FsError, FsErrorCode};
+use crate::cancel::CancelToken;
 
-/// Why bytes are not text.
+/// `diffBasisMaxBytes`' default (`seed-reference.md` §9.3): 10 MiB.
+pub(crate) const DEFAULT_DIFF_BASIS_MAX_BYTES: u64 = 10 * 1024 * 1024;
+
+/// How many times a write or edit with no observed version is tried when
+/// other writers keep changing the file between its read and its publish.
+/// Each retry means another writer published in the meantime, so the bound
+/// is only reached under a stream of concurrent writes.
+pub const ATTEMPTS: usize = 8;
+
+/// The size of a streamed chunk.
+const CHUNK: usize = 64 * 1024;
+
+/// The kind of an existing entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NotText {
-    /// A NUL byte where it is not allowed.
-    Binary,
-    /// Not valid UTF-8.
-    InvalidUtf8,
+pub enum FileKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A FIFO, device, socket or anything else.
+    Other,
 }
 
-impl NotText {
-    /// The seed's words: `binary file` or `invalid UTF-8 text`.
+impl From<FileType> for FileKind {
+    fn from(t: FileType) -> FileKind {
+        match t {
+            FileType::File => FileKind::File,
+            FileType::Dir => FileKind::Dir,
+            _ => FileKind::Other,
+        }
+    }
+}
+
+/// What a stat returns for an existing entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stat {
+    /// File, directory or other.
+    pub kind: FileKind,
+    /// The size in bytes, when the filesystem knows it.
+    pub size: Option<u64>,
+    /// The version token.
+    pub version: Version,
+}
+
+/// Whether a write created or replaced the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOperation {
+    /// The file did not exist.
+    Create,
+    /// An existing file was replaced.
+    Update,
+}
+
+impl WriteOperation {
+    /// `create` or `update`, as in the tool's value.
     pub fn as_str(self) -> &'static str {
         match self {
-            NotText::Binary => "binary file",
-            NotText::InvalidUtf8 => "invalid UTF-8 text",
+            WriteOperation::Create => "create",
+            WriteOperation::Update => "update",
         }
     }
 }
 
-/// Decode a whole file: NUL in the first [`BINARY_SNIFF_BYTES`] bytes is
-/// binary (`nul_anywhere`: in any byte, as `edit` checks), then strict UTF-8
-/// with the BOM stripped.
-pub fn decode_strict(bytes: &[u8], nul_anywhere: bool) -> Result<&str, NotText> {
-    let sniff = if nul_anywhere {
-        bytes
-    } else {
-        &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)]
-    };
-    if memchr::memchr(0, sniff).is_some() {
-        return Err(NotText::Binary);
-    }
-    let text = std::str::from_utf8(bytes).map_err(|_| NotText::InvalidUtf8)?;
-    Ok(text.strip_prefix('\u{FEFF}').unwrap_or(text))
+/// The outcome of [`TextFs::write_text`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// Created or replaced.
+    pub operation: WriteOperation,
+    /// The text of exactly the file that was replaced, LF-normalized; `None`
+    /// when the file was created, was not text, or either side reached the
+    /// diff-basis limit.
+    pub before: Option<String>,
+    /// The new text, LF-normalized.
+    pub after: String,
+    /// The version of the new file.
+    pub version: Version,
 }
 
-/// The streaming form of [`decode_strict`] (NUL checked in the first
-/// [`BINARY_SNIFF_BYTES`] bytes only): feed byte chunks, get text chunks that
-/// never split a character.
-#[derive(Debug, Default)]
-pub struct TextDecoder {
-    seen: usize,
-    /// Bytes of an incomplete character (or of a possible BOM) held back.
-    pending: Vec<u8>,
-    bom_checked: bool,
-    buf: String,
+/// The outcome of [`TextFs::edit_text`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EditOutcome {
+    /// The old text, LF-normalized, without a BOM.
+    pub before: String,
+    /// The new text, LF-normalized.
+    pub after: String,
+    /// The version of the edited file.
+    pub version: Version,
 }
 
-impl TextDecoder {
-    /// A decoder at the start of a file.
-    pub fn new() -> TextDecoder {
-        TextDecoder::default()
+/// One directory entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    /// The entry's name (lossy for a name that is not UTF-8).
+    pub name: String,
+    /// Its kind (symlinks followed; a dangling one is `Other`).
+    pub kind: FileKind,
+}
+
+/// The file tools' text operations over a filesystem.
+///
+/// Every path-taking method works on a [`ResolvedPath`] from
+/// [`TextFs::resolve`]; messages name its display path. Cheap to clone.
+///
+/// ```
+/// use std::sync::Arc;
+/// use dsh_search::fs::{LiteralEdit, LocalFs, TextFs, WriteGuard};
+///
+/// let dir = tempfile::tempdir()?;
+/// let text = TextFs::new(Arc::new(LocalFs::new()));
+/// let target = text.resolve("notes.txt", dir.path())?;
+/// text.write_text(&target, "one\r\ntwo\r\n", &WriteGuard::CreateIfAbsent)?;
+/// let edit = LiteralEdit {
+///     old_string: "two".into(),
+///     new_string: "three".into(),
+///     replace_all: false,
+/// };
+/// let out = text.edit_text(&target, &edit, None)?;
+/// assert_eq!(out.after, "one\nthree\n");
+/// assert_eq!(std::fs::read(dir.path().join("notes.txt"))?, b"one\r\nthree\r\n");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct TextFs {
+    fs: Arc<dyn DynFileSystem>,
+    diff_basis_max_bytes: u64,
+}
+
+impl std::fmt::Debug for TextFs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextFs")
+            .field("diff_basis_max_bytes", &self.diff_basis_max_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The old text a write replaces, and the version it was read at.
+struct Basis {
+    version: Version,
+    text: String,
+}
+
+impl TextFs {
+    /// The text layer over `fs`.
+    pub fn new(fs: Arc<dyn DynFileSystem>) -> TextFs {
+        TextFs {
+            fs,
+            diff_basis_max_bytes: DEFAULT_DIFF_BASIS_MAX_BYTES,
+        }
     }
 
-    /// Decode the next chunk; the returned text is valid until the next call.
-    pub fn push(&mut self, chunk: &[u8]) -> Result<&str, NotText> {
-        if self.seen < BINARY_SNIFF_BYTES {
-            let n = chunk.len().min(BINARY_SNIFF_BYTES - self.seen);
-            if memchr::memchr(0, &chunk[..n]).is_some() {
-                return Err(NotText::Binary);
-            }
+    /// Old or new content at least this many bytes gets no `before` text.
+    ///
+    /// By default, 10 MiB.
+    pub fn with_diff_basis_max_bytes(mut self, max: u64) -> TextFs {
+        self.diff_basis_max_bytes = max;
+        self
+    }
+
+    /// The filesystem below.
+    pub fn filesystem(&self) -> &Arc<dyn DynFileSystem> {
+        &self.fs
+    }
+
+    /// Resolve `path` against `cwd` (`seed-reference.md` §6.1).
+    pub fn resolve(&self, path: &str, cwd: &Path) -> Result<ResolvedPath, FsError> {
+        resolve::resolve(&*self.fs, path, cwd)
+    }
+
+    /// Stat the target, following symlinks; `None` when it does not exist.
+    pub fn stat(&self, target: &ResolvedPath) -> Result<Option<Stat>, FsError> {
+        match self.fs.metadata(&target.key) {
+            Ok(m) => Ok(Some(Stat {
+                kind: m.kind.into(),
+                size: Some(m.len),
+                version: m.version(),
+            })),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(FsError::io("stat", &target.display_str(), &e)),
         }
-        self.seen = self.seen.saturating_add(chunk.len());
-        self.pending.extend_from_slice(chunk);
-        if !self.bom_checked {
-            if self.pending.len() < BOM.len() && BOM.starts_with(&self.pending) {
-                return Ok("");
-            }
-            if self.pending.starts_with(BOM) {
-                self.pending.drain(..BOM.len());
-            }
-            self.bom_checked = true;
+    }
+
+    /// The whole file as strict UTF-8 text (BOM stripped).
+    pub fn read_text(&self, target: &ResolvedPath) -> Result<String, FsError> {
+        let p = target.display_str();
+        match self.fs.read_file(&target.key, u64::MAX) {
+            Ok((_, Some(bytes))) => decode_strict(&bytes, false)
+                .map(str::to_string)
+                .map_err(|nt| not_text("read", &p, nt)),
+            Ok((_, None)) => Err(not_regular("read", &p)),
+            Err(e) => Err(FsError::io("read", &p, &e)),
         }
-        self.buf.clear();
-        let valid = match std::str::from_utf8(&self.pending) {
-            Ok(s) => s.len(),
-            // `error_len() == None`: an incomplete character at the end,
-            // completed by the next chunk.
-            Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => return Err(NotText::InvalidUtf8),
+    }
+
+    /// The file as strict UTF-8 text in chunks, for files too large to hold
+    /// at once. `sink` returns `false` to stop early. Chunk boundaries carry
+    /// no meaning (a chunk never splits a character). A FIFO swapped in for
+    /// the file is waited for until `cancel` is set.
+    pub fn stream_text(
+        &self,
+        target: &ResolvedPath,
+        cancel: &CancelToken,
+        sink: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<(), FsError> {
+        let p = target.display_str();
+        let failed = |e: io::Error| {
+            if cancel.is_cancelled() {
+                FsError::new(FsErrorCode::Aborted, "read aborted")
+            } else {
+                FsError::io("read", &p, &e)
+            }
         };
-        let text = std::str::from_utf8(&self.pending[..valid]).map_err(|_| NotText::InvalidUtf8)?;
-        self.buf.push_str(text);
-        self.pending.drain(..valid);
-        Ok(&self.buf)
+        let mut file = self.fs.open(&target.key, cancel).map_err(failed)?;
+        let mut decoder = TextDecoder::new();
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            let n = match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(failed(e)),
+            };
+            let text = decoder
+                .push(&buf[..n])
+                .map_err(|nt| not_text("read", &p, nt))?;
+            if !text.is_empty() && !sink(text) {
+                return Ok(());
+            }
+        }
+        decoder.finish().map_err(|nt| not_text("read", &p, nt))
     }
 
-    /// End of input: anything held back is an error (a truncated character),
-    /// except a file that is only a partial BOM.
-    pub fn finish(&mut self) -> Result<(), NotText> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        // A truncated character at the end, or a file that is only a strict
-        // prefix of the BOM: neither is valid UTF-8.
-        Err(NotText::InvalidUtf8)
+    /// Create or replace the file with `content`, under `guard`
+    /// (`seed-reference.md` §6.2).
+    ///
+    /// An unconditional write ([`WriteGuard::None`]) over a text file is
+    /// published over the version its `before` text was read at, and redone
+    /// when another writer got in between; after [`ATTEMPTS`] tries it is
+    /// published unconditionally, with no `before` text.
+    pub fn write_text(
+        &self,
+        target: &ResolvedPath,
+        content: &str,
+        guard: &WriteGuard,
+    ) -> Result<WriteOutcome, FsError> {
+        let cancel = CancelToken::new();
+        let mut attempt = 0;
+        let (written, publish, basis) = loop {
+            attempt += 1;
+            // A create-only write has no old file to show.
+            let basis = match guard {
+                WriteGuard::CreateIfAbsent => None,
+                _ => self.basis(&target.key, content.len()),
+            };
+            let pinned = *guard == WriteGuard::None && attempt < ATTEMPTS;
+            let publish = match &basis {
+                Some(b) if pinned => WriteGuard::ReplaceIfVersion(b.version.clone()),
+                _ => guard.clone(),
+            };
+            match self
+                .fs
+                .write(&target.key, content.as_bytes(), &publish, &cancel)
+            {
+                Ok(written) => break (written, publish, basis),
+                Err(WriteError::Stale) if pinned => continue,
+                Err(e) => return Err(self.write_failed(target, e)),
+            }
+        };
+        // The basis is shown only when the write replaced exactly the
+        // version it was read at.
+        let before = basis
+            .filter(|b| matches!(&publish, WriteGuard::ReplaceIfVersion(v) if *v == b.version))
+            .map(|b| b.text);
+        Ok(WriteOutcome {
+            operation: operation(&written),
+            before,
+            after: normalize_crlf(content).into_owned(),
+            version: written.metadata.version(),
+        })
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn stream(chunks: &[&[u8]]) -> Result<String, NotText> {
-        let mut d = TextDecoder::new();
-        let mut out = String::new();
-        for c in chunks {
-            out.push_str(d.push(c)?);
+    /// Apply a literal edit (`seed-reference.md` §6.3); with `guard`, only
+    /// to the file at that version.
+    ///
+    /// The file is read with its version, edited, and published over that
+    /// version. Without a guard, a file changed in between by another writer
+    /// is edited again as they left it, up to [`ATTEMPTS`] times.
+    pub fn edit_text(
+        &self,
+        target: &ResolvedPath,
+        edit: &LiteralEdit,
+        guard: Option<&Version>,
+    ) -> Result<EditOutcome, FsError> {
+        let p = target.display_str();
+        let cancel = CancelToken::new();
+        for _ in 0..ATTEMPTS {
+            let (meta, bytes) = match self.fs.read_file(&target.key, u64::MAX) {
+                Ok(read) => read,
+                // A missing file is stale even without a guard
+                // (`seed-reference.md` §10 item 17): whoever asked to edit
+                // it expected it to exist.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(stale("edit", &p)),
+                Err(e) => return Err(FsError::io("edit", &p, &e)),
+            };
+            let Some(bytes) = bytes else {
+                return Err(not_regular("edit", &p));
+            };
+            let version = meta.version();
+            // Before any literal matching, as the seed checks it.
+            if guard.is_some_and(|v| *v != version) {
+                return Err(stale("edit", &p));
+            }
+            let text = decode_strict(&bytes, true).map_err(|nt| not_text("edit", &p, nt))?;
+            let applied = literal::apply(text, edit, &p)?;
+            let publish = WriteGuard::ReplaceIfVersion(version);
+            let content = applied.encoded();
+            match self
+                .fs
+                .write(&target.key, content.as_bytes(), &publish, &cancel)
+            {
+                Ok(written) => {
+                    return Ok(EditOutcome {
+                        before: applied.before,
+                        after: applied.after,
+                        version: written.metadata.version(),
+                    })
+                }
+                // Another writer published between the read and this
+                // publish: edit what they left.
+                Err(WriteError::Stale) if guard.is_none() => continue,
+                Err(e) => return Err(self.edit_failed(&p, e)),
+            }
         }
-        d.finish()?;
+        Err(stale("edit", &p))
+    }
+
+    /// The entries of a directory, in name order.
+    pub fn list_dir(&self, target: &ResolvedPath) -> Result<Vec<DirEntry>, FsError> {
+        let p = target.display_str();
+        let listed = self.fs.read_dir(&target.key).map_err(|e| match e.kind() {
+            io::ErrorKind::NotADirectory => {
+                FsError::cannot(FsErrorCode::NotDirectory, "list", &p, "not a directory")
+            }
+            _ => FsError::io("list", &p, &e),
+        })?;
+        let mut out: Vec<DirEntry> = listed
+            .into_iter()
+            .map(|(name, kind)| {
+                let name = super::bytes::os_str(&name).into_owned();
+                let kind = match kind {
+                    FileType::Symlink | FileType::Unknown => self
+                        .fs
+                        .metadata(&target.key.join(&name))
+                        .map_or(FileKind::Other, |m| m.kind.into()),
+                    kind => kind.into(),
+                };
+                DirEntry {
+                    name: name.to_string_lossy().into_owned(),
+                    kind,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }
 
-    #[test]
-    fn strict_strips_bom() {
-        assert_eq!(decode_strict(b"\xEF\xBB\xBFhi", false), Ok("hi"));
+    /// The old text at `path` and its version, when a write of `new_len`
+    /// bytes shows one: a regular text file, both sides under the diff-basis
+    /// limit. Anything that keeps it from being read means no basis; the
+    /// write itself reports what is wrong with the target.
+    fn basis(&self, path: &Path, new_len: usize) -> Option<Basis> {
+        let max = self.diff_basis_max_bytes;
+        if new_len as u64 >= max {
+            return None;
+        }
+        // At most `max - 1` bytes: an old file of `max` has no basis either.
+        let (meta, bytes) = self.fs.read_file(path, max - 1).ok()?;
+        let bytes = bytes?;
+        let text = decode_strict(&bytes, false).ok()?;
+        Some(Basis {
+            version: meta.version(),
+            text: normalize_crlf(text).into_owned(),
+        })
     }
 
-    #[test]
-    fn nul_after_sniff_window_is_text() {
-        let mut bytes = vec![b'a'; BINARY_SNIFF_BYTES];
-        bytes.push(0);
-        assert!(decode_strict(&bytes, false).is_ok());
-        assert_eq!(decode_strict(&bytes, true), Err(NotText::Binary));
-        assert_eq!(
-            stream(&[&bytes[..5000], &bytes[5000..]]).unwrap().len(),
-            bytes.len()
-        );
+    /// A failed write's error, with the seed's words (`seed-reference.md`
+    /// §6.2). The filesystem says `Stale` or `Exists`; the current state of
+    /// the target says which message fits.
+    fn write_failed(&self, target: &ResolvedPath, e: WriteError) -> FsError {
+        let p = target.display_str();
+        match e {
+            WriteError::Stale => match self.fs.metadata(&target.key) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => FsError::cannot(
+                    FsErrorCode::StaleVersion,
+                    "write",
+                    &p,
+                    "file no longer exists",
+                ),
+                _ => stale("write", &p),
+            },
+            // Create-only: the publication never replaces, so a creator that
+            // won the race keeps its file. A collision with a non-file (a
+            // dangling symlink) is no regular file to protect.
+            WriteError::Exists => match self.fs.symlink_metadata(&target.key) {
+                Ok(m) if m.kind.is_file() => FsError {
+                    code: FsErrorCode::NotObserved,
+                    message: format!("cannot overwrite existing \"{p}\" without reading it first"),
+                    path: Some(p),
+                },
+                _ => not_regular("write", &p),
+            },
+            e => published_error("write", &p, e),
+        }
     }
 
-    #[test]
-    fn nul_inside_sniff_window_across_chunks() {
-        let mut bytes = vec![b'a'; 8000];
-        bytes.push(0);
-        assert_eq!(
-            stream(&[&bytes[..7999], &bytes[7999..]]),
-            Err(NotText::Binary)
-        );
+    /// A failed edit publish's error (`seed-reference.md` §6.3).
+    fn edit_failed(&self, p: &str, e: WriteError) -> FsError {
+        match e {
+            WriteError::Stale => stale("edit", p),
+            WriteError::Exists => already_exists("edit", p),
+            e => published_error("edit", p, e),
+        }
     }
+}
 
-    #[test]
-    fn streamed_char_split_across_chunks() {
-        assert_eq!(
-            stream(&[b"\xEF", b"\xBB", b"\xBFa\xC3", b"\xA9"]).unwrap(),
-            "a\u{e9}"
-        );
+/// The errors a publish reports the same way for write and edit.
+fn published_error(verb: &str, p: &str, e: WriteError) -> FsError {
+    match e {
+        WriteError::NotRegular(_) => not_regular(verb, p),
+        WriteError::NotDirectory(_) => FsError::io(verb, p, &errno::not_a_directory()),
+        WriteError::Cancelled => FsError::new(FsErrorCode::Aborted, format!("{verb} aborted")),
+        WriteError::Io(_, e) => FsError::io(verb, p, &e),
+        // Handled by the callers, with their own words.
+        WriteError::Stale => stale(verb, p),
+        WriteError::Exists => already_exists(verb, p),
     }
+}
 
-    #[test]
-    fn streamed_invalid_and_truncated() {
-        assert_eq!(stream(&[b"a\xFFb"]), Err(NotText::InvalidUtf8));
-        assert_eq!(stream(&[b"a\xC3"]), Err(NotText::InvalidUtf8));
-        assert_eq!(stream(&[b"\xEF\xBB"]), Err(NotText::InvalidUtf8));
+/// A replacing publish that found the target taken: cannot happen on a
+/// filesystem that keeps the seam's promises, reported as an I/O error.
+fn already_exists(verb: &str, p: &str) -> FsError {
+    FsError::io(verb, p, &io::ErrorKind::AlreadyExists.into())
+}
+
+fn stale(verb: &str, p: &str) -> FsError {
+    FsError::cannot(
+        FsErrorCode::StaleVersion,
+        verb,
+        p,
+        "file changed since it was read",
+    )
+}
+
+fn not_regular(verb: &str, p: &str) -> FsError {
+    FsError::cannot(FsErrorCode::NotRegularFile, verb, p, "not a regular file")
+}
+
+fn not_text(verb: &str, p: &str, nt: NotText) -> FsError {
+    FsError::cannot(FsErrorCode::NotText, verb, p, nt.as_str())
+}
+
+/// Whether a publish created or replaced the file.
+fn operation(w: &Written) -> WriteOperation {
+    if w.replaced {
+        WriteOperation::Update
+    } else {
+        WriteOperation::Create
     }
 }

@@ -19,17 +19,22 @@
 //! unusable workdir, a stat failing for another reason than absence, a binary
 //! or unreadable file) it allows: the tool then reports what is wrong. It
 //! never changes the result of a call it allows.
+//!
+//! It looks at the workspace only through the filesystem the call runs on
+//! (the [`DynFileSystem`] a [`Tools`](crate::tool::Tools) passes it), so an
+//! in-memory or overlay workspace is guarded as itself, not as the host
+//! disk.
 
 mod counters;
 mod message;
 mod resolve;
 
-use std::io::Read;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::fs::literal::{count_occurrences, normalize_crlf};
+use crate::fs::DynFileSystem;
 use crate::tool::{CallContext, CallGuard, ToolResult};
 
 pub use crate::config::GuardConfig;
@@ -78,26 +83,40 @@ impl Guard {
         &self.config
     }
 
-    /// Before the call: `Some(reason)` denies it, `None` allows it.
-    pub fn check(&self, tool: &str, args: &Value, ctx: &CallContext) -> Option<String> {
+    /// Before the call, in the workspace `fs`: `Some(reason)` denies it,
+    /// `None` allows it.
+    pub fn check(
+        &self,
+        tool: &str,
+        args: &Value,
+        ctx: &CallContext,
+        fs: &dyn DynFileSystem,
+    ) -> Option<String> {
         if self.config.disabled {
             return None;
         }
         match tool {
-            "glob" | "grep" => self.check_search(tool, args, ctx),
-            "read" | "read_image" => check_read(args, ctx),
-            "edit" => self.check_edit(args, ctx),
+            "glob" | "grep" => self.check_search(tool, args, ctx, fs),
+            "read" | "read_image" => check_read(args, ctx, fs),
+            "edit" => self.check_edit(args, ctx, fs),
             _ => None,
         }
     }
 
     /// After a call the guard allowed: count greps that found nothing, per
     /// session and target; a grep that found something resets its target.
-    pub fn after(&self, tool: &str, args: &Value, ctx: &CallContext, result: &ToolResult) {
+    pub fn after(
+        &self,
+        tool: &str,
+        args: &Value,
+        ctx: &CallContext,
+        fs: &dyn DynFileSystem,
+        result: &ToolResult,
+    ) {
         if self.config.disabled || tool != "grep" || result.is_error {
             return;
         }
-        let Some((session, target)) = grep_target(args, ctx) else {
+        let Some((session, target)) = grep_target(args, ctx, fs) else {
             return;
         };
         if result.content == NO_MATCHES {
@@ -108,11 +127,17 @@ impl Guard {
     }
 
     /// glob and grep: the path must exist; grep must not be blocked.
-    fn check_search(&self, tool: &str, args: &Value, ctx: &CallContext) -> Option<String> {
+    fn check_search(
+        &self,
+        tool: &str,
+        args: &Value,
+        ctx: &CallContext,
+        fs: &dyn DynFileSystem,
+    ) -> Option<String> {
         if let Some(raw) = path_arg(args, "path")? {
-            let wd = Workdir::usable(&ctx.workdir)?;
+            let wd = Workdir::usable(fs, &ctx.workdir)?;
             match resolve::search_target(&wd, raw) {
-                Presence::Exists(_) => {}
+                Presence::Exists => {}
                 Presence::Absent => return missing(&wd, "path", raw),
                 Presence::Unknown => return None,
             }
@@ -120,7 +145,7 @@ impl Guard {
         if tool != "grep" {
             return None;
         }
-        let (session, target) = grep_target(args, ctx)?;
+        let (session, target) = grep_target(args, ctx, fs)?;
         let count = self.counters.get(session, &target.key);
         (u64::from(count) >= self.config.zero_result_block)
             .then(|| message::zero_result_block(&target.display, count))
@@ -128,7 +153,12 @@ impl Guard {
 
     /// edit: `old_string` must be in the file exactly once, or at least once
     /// with `replace_all`, counted as edit counts (`seed-reference.md` §6.3).
-    fn check_edit(&self, args: &Value, ctx: &CallContext) -> Option<String> {
+    fn check_edit(
+        &self,
+        args: &Value,
+        ctx: &CallContext,
+        fs: &dyn DynFileSystem,
+    ) -> Option<String> {
         let raw = path_arg(args, "file_path")??;
         let old = args.get("old_string")?.as_str().filter(|s| !s.is_empty())?;
         // Equal strings are the tool's own argument error; leave it to say so.
@@ -140,15 +170,9 @@ impl Guard {
             Some(Value::Bool(true)) => true,
             Some(_) => return None,
         };
-        let wd = Workdir::usable(&ctx.workdir)?;
-        let (path, presence) = resolve::file_target(&wd, raw);
-        let Presence::Exists(meta) = presence else {
-            return None;
-        };
-        if !meta.is_file() || meta.len() > self.config.max_edit_bytes {
-            return None;
-        }
-        let text = read_text(&path, self.config.max_edit_bytes)?;
+        let wd = Workdir::usable(fs, &ctx.workdir)?;
+        let path = wd.resolve(raw);
+        let text = read_text(fs, &path, self.config.max_edit_bytes)?;
         let count = count_occurrences(&normalize_crlf(&text), &normalize_crlf(old));
         let file = wd.display(&path);
         match count {
@@ -162,28 +186,41 @@ impl Guard {
 /// The dispatch's seam (`contract.md` §5): the guard runs after schema
 /// validation and before the tool's own checks, and sees every result.
 impl CallGuard for Guard {
-    fn check(&self, tool: &str, args: &Value, ctx: &CallContext) -> Option<String> {
-        Guard::check(self, tool, args, ctx)
+    fn check(
+        &self,
+        tool: &str,
+        args: &Value,
+        ctx: &CallContext,
+        fs: &dyn DynFileSystem,
+    ) -> Option<String> {
+        Guard::check(self, tool, args, ctx, fs)
     }
 
-    fn after(&self, tool: &str, args: &Value, ctx: &CallContext, result: &ToolResult) {
-        Guard::after(self, tool, args, ctx, result);
+    fn after(
+        &self,
+        tool: &str,
+        args: &Value,
+        ctx: &CallContext,
+        fs: &dyn DynFileSystem,
+        result: &ToolResult,
+    ) {
+        Guard::after(self, tool, args, ctx, fs, result);
     }
 }
 
 /// read and read_image: the file must exist.
-fn check_read(args: &Value, ctx: &CallContext) -> Option<String> {
+fn check_read(args: &Value, ctx: &CallContext, fs: &dyn DynFileSystem) -> Option<String> {
     let raw = path_arg(args, "file_path")??;
-    let wd = Workdir::usable(&ctx.workdir)?;
+    let wd = Workdir::usable(fs, &ctx.workdir)?;
     match resolve::file_target(&wd, raw).1 {
         Presence::Absent => missing(&wd, "file_path", raw),
-        Presence::Exists(_) | Presence::Unknown => None,
+        Presence::Exists | Presence::Unknown => None,
     }
 }
 
 /// The denial for `raw`, which does not exist; `None` (allow) when no
 /// ancestor can be found to point at.
-fn missing(wd: &Workdir, arg: &str, raw: &str) -> Option<String> {
+fn missing(wd: &Workdir<'_>, arg: &str, raw: &str) -> Option<String> {
     let near = resolve::nearest(wd, &wd.resolve(raw))?;
     Some(message::missing_path(arg, raw, &near))
 }
@@ -208,10 +245,14 @@ struct Target {
 }
 
 /// The session and target of a grep, when it has both.
-fn grep_target<'a>(args: &Value, ctx: &'a CallContext) -> Option<(&'a str, Target)> {
+fn grep_target<'a>(
+    args: &Value,
+    ctx: &'a CallContext,
+    fs: &dyn DynFileSystem,
+) -> Option<(&'a str, Target)> {
     let session = ctx.session_id.as_deref()?;
     let raw = path_arg(args, "path")?.unwrap_or(".");
-    let wd = Workdir::usable(&ctx.workdir)?;
+    let wd = Workdir::usable(fs, &ctx.workdir)?;
     let p = wd.resolve(raw);
     let target = Target {
         key: p.to_string_lossy().into_owned(),
@@ -221,30 +262,15 @@ fn grep_target<'a>(args: &Value, ctx: &'a CallContext) -> Option<(&'a str, Targe
 }
 
 /// The file's text as edit decodes it, or `None` when edit would refuse it
-/// (binary: a NUL anywhere; invalid UTF-8), when it cannot be read, or when
-/// it has grown past `max` bytes since the stat.
-fn read_text(path: &std::path::Path, max: u64) -> Option<String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // Non-blocking, and checked again after opening: a file swapped for a
-    // FIFO since the stat must not hang the guard.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(path)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    file.take(max.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .ok()?;
-    if bytes.len() as u64 > max {
-        return None;
-    }
+/// (binary: a NUL anywhere; invalid UTF-8), when it is no regular file (the
+/// tool reports that, or its absence), cannot be read, or is larger than
+/// `max` bytes. Read on one open file, never blocking: a file swapped for a
+/// FIFO does not hang the guard.
+fn read_text(fs: &dyn DynFileSystem, path: &std::path::Path, max: u64) -> Option<String> {
+    let (_, bytes) = fs.read_file(path, max).ok()?;
     // Exactly edit's decoder: a NUL anywhere is binary, strict UTF-8, the
     // leading BOM stripped (`seed-reference.md` §6.3).
-    crate::fs::decode_strict(&bytes, true)
+    crate::fs::decode_strict(&bytes?, true)
         .ok()
         .map(str::to_owned)
 }

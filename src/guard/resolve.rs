@@ -1,66 +1,61 @@
 //! How the guard finds the target a call names, and what it says about a
-//! target that does not exist.
+//! target that does not exist. Every question goes to the workspace's
+//! filesystem (the [`DynFileSystem`] the tools run on), never to the host
+//! disk: the nearest names of a denial are those of the workspace.
 //!
 //! Two resolutions, because the tools resolve differently:
 //!
 //! - glob and grep hand `path` to the search as is, relative to the workdir
-//!   (`seed-reference.md` §1.6): the operating system resolves it, so `..`
-//!   after a symlink goes to the symlink target's parent. [`search_target`]
-//!   stats the plain join, exactly what the search will open.
+//!   (`seed-reference.md` §1.6): the filesystem resolves it, so `..` after a
+//!   symlink goes to the symlink target's parent. [`search_target`] stats
+//!   the plain join, exactly what the search will open.
 //! - read, write and edit resolve `file_path` lexically (`seed-reference.md`
 //!   §6.1): when the workdir or the path has a `..` segment the workdir is
 //!   canonicalized first, then the join is normalized without touching the
-//!   disk. [`file_target`] does the same.
+//!   filesystem. [`file_target`] uses the file tools' own resolution.
 //!
 //! Both give the same lexical key, used for the zero-result counters and for
 //! the nearest existing ancestor in a denial.
 
-use std::fs::Metadata;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use crate::fs::resolve::{has_dotdot_segment, lexical_join};
+use crate::fs::resolve::lexical_path;
+use crate::fs::{DynFileSystem, FileType};
 
 /// The workdir of a call, when the guard can use it: an absolute path to an
-/// existing directory. `None` means the guard cannot decide and allows.
-#[derive(Clone, Debug)]
-pub(crate) struct Workdir {
+/// existing directory of the workspace. `None` means the guard cannot decide
+/// and allows.
+#[derive(Clone)]
+pub(crate) struct Workdir<'a> {
+    /// The workspace's filesystem.
+    fs: &'a dyn DynFileSystem,
     /// The workdir as given.
     lexical: PathBuf,
     /// Its realpath, when it differs from `lexical` (symlinks, `..`).
     canonical: Option<PathBuf>,
 }
 
-impl Workdir {
-    /// The workdir, if it is absolute and stats as a directory.
-    pub(crate) fn usable(dir: &Path) -> Option<Workdir> {
+impl<'a> Workdir<'a> {
+    /// The workdir, if it is absolute and stats as a directory on `fs`.
+    pub(crate) fn usable(fs: &'a dyn DynFileSystem, dir: &Path) -> Option<Workdir<'a>> {
         // A relative workdir would be resolved against the process's current
         // directory, which this crate never consults.
-        if !dir.is_absolute() || !std::fs::metadata(dir).ok()?.is_dir() {
+        if !dir.is_absolute() || !fs.metadata(dir).ok()?.kind.is_dir() {
             return None;
         }
-        let canonical = std::fs::canonicalize(dir).ok().filter(|c| c != dir);
+        let canonical = fs.canonicalize(dir).ok().filter(|c| c != dir);
         Some(Workdir {
+            fs,
             lexical: dir.to_path_buf(),
             canonical,
         })
     }
 
-    /// `seed-reference.md` §6.1: the base a relative path is joined to. The
-    /// realpath when the workdir or the path has a `..` segment (falling back
-    /// to the workdir as is), otherwise the workdir as is.
-    fn base(&self, raw: &Path) -> &Path {
-        match &self.canonical {
-            Some(c) if has_dotdot(&self.lexical) || has_dotdot(raw) => c,
-            _ => &self.lexical,
-        }
-    }
-
     /// The lexical absolute form of `raw`, as the file tools resolve it
     /// (`seed-reference.md` §6.1).
     pub(crate) fn resolve(&self, raw: &str) -> PathBuf {
-        let raw = Path::new(raw);
-        lexical_join(self.base(raw), raw)
+        lexical_path(self.fs, raw, &self.lexical)
     }
 
     /// `p` the way the model writes paths: relative to the workdir when it
@@ -78,18 +73,24 @@ impl Workdir {
         }
         p.to_string_lossy().into_owned()
     }
-}
 
-/// Whether `p` has a `..` segment (between separators or at either end).
-fn has_dotdot(p: &Path) -> bool {
-    has_dotdot_segment(&p.to_string_lossy())
+    /// Stat `p`, following symlinks as the tools do.
+    pub(crate) fn presence(&self, p: &Path) -> Presence {
+        match self.fs.metadata(p) {
+            Ok(_) => Presence::Exists,
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+                Presence::Absent
+            }
+            Err(_) => Presence::Unknown,
+        }
+    }
 }
 
 /// What one stat says about a path.
 #[derive(Debug)]
 pub(crate) enum Presence {
     /// It exists (symlinks followed).
-    Exists(Metadata),
+    Exists,
     /// It certainly does not: not found, or a parent is not a directory.
     Absent,
     /// The stat failed for another reason (permission, loop, NUL, …): the
@@ -97,28 +98,17 @@ pub(crate) enum Presence {
     Unknown,
 }
 
-/// Stat `p`, following symlinks as the tools do.
-pub(crate) fn presence(p: &Path) -> Presence {
-    match std::fs::metadata(p) {
-        Ok(m) => Presence::Exists(m),
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
-            Presence::Absent
-        }
-        Err(_) => Presence::Unknown,
-    }
-}
-
 /// glob's and grep's `path`, as the search will open it: the plain join,
-/// resolved by the operating system (`seed-reference.md` §1.6).
-pub(crate) fn search_target(wd: &Workdir, raw: &str) -> Presence {
-    presence(&wd.lexical.join(raw))
+/// resolved by the filesystem (`seed-reference.md` §1.6).
+pub(crate) fn search_target(wd: &Workdir<'_>, raw: &str) -> Presence {
+    wd.presence(&wd.lexical.join(raw))
 }
 
 /// read's and edit's `file_path`, resolved as the file tools do
 /// (`seed-reference.md` §6.1).
-pub(crate) fn file_target(wd: &Workdir, raw: &str) -> (PathBuf, Presence) {
+pub(crate) fn file_target(wd: &Workdir<'_>, raw: &str) -> (PathBuf, Presence) {
     let p = wd.resolve(raw);
-    let presence = presence(&p);
+    let presence = wd.presence(&p);
     (p, presence)
 }
 
@@ -145,18 +135,18 @@ const MAX_SCANNED: usize = 100_000;
 /// does not exist as such). `None` when no ancestor stats, or when the
 /// lexical path itself exists as a directory (the operating system resolved
 /// the raw path differently, through a symlink): the guard then allows.
-pub(crate) fn nearest(wd: &Workdir, resolved: &Path) -> Option<Nearest> {
+pub(crate) fn nearest(wd: &Workdir<'_>, resolved: &Path) -> Option<Nearest> {
     let mut missing: Option<&std::ffi::OsStr> = None;
     for anc in resolved.ancestors() {
-        let Ok(meta) = std::fs::metadata(anc) else {
+        let Ok(meta) = wd.fs.metadata(anc) else {
             missing = anc.file_name();
             continue;
         };
-        if meta.is_dir() {
+        if meta.kind.is_dir() {
             // The lexical path itself is a directory: nothing to point at.
             let name = missing?.to_string_lossy();
             let dir = wd.display(anc);
-            let closest = closest_entries(anc, &name)
+            let closest = closest_entries(wd.fs, anc, &name)
                 .into_iter()
                 .map(|(entry, is_dir)| {
                     let slash = if is_dir { "/" } else { "" };
@@ -179,18 +169,25 @@ pub(crate) fn nearest(wd: &Workdir, resolved: &Path) -> Option<Nearest> {
 }
 
 /// The entries of `dir` closest to `name` by normalized edit distance
-/// (case-insensitive), ties by name; each with whether it is a directory.
-fn closest_entries(dir: &Path, name: &str) -> Vec<(String, bool)> {
-    let Ok(rd) = std::fs::read_dir(dir) else {
+/// (case-insensitive), ties by name; each with whether it is a directory
+/// (symlinks followed).
+fn closest_entries(fs: &dyn DynFileSystem, dir: &Path, name: &str) -> Vec<(String, bool)> {
+    let Ok(entries) = fs.read_dir(dir) else {
         return Vec::new();
     };
     let target: Vec<char> = name.to_lowercase().chars().collect();
-    let mut scored: Vec<(f64, String, bool)> = rd
+    let mut scored: Vec<(f64, String, bool)> = entries
+        .into_iter()
         .take(MAX_SCANNED)
-        .filter_map(Result::ok)
-        .map(|e| {
-            let entry = e.file_name().to_string_lossy().into_owned();
-            let is_dir = std::fs::metadata(e.path()).is_ok_and(|m| m.is_dir());
+        .map(|(entry, kind)| {
+            let is_dir = match kind {
+                FileType::Dir => true,
+                FileType::Symlink | FileType::Unknown => fs
+                    .metadata(&dir.join(crate::fs::bytes::os_str(&entry)))
+                    .is_ok_and(|m| m.kind.is_dir()),
+                _ => false,
+            };
+            let entry = String::from_utf8_lossy(&entry).into_owned();
             (similarity_distance(&target, &entry), entry, is_dir)
         })
         .collect();
@@ -250,13 +247,5 @@ mod tests {
         assert_eq!(similarity_distance(&chars("readme.md"), "README.md"), 0.0);
         assert_eq!(similarity_distance(&chars("ab"), "cd"), 1.0);
         assert_eq!(similarity_distance(&chars("abcd"), "abce"), 0.25);
-    }
-
-    #[test]
-    fn dotdot_only_as_a_whole_segment() {
-        assert!(has_dotdot(Path::new("a/../b")));
-        assert!(has_dotdot(Path::new("..")));
-        assert!(has_dotdot(Path::new("a/..")));
-        assert!(!has_dotdot(Path::new("a..b/c..")));
     }
 }

@@ -4,6 +4,7 @@
 //! checks, execution under the timeout, and for a direct call the spill
 //! of an over-cap result and the presentation meta.
 
+use std::path::Path;
 use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -12,7 +13,7 @@ use serde_json::Value;
 use crate::backend::SearchBackend;
 use crate::cancel::CancelToken;
 use crate::config::Config;
-use crate::fs::{LocalFs, TextFileSystem};
+use crate::fs::{DynFileSystem, LocalFs, TextFs};
 use crate::session::Sessions;
 use crate::spill::{apply_inline_cap, SpillRef, SpillSource, SpillStore};
 use crate::tool::args::{validate, GlobArgs, GrepArgs};
@@ -24,13 +25,31 @@ use crate::tool::search::{run_glob, run_grep};
 use crate::tool::CallContext;
 
 /// A check that runs before a tool executes (the search-path guard).
+///
+/// Both methods get the filesystem the call runs on, the one the tools were
+/// built with (or the local disk, for a `read` of a spill reference): a
+/// guard looks at the workspace through it, never at the host disk.
 pub trait CallGuard: Send + Sync {
     /// `Some(reason)` denies the call: it renders `Error: <reason>`, with no
     /// code, and the tool does not run. Runs after schema validation.
-    fn check(&self, tool: &str, args: &Value, ctx: &CallContext) -> Option<String>;
+    fn check(
+        &self,
+        tool: &str,
+        args: &Value,
+        ctx: &CallContext,
+        fs: &dyn DynFileSystem,
+    ) -> Option<String>;
 
     /// Sees the final result of a call the guard allowed.
-    fn after(&self, _tool: &str, _args: &Value, _ctx: &CallContext, _result: &ToolResult) {}
+    fn after(
+        &self,
+        _tool: &str,
+        _args: &Value,
+        _ctx: &CallContext,
+        _fs: &dyn DynFileSystem,
+        _result: &ToolResult,
+    ) {
+    }
 }
 
 /// The tools over one backend, with their configuration, an optional spill
@@ -41,7 +60,10 @@ pub struct Tools {
     backend: Arc<dyn SearchBackend>,
     spill: Option<Arc<dyn SpillStore>>,
     guard: Option<Arc<dyn CallGuard>>,
-    fs: Arc<dyn TextFileSystem>,
+    /// The workspace: the file tools' text layer over its filesystem.
+    text: TextFs,
+    /// The local disk, where the spill store's references are.
+    spill_fs: TextFs,
     policy: Option<ObservationPolicy>,
     /// The definitions, built once: they depend on the configuration only,
     /// and building them (texts, schemas) is a fixed cost per call.
@@ -57,21 +79,30 @@ impl Tools {
     /// The file tools work on the local disk, under the observation policy
     /// with sessions held in memory.
     pub fn new(config: Config, backend: Arc<dyn SearchBackend>) -> Tools {
-        let fs = LocalFs::new().with_diff_basis_max_bytes(config.fs.diff_basis_max_bytes);
+        let local = |config: &Config| {
+            TextFs::new(Arc::new(LocalFs::new()))
+                .with_diff_basis_max_bytes(config.fs.diff_basis_max_bytes)
+        };
         Tools {
             defs: Arc::new(definitions::all(&config)),
+            text: local(&config),
+            spill_fs: local(&config),
             config: Arc::new(config),
             backend,
             spill: None,
             guard: None,
-            fs: Arc::new(fs),
             policy: Some(ObservationPolicy::default()),
         }
     }
 
-    /// The filesystem of read, write and edit. By default, the local disk.
-    pub fn with_filesystem(mut self, fs: Arc<dyn TextFileSystem>) -> Tools {
-        self.fs = fs;
+    /// The workspace's filesystem: what `read`, `write`, `edit` and the
+    /// guard work on. By default, the local disk ([`LocalFs`]).
+    ///
+    /// The spill store's references stay where the store wrote them: a
+    /// `read` (or the guard's look at a `grep` path) of one goes to the
+    /// local disk whatever the workspace (see [`SpillStore::is_reference`]).
+    pub fn with_filesystem(mut self, fs: Arc<dyn DynFileSystem>) -> Tools {
+        self.text = TextFs::new(fs).with_diff_basis_max_bytes(self.config.fs.diff_basis_max_bytes);
         self
     }
 
@@ -89,9 +120,9 @@ impl Tools {
         self
     }
 
-    /// The filesystem of the file tools.
-    pub fn filesystem(&self) -> &dyn TextFileSystem {
-        &*self.fs
+    /// The workspace's filesystem.
+    pub fn filesystem(&self) -> &Arc<dyn DynFileSystem> {
+        self.text.filesystem()
     }
 
     /// Save over-cap results of direct calls in `store`. By default there
@@ -146,23 +177,45 @@ impl Tools {
             Ok(obj) => obj,
             Err(e) => return ToolResult::error(e),
         };
+        let text = self.text_for(name, args, ctx);
+        let fs = &**text.filesystem();
         if let Some(guard) = &self.guard {
-            if let Some(reason) = guard.check(name, args, ctx) {
+            if let Some(reason) = guard.check(name, args, ctx, fs) {
                 return ToolResult::error(ToolError::plain(reason));
             }
         }
         let result = match name {
             "glob" => self.glob(obj, ctx),
             "grep" => self.grep(obj, ctx),
-            "read" => self.file_tool(files::read, "read", args, ctx),
-            "write" => self.file_tool(files::write, "write", args, ctx),
-            "edit" => self.file_tool(files::edit, "edit", args, ctx),
+            "read" => self.file_tool(files::read, "read", text, args, ctx),
+            "write" => self.file_tool(files::write, "write", text, args, ctx),
+            "edit" => self.file_tool(files::edit, "edit", text, args, ctx),
             _ => unreachable!("IMPLEMENTED lists every arm"),
         };
         if let Some(guard) = &self.guard {
-            guard.after(name, args, ctx, &result);
+            guard.after(name, args, ctx, fs, &result);
         }
         result
+    }
+
+    /// The filesystem a call works on: the workspace's, except for a `read`
+    /// or a `grep` of a text the spill store saved for this session, which
+    /// is on the local disk. The footer of an over-cap result tells the
+    /// model to read or grep its locator, and that must work in every
+    /// workspace (`contract.md` §10).
+    fn text_for(&self, name: &str, args: &Value, ctx: &CallContext) -> &TextFs {
+        let arg = match name {
+            "read" => "file_path",
+            "grep" => "path",
+            _ => return &self.text,
+        };
+        let (Some(store), Some(owner)) = (&self.spill, ctx.session_id.as_deref()) else {
+            return &self.text;
+        };
+        match args.get(arg).and_then(Value::as_str) {
+            Some(p) if store.is_reference(owner, Path::new(p)) => &self.spill_fs,
+            _ => &self.text,
+        }
     }
 
     fn glob(&self, obj: &serde_json::Map<String, Value>, ctx: &CallContext) -> ToolResult {
@@ -225,10 +278,11 @@ impl Tools {
         &self,
         tool: files::FileToolFn,
         name: &str,
+        text: &TextFs,
         args: &Value,
         ctx: &CallContext,
     ) -> ToolResult {
-        match tool(&self.config.fs, &*self.fs, self.policy.as_ref(), args, ctx) {
+        match tool(&self.config.fs, text, self.policy.as_ref(), args, ctx) {
             Ok((content, value)) if name == "read" => ToolResult::ok(content, value),
             Ok((content, value)) => self.finish(name, content, value, None, ctx),
             Err(e) => ToolResult::error(e),

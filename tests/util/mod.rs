@@ -1,8 +1,10 @@
 //! Shared test helpers: fixture trees ([`tree`]), running rg and the
-//! backends and comparing them ([`rg`]), and the case runner ([`Report`]).
+//! backends and comparing them ([`rg`]), the case runner ([`Report`]), and a
+//! filesystem that is not the local disk as the tools see it ([`fs`]).
 
 #![allow(dead_code)]
 
+pub mod fs;
 pub mod rg;
 pub mod tools;
 pub mod tree;

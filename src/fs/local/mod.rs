@@ -1,11 +1,11 @@
-//! [`LocalFs`]: the [`TextFileSystem`] of the local disk (`seed-reference.md`
-//! §6.2, §6.3, §6.6).
+//! [`LocalFs`]: the local disk as a [`FileSystem`](crate::fs::FileSystem)
+//! (`seed-reference.md` §6.2, §6.6): the read side in `os`, the write here.
 //!
-//! Every mutation runs under a per-target lock keyed by the target key, so
-//! two aliases of one file (symlinks) serialize. Content is staged in a
-//! private directory next to the target and published atomically: a rename
-//! for create-or-replace, a hard link (which never replaces) for
-//! create-if-absent.
+//! Every write runs under a per-target lock keyed by the target's real
+//! path, so two aliases of one file (symlinks) serialize, and the guard is
+//! checked inside it. Content is staged in a private directory next to the
+//! target and published atomically: a rename for create-or-replace, a hard
+//! link (which never replaces) for create-if-absent.
 
 mod fifo;
 
@@ -15,28 +15,18 @@ pub(crate) use os::{from_std, kind_of_std};
 pub use os::{LocalDir, LocalFile};
 
 use std::collections::HashSet;
-use std::fs::{File, Metadata, OpenOptions};
-use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
 
-use super::literal::{count_occurrences, normalize_crlf};
-use super::text::{decode_strict, NotText, TextDecoder};
-use super::{
-    resolve, DirEntry, EditOutcome, FileKind, FsError, FsErrorCode, LiteralEdit, ResolvedPath,
-    Stat, TextFileSystem, Version, WriteIntent, WriteOperation, WriteOutcome,
-};
-
-/// `diffBasisMaxBytes`' default (`seed-reference.md` §9.3): 10 MiB.
-pub(crate) const DEFAULT_DIFF_BASIS_MAX_BYTES: u64 = 10 * 1024 * 1024;
+use crate::cancel::CancelToken;
+use crate::fs::{WriteError, WriteGuard, Written};
 
 /// The prefix of staging directories. A directory left behind by a process
 /// that died mid-write is removed by the next write into the same directory.
 pub(crate) const STAGING_PREFIX: &str = ".dsh-search-staging.";
-
-/// The size of a streamed chunk.
-const CHUNK: usize = 64 * 1024;
 
 /// The local disk.
 #[derive(Debug)]
@@ -45,7 +35,6 @@ pub struct LocalFs {
     portable: bool,
     locks: LockTable,
     lock_dir: Option<PathBuf>,
-    diff_basis_max_bytes: u64,
 }
 
 impl Default for LocalFs {
@@ -61,7 +50,6 @@ impl LocalFs {
             portable: false,
             locks: LockTable::default(),
             lock_dir: None,
-            diff_basis_max_bytes: DEFAULT_DIFF_BASIS_MAX_BYTES,
         }
     }
 
@@ -82,239 +70,6 @@ impl LocalFs {
         self.lock_dir = Some(dir.into());
         self
     }
-
-    /// Old or new content at least this many bytes gets no `before` text.
-    ///
-    /// By default, 10 MiB.
-    pub fn with_diff_basis_max_bytes(mut self, max: u64) -> LocalFs {
-        self.diff_basis_max_bytes = max;
-        self
-    }
-
-    fn lock(&self, target: &ResolvedPath, verb: &str) -> Result<TargetLock<'_>, FsError> {
-        self.locks.acquire(&target.key);
-        let mut lock = TargetLock {
-            table: &self.locks,
-            key: target.key.clone(),
-            _file: None,
-        };
-        if let Some(dir) = &self.lock_dir {
-            let file = file_lock(dir, &target.key)
-                .map_err(|e| FsError::io(verb, &target.display_str(), &e))?;
-            lock._file = Some(file);
-        }
-        Ok(lock)
-    }
-
-    fn before_text(&self, path: &Path, old: &Metadata, new_len: usize) -> Option<String> {
-        if old.len() >= self.diff_basis_max_bytes || new_len as u64 >= self.diff_basis_max_bytes {
-            return None;
-        }
-        let bytes = read_regular(path).ok()?;
-        let text = decode_strict(&bytes, false).ok()?;
-        Some(normalize_crlf(text).into_owned())
-    }
-}
-
-impl TextFileSystem for LocalFs {
-    fn resolve(&self, path: &str, cwd: &Path) -> Result<ResolvedPath, FsError> {
-        resolve::resolve(path, cwd)
-    }
-
-    fn stat(&self, target: &ResolvedPath) -> Result<Option<Stat>, FsError> {
-        match std::fs::metadata(&target.key) {
-            Ok(m) => Ok(Some(Stat {
-                kind: kind_of(&m),
-                size: Some(m.len()),
-                version: version_of(&m),
-            })),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(FsError::io("stat", &target.display_str(), &e)),
-        }
-    }
-
-    fn read_text(&self, target: &ResolvedPath) -> Result<String, FsError> {
-        let p = target.display_str();
-        let bytes = read_regular(&target.key).map_err(|e| e.into_fs("read", &p))?;
-        decode_strict(&bytes, false)
-            .map(str::to_string)
-            .map_err(|nt| not_text("read", &p, nt))
-    }
-
-    fn stream_text(
-        &self,
-        target: &ResolvedPath,
-        sink: &mut dyn FnMut(&str) -> bool,
-    ) -> Result<(), FsError> {
-        let p = target.display_str();
-        let mut file = open_regular(&target.key).map_err(|e| e.into_fs("read", &p))?;
-        let mut decoder = TextDecoder::new();
-        let mut buf = vec![0u8; CHUNK];
-        loop {
-            let n = match file.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(FsError::io("read", &p, &e)),
-            };
-            let text = decoder
-                .push(&buf[..n])
-                .map_err(|nt| not_text("read", &p, nt))?;
-            if !text.is_empty() && !sink(text) {
-                return Ok(());
-            }
-        }
-        decoder.finish().map_err(|nt| not_text("read", &p, nt))
-    }
-
-    fn write_text(
-        &self,
-        target: &ResolvedPath,
-        content: &str,
-        intent: &WriteIntent,
-    ) -> Result<WriteOutcome, FsError> {
-        let p = target.display_str();
-        let _lock = self.lock(target, "write")?;
-        let path = &target.key;
-        let old = match std::fs::metadata(path) {
-            Ok(m) => Some(m),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(FsError::io("write", &p, &e)),
-        };
-        if old.as_ref().is_some_and(|m| !m.is_file()) {
-            return Err(FsError::cannot(
-                FsErrorCode::NotRegularFile,
-                "write",
-                &p,
-                "not a regular file",
-            ));
-        }
-        match (intent, &old) {
-            (WriteIntent::ReplaceIfVersion(_), None) => {
-                return Err(FsError::cannot(
-                    FsErrorCode::StaleVersion,
-                    "write",
-                    &p,
-                    "file no longer exists",
-                ));
-            }
-            (WriteIntent::ReplaceIfVersion(v), Some(m)) if version_of(m) != *v => {
-                return Err(stale("write", &p));
-            }
-            (WriteIntent::CreateIfAbsent, Some(_)) => return Err(not_observed_overwrite(&p)),
-            _ => {}
-        }
-        let before = old
-            .as_ref()
-            .and_then(|m| self.before_text(path, m, content.len()));
-        let mode = old
-            .as_ref()
-            .map_or(0o600, |m| m.permissions().mode() & 0o7777);
-        let publish = match intent {
-            WriteIntent::CreateIfAbsent => Publish::Link,
-            _ => Publish::Rename,
-        };
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| FsError::io("write", &p, &e))?;
-        }
-        match stage_and_publish(path, content.as_bytes(), mode, publish) {
-            Ok(()) => {}
-            Err(PublishError::Exists) => {
-                // A creator won the race between the probe and the link: its
-                // file is kept, never replaced.
-                return Err(match std::fs::symlink_metadata(path) {
-                    Ok(m) if m.is_file() => not_observed_overwrite(&p),
-                    _ => FsError::cannot(
-                        FsErrorCode::NotRegularFile,
-                        "write",
-                        &p,
-                        "not a regular file",
-                    ),
-                });
-            }
-            Err(PublishError::Io(e)) => return Err(FsError::io("write", &p, &e)),
-        }
-        let version = current_version(path).map_err(|e| FsError::io("write", &p, &e))?;
-        Ok(WriteOutcome {
-            operation: if old.is_some() {
-                WriteOperation::Update
-            } else {
-                WriteOperation::Create
-            },
-            before,
-            after: normalize_crlf(content).into_owned(),
-            version,
-        })
-    }
-
-    fn edit_text(
-        &self,
-        target: &ResolvedPath,
-        edit: &LiteralEdit,
-        guard: Option<&Version>,
-    ) -> Result<EditOutcome, FsError> {
-        let p = target.display_str();
-        let _lock = self.lock(target, "edit")?;
-        let path = &target.key;
-        // A missing file is stale even without a guard (`seed-reference.md`
-        // §10 item 17): whoever asked to edit it expected it to exist.
-        let meta = match std::fs::metadata(path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(stale("edit", &p)),
-            Err(e) => return Err(FsError::io("edit", &p, &e)),
-        };
-        if !meta.is_file() {
-            return Err(FsError::cannot(
-                FsErrorCode::NotRegularFile,
-                "edit",
-                &p,
-                "not a regular file",
-            ));
-        }
-        if guard.is_some_and(|v| version_of(&meta) != *v) {
-            return Err(stale("edit", &p));
-        }
-        let bytes = read_regular(path).map_err(|e| e.into_fs("edit", &p))?;
-        let text = decode_strict(&bytes, true).map_err(|nt| not_text("edit", &p, nt))?;
-        let (before, after, crlf) = apply_literal_edit(text, edit, &p)?;
-        let out = if crlf {
-            std::borrow::Cow::Owned(after.replace('\n', "\r\n"))
-        } else {
-            std::borrow::Cow::Borrowed(after.as_str())
-        };
-        let mode = meta.permissions().mode() & 0o7777;
-        stage_and_publish(path, out.as_bytes(), mode, Publish::Rename).map_err(|e| match e {
-            PublishError::Io(e) => FsError::io("edit", &p, &e),
-            PublishError::Exists => FsError::io("edit", &p, &io::ErrorKind::AlreadyExists.into()),
-        })?;
-        let version = current_version(path).map_err(|e| FsError::io("edit", &p, &e))?;
-        Ok(EditOutcome {
-            before,
-            after,
-            version,
-        })
-    }
-
-    fn list_dir(&self, target: &ResolvedPath) -> Result<Vec<DirEntry>, FsError> {
-        let p = target.display_str();
-        let rd = std::fs::read_dir(&target.key).map_err(|e| match e.kind() {
-            io::ErrorKind::NotADirectory => {
-                FsError::cannot(FsErrorCode::NotDirectory, "list", &p, "not a directory")
-            }
-            _ => FsError::io("list", &p, &e),
-        })?;
-        let mut out = Vec::new();
-        for entry in rd {
-            let entry = entry.map_err(|e| FsError::io("list", &p, &e))?;
-            let kind = std::fs::metadata(entry.path()).map_or(FileKind::Other, |m| kind_of(&m));
-            out.push(DirEntry {
-                name: entry.file_name().to_string_lossy().into_owned(),
-                kind,
-            });
-        }
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
-    }
 }
 
 /// The seam's write on the local disk: under the target's lock, the guard
@@ -323,10 +78,9 @@ pub(super) fn write_bytes(
     fs: &LocalFs,
     path: &Path,
     content: &[u8],
-    guard: &crate::fs::WriteGuard,
-    cancel: &crate::cancel::CancelToken,
-) -> Result<crate::fs::Written, crate::fs::WriteError> {
-    use crate::fs::{WriteError, WriteGuard};
+    guard: &WriteGuard,
+    cancel: &CancelToken,
+) -> Result<Written, WriteError> {
     let io_err = |e: io::Error| WriteError::Io(path.to_path_buf(), e);
     let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     fs.locks.acquire(&key);
@@ -375,155 +129,10 @@ pub(super) fn write_bytes(
         Err(PublishError::Io(e)) => return Err(io_err(e)),
     }
     let metadata = std::fs::metadata(path).map_err(io_err)?;
-    Ok(crate::fs::Written {
+    Ok(Written {
         replaced: old.is_some(),
         metadata: os::from_std(&metadata),
     })
-}
-
-/// The literal edit of `seed-reference.md` §6.3 on decoded text: returns
-/// the LF-normalized text before and after, and whether the file is CRLF.
-pub(crate) fn apply_literal_edit(
-    text: &str,
-    edit: &LiteralEdit,
-    display: &str,
-) -> Result<(String, String, bool), FsError> {
-    let crlf = is_crlf(text);
-    let content = normalize_crlf(text);
-    let old = normalize_crlf(&edit.old_string);
-    let new = normalize_crlf(&edit.new_string);
-    if old.is_empty() {
-        return Err(FsError::new(
-            FsErrorCode::EditNotFound,
-            "old_string must be a non-empty string",
-        ));
-    }
-    match count_occurrences(&content, &old) {
-        0 => Err(FsError {
-            code: FsErrorCode::EditNotFound,
-            message: format!("old_string was not found in \"{display}\""),
-            path: Some(display.to_string()),
-        }),
-        n if n > 1 && !edit.replace_all => Err(FsError {
-            code: FsErrorCode::AmbiguousEdit,
-            message: format!(
-                "old_string matched {n} times in \"{display}\"; provide a more specific old_string or set replace_all to true"
-            ),
-            path: Some(display.to_string()),
-        }),
-        _ => {
-            let after = content.replace(&*old, &new);
-            Ok((content.into_owned(), after, crlf))
-        }
-    }
-}
-
-/// CRLF when, in the first 4096 UTF-16 units, `\r\n` outnumbers the other
-/// `\n` (`seed-reference.md` §6.3; the unit count is the seed's).
-pub(crate) fn is_crlf(text: &str) -> bool {
-    let mut units = 0usize;
-    let mut end = text.len();
-    for (i, c) in text.char_indices() {
-        if units >= 4096 {
-            end = i;
-            break;
-        }
-        units += c.len_utf16();
-    }
-    let sample = &text[..end];
-    let crlf = sample.matches("\r\n").count();
-    let lf = sample.matches('\n').count() - crlf;
-    crlf > lf
-}
-
-fn stale(verb: &str, p: &str) -> FsError {
-    FsError::cannot(
-        FsErrorCode::StaleVersion,
-        verb,
-        p,
-        "file changed since it was read",
-    )
-}
-
-fn not_observed_overwrite(p: &str) -> FsError {
-    FsError {
-        code: FsErrorCode::NotObserved,
-        message: format!("cannot overwrite existing \"{p}\" without reading it first"),
-        path: Some(p.to_string()),
-    }
-}
-
-fn not_text(verb: &str, p: &str, nt: NotText) -> FsError {
-    FsError::cannot(FsErrorCode::NotText, verb, p, nt.as_str())
-}
-
-fn kind_of(m: &Metadata) -> FileKind {
-    if m.is_file() {
-        FileKind::File
-    } else if m.is_dir() {
-        FileKind::Dir
-    } else {
-        FileKind::Other
-    }
-}
-
-/// `dev:ino:size:mtimeNs:ctimeNs`, the seed's token from a bigint stat.
-/// ctime is in it so that a same-size rewrite with the mtime restored, or a
-/// chmod, still changes the version.
-pub(crate) fn version_of(m: &Metadata) -> Version {
-    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-    Version(format!(
-        "{}:{}:{}:{}:{}",
-        m.dev(),
-        m.ino(),
-        m.size(),
-        ns(m.mtime(), m.mtime_nsec()),
-        ns(m.ctime(), m.ctime_nsec()),
-    ))
-}
-
-fn current_version(path: &Path) -> io::Result<Version> {
-    std::fs::metadata(path).map(|m| version_of(&m))
-}
-
-/// Why a regular file could not be opened.
-enum OpenError {
-    NotRegular,
-    Io(io::Error),
-}
-
-impl OpenError {
-    fn into_fs(self, verb: &str, p: &str) -> FsError {
-        match self {
-            OpenError::NotRegular => {
-                FsError::cannot(FsErrorCode::NotRegularFile, verb, p, "not a regular file")
-            }
-            OpenError::Io(e) => FsError::io(verb, p, &e),
-        }
-    }
-}
-
-/// Open a regular file for reading. `O_NONBLOCK` keeps a FIFO swapped in
-/// after a stat from blocking the open; the type is then checked on the
-/// open descriptor.
-fn open_regular(path: &Path) -> Result<File, OpenError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(path)
-        .map_err(OpenError::Io)?;
-    let meta = file.metadata().map_err(OpenError::Io)?;
-    if !meta.is_file() {
-        return Err(OpenError::NotRegular);
-    }
-    Ok(file)
-}
-
-fn read_regular(path: &Path) -> Result<Vec<u8>, OpenError> {
-    let mut file = open_regular(path)?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(OpenError::Io)?;
-    Ok(bytes)
 }
 
 /// How staged content replaces the target.
@@ -762,23 +371,5 @@ mod tests {
         sweep_dead_staging(tmp.path());
         assert!(!dead_dir.exists());
         assert!(mine.exists());
-    }
-
-    #[test]
-    fn crlf_majority() {
-        assert!(is_crlf("a\r\nb\r\nc\n"));
-        assert!(!is_crlf("a\r\nb\n"));
-        assert!(!is_crlf("no newline"));
-    }
-
-    #[test]
-    fn crlf_sample_is_4096_utf16_units() {
-        // 4095 units, then `\r\n`: the `\n` is unit 4097, outside the sample.
-        let mut text = "x".repeat(4095);
-        text.push_str("\r\n");
-        assert!(!is_crlf(&text));
-        let mut text = "x".repeat(4094);
-        text.push_str("\r\n");
-        assert!(is_crlf(&text));
     }
 }

@@ -333,6 +333,31 @@ impl FileSystem for LocalFs {
         Ok(data)
     }
 
+    fn read_file(&self, path: &Path, max: u64) -> io::Result<(Metadata, Option<Vec<u8>>)> {
+        // Opened without blocking and checked on the open file: a FIFO or a
+        // device swapped in after the caller's stat is never read, and the
+        // metadata is that of the bytes read.
+        let file = match open_nonblocking(path) {
+            Ok(f) => f,
+            // A socket cannot be opened at all (ENXIO), nor a directory on
+            // some platforms: say what it is rather than why it failed.
+            Err(e) => {
+                return match self.metadata(path) {
+                    Ok(m) if !m.kind.is_file() => Ok((m, None)),
+                    _ => Err(e),
+                }
+            }
+        };
+        let metadata = from_std(&file.metadata()?);
+        if !metadata.kind.is_file() || metadata.len > max {
+            return Ok((metadata, None));
+        }
+        let mut bytes = Vec::new();
+        file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+        let fits = bytes.len() as u64 <= max;
+        Ok((metadata, fits.then_some(bytes)))
+    }
+
     fn git_global_excludes(&self, workdir: &Path) -> Option<(PathBuf, Vec<u8>)> {
         let path = workdir.join(ignore::gitignore::gitconfig_excludes_path()?);
         // rg reads it with a blocking open, like the other ignore files; a

@@ -4,13 +4,13 @@
 use serde_json::{json, Value};
 
 use super::{file_path_arg, fs_error, str_arg, with_remedy, FilesConfig, ObservationPolicy};
-use crate::fs::{LiteralEdit, TextFileSystem};
+use crate::fs::{LiteralEdit, TextFs};
 use crate::tool::{CallContext, ToolError};
 
 /// Run `edit`.
 pub fn edit(
     _cfg: &FilesConfig,
-    fs: &dyn TextFileSystem,
+    fs: &TextFs,
     policy: Option<&ObservationPolicy>,
     args: &Value,
     ctx: &CallContext,

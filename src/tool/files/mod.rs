@@ -1,5 +1,6 @@
 //! The file tools `read`, `write` and `edit` (`seed-reference.md` §6), over
-//! a [`TextFileSystem`](crate::fs::TextFileSystem), with the read-before-write [`ObservationPolicy`].
+//! the text layer [`TextFs`](crate::fs::TextFs) of the workspace's
+//! filesystem, with the read-before-write [`ObservationPolicy`].
 //!
 //! Each tool is one function taking the configuration, the filesystem, the
 //! policy (`None`: the bare deployment, no policy), the arguments (already
@@ -30,7 +31,7 @@ pub use crate::config::FsConfig as FilesConfig;
 /// The shape of the three tool functions.
 pub type FileToolFn = fn(
     &FilesConfig,
-    &dyn crate::fs::TextFileSystem,
+    &crate::fs::TextFs,
     Option<&ObservationPolicy>,
     &Value,
     &crate::tool::CallContext,

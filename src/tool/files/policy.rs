@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use crate::fs::{FsError, FsErrorCode, ResolvedPath, Version, WriteIntent};
+use crate::fs::{FsError, FsErrorCode, ResolvedPath, Version, WriteGuard};
 use crate::session::{Observation, Sessions};
 
 /// The policy over a store of sessions.
@@ -45,15 +45,15 @@ impl ObservationPolicy {
         &self,
         owner: Option<&str>,
         target: &ResolvedPath,
-    ) -> Result<WriteIntent, FsError> {
+    ) -> Result<WriteGuard, FsError> {
         let Some(owner) = owner else {
-            return Ok(WriteIntent::CreateIfAbsent);
+            return Ok(WriteGuard::CreateIfAbsent);
         };
         Ok(match self.get(owner, target)? {
             Some(Observation::Present { version }) => {
-                WriteIntent::ReplaceIfVersion(Version(version))
+                WriteGuard::ReplaceIfVersion(Version(version))
             }
-            _ => WriteIntent::CreateIfAbsent,
+            _ => WriteGuard::CreateIfAbsent,
         })
     }
 

@@ -4,13 +4,13 @@
 use serde_json::{json, Value};
 
 use super::{envelope, file_path_arg, fs_error, FilesConfig, ObservationPolicy};
-use crate::fs::{FileKind, FsError, FsErrorCode, TextFileSystem};
+use crate::fs::{FileKind, FsError, FsErrorCode, TextFs};
 use crate::tool::{CallContext, ToolError};
 
 /// Run `read`.
 pub fn read(
     cfg: &FilesConfig,
-    fs: &dyn TextFileSystem,
+    fs: &TextFs,
     policy: Option<&ObservationPolicy>,
     args: &Value,
     ctx: &CallContext,
@@ -51,7 +51,7 @@ pub fn read(
     let mut window = ReadWindow::new(cfg, offset, limit);
     if stat.size.is_none_or(|s| s >= cfg.read_stream_min_size) {
         let mut aborted = false;
-        fs.stream_text(&target, &mut |chunk| {
+        fs.stream_text(&target, &ctx.cancel, &mut |chunk| {
             if ctx.cancel.is_cancelled() {
                 aborted = true;
                 return false;

@@ -5,13 +5,13 @@ use serde_json::{json, Value};
 
 use super::ObservationPolicy;
 use super::{envelope, file_path_arg, fs_error, str_arg, with_remedy, FilesConfig};
-use crate::fs::{TextFileSystem, WriteIntent, WriteOperation};
+use crate::fs::{TextFs, WriteGuard, WriteOperation};
 use crate::tool::{CallContext, ToolError};
 
 /// Run `write`.
 pub fn write(
     _cfg: &FilesConfig,
-    fs: &dyn TextFileSystem,
+    fs: &TextFs,
     policy: Option<&ObservationPolicy>,
     args: &Value,
     ctx: &CallContext,
@@ -24,7 +24,7 @@ pub fn write(
         Some(policy) => policy
             .write_intent(owner, &target)
             .map_err(|e| fs_error(with_remedy(e)))?,
-        None => WriteIntent::None,
+        None => WriteGuard::None,
     };
     let out = fs
         .write_text(&target, content, &intent)
