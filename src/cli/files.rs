@@ -65,16 +65,20 @@ fn run(common: &Common, tool: &str, args: &Value) -> u8 {
     super::tools::run(common, tool, args, Format::Text)
 }
 
-/// The file tools' side of the command line's [`Tools`]: the local disk
-/// with cross-process locks, and for `--session` the observation policy
-/// over the persistent session store (without it: the bare provider).
-pub fn configure(mut tools: Tools, common: &Common) -> Result<Tools, String> {
-    let state_dir = Sessions::default_state_dir();
-    let mut fs = LocalFs::new();
-    if let Some(dir) = &state_dir {
-        fs = fs.with_lock_dir(dir.join("locks"));
+/// The command line's local disk: with cross-process locks in the state
+/// directory, so that concurrent invocations serialize like threads do.
+pub fn local_fs() -> LocalFs {
+    match Sessions::default_state_dir() {
+        Some(dir) => LocalFs::new().with_lock_dir(dir.join("locks")),
+        None => LocalFs::new(),
     }
-    tools = tools.with_filesystem(Arc::new(fs));
+}
+
+/// The file tools' side of the command line's [`Tools`]: for `--session`
+/// the observation policy over the persistent session store (without it:
+/// the bare provider).
+pub fn configure(tools: Tools, common: &Common) -> Result<Tools, String> {
+    let state_dir = Sessions::default_state_dir();
     Ok(match &common.session {
         Some(_) => {
             let dir = state_dir.ok_or(

@@ -10,6 +10,7 @@ pub mod changes;
 pub mod files;
 pub mod raw;
 pub mod tools;
+pub mod workspace;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -48,8 +49,13 @@ pub struct Common {
     /// The session id: owner of spills, read observations and guard counters.
     #[arg(long, global = true, value_name = "ID")]
     pub session: Option<String>,
+    /// The workspace's filesystem: `local` (the disk), or `mem[:ROOT]`, a
+    /// copy of ROOT (default: the workdir) in memory, at the same path.
+    #[arg(long, global = true, value_name = "FS", default_value = "local")]
+    pub fs: workspace::FsArg,
     /// The overlay directory: an upper layer on the local disk over the
-    /// workdir, which keeps the changes (for now read by `changes` only).
+    /// workdir. write and edit change only it; every tool sees the merged
+    /// view; `changes` lists what it holds.
     #[arg(long, global = true, value_name = "DIR")]
     pub overlay: Option<PathBuf>,
     /// Set by SIGINT, SIGTERM or SIGHUP: the running call stops (an rg
@@ -212,14 +218,6 @@ pub fn run() -> ExitCode {
         // Without the handler the default action ends the process, which is
         // also fine; a failed registration loses nothing else.
         let _ = signal_hook::flag::register(signal, cli.common.cancel.flag());
-    }
-    if cli.common.overlay.is_some() && !matches!(cli.command, Command::Changes(_)) {
-        // Until the tools run over an overlay, a write would reach the
-        // workdir itself: refuse rather than ignore the option.
-        return ExitCode::from(fail(
-            "--overlay is only read by `changes` so far: the other commands \
-             still work on the workdir itself",
-        ));
     }
     let code = match &cli.command {
         Command::Glob(a) if a.format == Format::Raw => raw::glob(&cli.common, a),

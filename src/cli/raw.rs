@@ -8,8 +8,10 @@
 
 use std::io::{self, BufWriter, Write};
 
+use std::sync::Arc;
+
 use super::{Common, GlobArgs, GrepArgs};
-use crate::backend::make_backend;
+use crate::backend::SearchBackend;
 use crate::outcome::{Outcome, Status};
 use crate::request::{GlobRequest, GrepRequest};
 
@@ -22,7 +24,11 @@ pub fn glob(common: &Common, args: &GlobArgs) -> u8 {
     let mut req = GlobRequest::new(args.pattern.clone(), workdir);
     req.path = args.path.clone();
     req.cancel = common.cancel.clone();
-    let outcome = make_backend(common.backend.into()).glob(&req);
+    let backend = match backend(common) {
+        Ok(b) => b,
+        Err(e) => return super::fail(e),
+    };
+    let outcome = backend.glob(&req);
     finish(&outcome, |w| outcome.results.write_raw(w))
 }
 
@@ -36,8 +42,20 @@ pub fn grep(common: &Common, args: &GrepArgs) -> u8 {
     req.path = args.path.clone();
     req.include = args.include.clone();
     req.cancel = common.cancel.clone();
-    let outcome = make_backend(common.backend.into()).grep(&req);
+    let backend = match backend(common) {
+        Ok(b) => b,
+        Err(e) => return super::fail(e),
+    };
+    let outcome = backend.grep(&req);
     finish(&outcome, |w| outcome.results.write_raw(w))
+}
+
+/// The backend the common options name, over their workspace, with the
+/// configuration's `graceMs` for rg.
+fn backend(common: &Common) -> Result<Arc<dyn SearchBackend>, String> {
+    let config = super::tools::load_config(common)?;
+    let workspace = super::workspace::Workspace::open(common, super::files::local_fs())?;
+    workspace.backend(common.backend, &config)
 }
 
 /// Print stdout (only for a run that exited), then stderr, and return the

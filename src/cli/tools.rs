@@ -6,13 +6,10 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
 use super::{CallArgs, Common, Format, GlobArgs, GrepArgs};
-use crate::backend::rg::RgConfig;
-use crate::backend::{BackendKind, NativeBackend, RgBackend, SearchBackend};
 use crate::config::Config;
 use crate::guard::Guard;
 use crate::session::Sessions;
@@ -64,21 +61,10 @@ pub fn definitions(common: &Common) -> u8 {
     0
 }
 
-fn load_config(common: &Common) -> Result<Config, String> {
+pub(crate) fn load_config(common: &Common) -> Result<Config, String> {
     match &common.config {
         Some(path) => Config::load(path),
         None => Ok(Config::default()),
-    }
-}
-
-/// The backend `--backend` names; rg gets the configured `graceMs`.
-pub fn backend_for(kind: BackendKind, config: &Config) -> Arc<dyn SearchBackend> {
-    match kind {
-        BackendKind::Native => Arc::new(NativeBackend::new()),
-        BackendKind::Rg => Arc::new(RgBackend::with_config(RgConfig {
-            path: None,
-            grace: Duration::from_millis(config.search.grace_ms),
-        })),
     }
 }
 
@@ -88,8 +74,11 @@ pub fn make_tools(common: &Common) -> Result<Tools, String> {
     let config = load_config(common)?;
     let store = LocalSpillStore::new(config.spill.root.clone())
         .map_err(|e| format!("cannot use the spill root: {e}"))?;
-    let backend = backend_for(common.backend.into(), &config);
-    let tools = Tools::new(config, backend).with_spill_store(Arc::new(store));
+    let workspace = super::workspace::Workspace::open(common, super::files::local_fs())?;
+    let backend = workspace.backend(common.backend, &config)?;
+    let tools = Tools::new(config, backend)
+        .with_spill_store(Arc::new(store))
+        .with_filesystem(workspace.filesystem());
     let tools = super::files::configure(tools, common)?;
     // The search-path guard is on by default (`contract.md` §7); with
     // `--session` its counters persist in the session state, like the

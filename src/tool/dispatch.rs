@@ -62,8 +62,10 @@ pub struct Tools {
     guard: Option<Arc<dyn CallGuard>>,
     /// The workspace: the file tools' text layer over its filesystem.
     text: TextFs,
-    /// The local disk, where the spill store's references are.
+    /// The local disk, where the spill store's references are, and the
+    /// engine that greps them there.
     spill_fs: TextFs,
+    spill_backend: Arc<dyn SearchBackend>,
     policy: Option<ObservationPolicy>,
     /// The definitions, built once: they depend on the configuration only,
     /// and building them (texts, schemas) is a fixed cost per call.
@@ -87,6 +89,7 @@ impl Tools {
             defs: Arc::new(definitions::all(&config)),
             text: local(&config),
             spill_fs: local(&config),
+            spill_backend: Arc::new(crate::backend::NativeBackend::new()),
             config: Arc::new(config),
             backend,
             spill: None,
@@ -104,6 +107,13 @@ impl Tools {
     pub fn with_filesystem(mut self, fs: Arc<dyn DynFileSystem>) -> Tools {
         self.text = TextFs::new(fs).with_diff_basis_max_bytes(self.config.fs.diff_basis_max_bytes);
         self
+    }
+
+    /// Tools whose every call works on the workspace `fs`: the native engine
+    /// searches it and the file tools and the guard read and write it.
+    pub fn on_workspace<F: crate::fs::FileSystem>(config: Config, fs: Arc<F>) -> Tools {
+        let backend = Arc::new(crate::backend::NativeBackend::on(fs.clone()));
+        Tools::new(config, backend).with_filesystem(fs)
     }
 
     /// Keep the sessions' read observations in `sessions` (for example a
@@ -209,12 +219,29 @@ impl Tools {
             "grep" => "path",
             _ => return &self.text,
         };
-        let (Some(store), Some(owner)) = (&self.spill, ctx.session_id.as_deref()) else {
-            return &self.text;
-        };
         match args.get(arg).and_then(Value::as_str) {
-            Some(p) if store.is_reference(owner, Path::new(p)) => &self.spill_fs,
+            Some(p) if self.is_spill_reference(p, ctx) => &self.spill_fs,
             _ => &self.text,
+        }
+    }
+
+    /// Whether `path` names a text the spill store saved for this session.
+    fn is_spill_reference(&self, path: &str, ctx: &CallContext) -> bool {
+        match (&self.spill, ctx.session_id.as_deref()) {
+            (Some(store), Some(owner)) => store.is_reference(owner, Path::new(path)),
+            _ => false,
+        }
+    }
+
+    /// The engine a grep runs on: the local disk's for a spill reference
+    /// (when the backend is the native engine over another filesystem; the
+    /// rg backend is on the local disk already).
+    fn grep_backend(&self, path: Option<&str>, ctx: &CallContext) -> &dyn SearchBackend {
+        match path {
+            Some(p) if self.backend.name() == "native" && self.is_spill_reference(p, ctx) => {
+                &*self.spill_backend
+            }
+            _ => &*self.backend,
         }
     }
 
@@ -251,12 +278,12 @@ impl Tools {
             Err(e) => return ToolResult::error(e),
         };
         let cfg = &self.config.search;
-        let value = match self.under_deadline(ctx, |cancel| {
-            run_grep(&*self.backend, &args, ctx, cancel, cfg)
-        }) {
-            Ok(v) => v,
-            Err(e) => return ToolResult::error(e),
-        };
+        let backend = self.grep_backend(args.path.as_deref(), ctx);
+        let value =
+            match self.under_deadline(ctx, |cancel| run_grep(backend, &args, ctx, cancel, cfg)) {
+                Ok(v) => v,
+                Err(e) => return ToolResult::error(e),
+            };
         let spilled = if ctx.direct && render::grep_over_cap(&value, cfg) {
             self.save(
                 ctx,
