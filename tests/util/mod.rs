@@ -168,8 +168,8 @@ impl Report {
                     "rg backend",
                     rg::run_backend(&rgb as &dyn SearchBackend, &call, &cwd),
                 )];
-                for (way, native) in workspaces::natives(tree.root()) {
-                    actuals.push((way, rg::run_backend(&*native, &call, &cwd)));
+                for way in workspaces::ways(tree.root(), &cwd) {
+                    actuals.push((way.label, rg::run_backend(&*way.backend, &call, &cwd)));
                 }
                 (rg::run_rg(env, &call, &cwd), actuals)
             }
@@ -183,6 +183,10 @@ impl Report {
                     (
                         "cli native (uid 65534)",
                         rg::run_cli_nobody(env, "native", &call, &cwd),
+                    ),
+                    (
+                        "cli native --fs mem (loaded as uid 65534)",
+                        rg::run_cli_nobody_in_memory(env, tree.root(), &call, &cwd),
                     ),
                 ],
             ),

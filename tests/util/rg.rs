@@ -350,6 +350,17 @@ pub fn run_cli_nobody(env: &Env, backend: &str, call: &Call, cwd: &Path) -> Raw 
     run_process(&env.ctl.join("bin/dsh-search"), &args, cwd, As::Nobody)
 }
 
+/// `dsh-search --fs mem:<root> <glob|grep> --format raw` run as uid
+/// 65534: the tree is loaded into memory by that user, so the entries it
+/// cannot read carry the errors rg gets for them.
+pub fn run_cli_nobody_in_memory(env: &Env, root: &Path, call: &Call, cwd: &Path) -> Raw {
+    let mut fs = OsString::from("mem:");
+    fs.push(root);
+    let mut args = vec![OsString::from("--fs"), fs];
+    args.extend(call.cli_argv("native", cwd));
+    run_process(&env.ctl.join("bin/dsh-search"), &args, cwd, As::Nobody)
+}
+
 /// The real rg with at most `fds` open descriptors.
 pub fn run_rg_few_fds(env: &Env, call: &Call, cwd: &Path, fds: u32) -> Raw {
     let args: Vec<OsString> = call.rg_argv().into_iter().map(OsString::from).collect();

@@ -18,11 +18,12 @@ use dsh_search::config::Config;
 use dsh_search::outcome::{GlobResults, GrepResults, Outcome};
 use dsh_search::spill::{SpillRef, SpillSource, SpillStore};
 use dsh_search::tool::{CallContext, ToolResult, Tools};
-use dsh_search::{GlobRequest, GrepRequest, NativeBackend, RgBackend, SearchBackend};
+use dsh_search::{GlobRequest, GrepRequest, RgBackend, SearchBackend};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::rg::Call;
+use super::workspaces;
 
 /// A spill store whose locator is derived from what was saved (owner, tool,
 /// name and a digest of the content), so two results that spilled compare
@@ -132,23 +133,37 @@ impl SearchBackend for Memo {
     }
 }
 
-/// One configuration's tools on both backends.
+/// One configuration's tools on the rg backend and on the native engine
+/// over each filesystem ([`workspaces::ways`]).
 struct Pair {
     name: &'static str,
-    native: Tools,
+    natives: Vec<(&'static str, Tools)>,
     rg: Tools,
 }
 
 /// Fresh tools for one case (fresh memos).
-fn pairs() -> Vec<Pair> {
-    let native: Arc<dyn SearchBackend> = Memo::new(Arc::new(NativeBackend::new()));
+fn pairs(root: &Path, workdir: &Path) -> Vec<Pair> {
+    let natives: Vec<_> = workspaces::ways(root, workdir)
+        .into_iter()
+        .map(|w| {
+            let backend: Arc<dyn SearchBackend> = Memo::new(w.backend);
+            (w.label, backend, w.fs)
+        })
+        .collect();
     let rg: Arc<dyn SearchBackend> = Memo::new(Arc::new(RgBackend::default()));
     configs()
         .into_iter()
         .map(|(name, config)| Pair {
             name,
-            native: Tools::new(config.clone(), native.clone())
-                .with_spill_store(Arc::new(DigestStore)),
+            natives: natives
+                .iter()
+                .map(|(label, backend, fs)| {
+                    let tools = Tools::new(config.clone(), backend.clone())
+                        .with_filesystem(fs.clone())
+                        .with_spill_store(Arc::new(DigestStore));
+                    (*label, tools)
+                })
+                .collect(),
             rg: Tools::new(config, rg.clone()).with_spill_store(Arc::new(DigestStore)),
         })
         .collect()
@@ -199,44 +214,48 @@ pub fn check_case(
 ) {
     let (tool, args) = tool_args(call);
     let mut returned: Option<Value> = None;
-    let pairs = pairs();
+    let pairs = pairs(root, workdir);
     for pair in &pairs {
         for direct in [true, false] {
             let mut ctx = CallContext::new(workdir).session("parity");
             ctx.direct = direct;
-            let a = pair.native.call(tool, &args, &ctx);
             let b = pair.rg.call(tool, &args, &ctx);
-            *tally.entry("tool calls compared".into()).or_default() += 1;
-            // Which over-cap paths ran, so a run shows they were exercised.
-            for (needle, what) in [
-                ("stored at: /spill/", "spilled"),
-                ("could not be saved", "not saved (nested)"),
-                (" (line truncated)", "line truncated"),
-                ("(Omitted ", "inline cap"),
-            ] {
-                if a.content.contains(needle) {
-                    *tally.entry(what.into()).or_default() += 1;
+            for (way, native) in &pair.natives {
+                let a = native.call(tool, &args, &ctx);
+                *tally.entry("tool calls compared".into()).or_default() += 1;
+                // Which over-cap paths ran, so a run shows they were exercised.
+                for (needle, what) in [
+                    ("stored at: /spill/", "spilled"),
+                    ("could not be saved", "not saved (nested)"),
+                    (" (line truncated)", "line truncated"),
+                    ("(Omitted ", "inline cap"),
+                ] {
+                    if a.content.contains(needle) {
+                        *tally.entry(what.into()).or_default() += 1;
+                    }
                 }
-            }
-            if a != b {
-                failures.push(format!(
-                    "[tools {} {}] {label}\n  native: {}\n  rg:     {}\n",
-                    pair.name,
-                    if direct { "direct" } else { "nested" },
-                    show(&a),
-                    show(&b)
-                ));
-            }
-            if returned.is_none() {
-                returned = a.value.clone();
+                if a != b {
+                    failures.push(format!(
+                        "[tools {} {} {way}] {label}\n  native: {}\n  rg:     {}\n",
+                        pair.name,
+                        if direct { "direct" } else { "nested" },
+                        show(&a),
+                        show(&b)
+                    ));
+                }
+                if returned.is_none() {
+                    returned = a.value.clone();
+                }
             }
         }
     }
     if let Some(value) = returned {
         for path in returned_paths(&value) {
-            match check_read(&pairs[0].native, &path, root, workdir) {
-                Ok(kind) => *tally.entry(format!("read {}", kind.name())).or_default() += 1,
-                Err(f) => failures.push(format!("[read] {label}\n  {path:?}: {f}\n")),
+            for (way, native) in &pairs[0].natives {
+                match check_read(native, &path, root, workdir) {
+                    Ok(kind) => *tally.entry(format!("read {}", kind.name())).or_default() += 1,
+                    Err(f) => failures.push(format!("[read {way}] {label}\n  {path:?}: {f}\n")),
+                }
             }
         }
     }

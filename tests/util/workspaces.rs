@@ -1,39 +1,55 @@
 //! The filesystems every conformance case runs the native engine on
 //! (`docs/contract.md` §10): the local disk through its fast path and
 //! through the portable path, an in-memory copy of the tree, and the tree
-//! through an overlay with an empty upper layer. Each must equal rg on the
-//! tree on disk.
+//! through an overlay with an empty upper layer (in memory). Each must
+//! equal rg on the tree on disk, at the raw level and at the tool level.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::path::Path;
+use std::sync::Arc;
 
-use dsh_search::fs::{LocalFs, OverlayFs};
-use dsh_search::{NativeBackend, SearchBackend};
+use dsh_search::fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs};
+use dsh_search::NativeBackend;
 
-/// An empty directory, the upper layer of the overlays on disk.
-fn empty_upper() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("dsh-conf-upper-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("the overlay's upper directory");
-        dir
-    })
+/// One way to hold the tree: a label, the native engine over it, and the
+/// same filesystem for the file tools.
+pub struct Way {
+    pub label: &'static str,
+    pub backend: Arc<NativeBackendDyn>,
+    pub fs: Arc<dyn DynFileSystem>,
 }
 
-/// The native engine on each filesystem, labelled, for the tree at `root`.
-pub fn natives(root: &Path) -> Vec<(&'static str, Arc<dyn SearchBackend>)> {
+/// The native engine over any of the filesystems, as a trait object.
+pub type NativeBackendDyn = dyn dsh_search::SearchBackend;
+
+fn way<F: FileSystem>(label: &'static str, fs: Arc<F>) -> Way {
+    Way {
+        label,
+        backend: Arc::new(NativeBackend::on(fs.clone())),
+        fs,
+    }
+}
+
+/// The tree at `root` loaded into memory, with the global excludes file
+/// the disk's rg sees from `cwd` (the test's controlled home).
+pub fn in_memory(root: &Path, cwd: &Path) -> MemFs {
+    let mem = MemFs::load(root).expect("the tree loads into memory");
+    match LocalFs::new().git_global_excludes(cwd) {
+        Some((path, bytes)) => mem.with_git_global_excludes(path, bytes),
+        None => mem,
+    }
+}
+
+/// The native engine on each filesystem, for the tree at `root` searched
+/// from `cwd`.
+pub fn ways(root: &Path, cwd: &Path) -> Vec<Way> {
     let disk = Arc::new(LocalFs::new());
-    let overlay = OverlayFs::new(disk.clone(), root, disk.clone(), empty_upper())
+    let mem = Arc::new(in_memory(root, cwd));
+    let overlay = OverlayFs::new(disk.clone(), root, Arc::new(MemFs::new()), root)
         .expect("an overlay over the tree");
     vec![
-        ("native", Arc::new(NativeBackend::on(disk))),
-        (
-            "native (portable)",
-            Arc::new(NativeBackend::on(Arc::new(LocalFs::new().portable()))),
-        ),
-        (
-            "native (empty overlay)",
-            Arc::new(NativeBackend::on(Arc::new(overlay))),
-        ),
+        way("native", disk),
+        way("native (portable)", Arc::new(LocalFs::new().portable())),
+        way("native (in memory)", mem),
+        way("native (empty overlay)", Arc::new(overlay)),
     ]
 }
