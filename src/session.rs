@@ -7,10 +7,21 @@
 //! state directory outside the workspace, updated under an exclusive `flock`
 //! and replaced atomically, so that `read` then `edit` as two commands
 //! behave like two calls of one session.
+//!
+//! # Platform behavior
+//!
+//! On Unix the state directory is created 0700, its files 0600, and the
+//! lock is an exclusive `flock` on `<session>.lock`. On Windows the
+//! directory and files get the default permissions (the ACL inherited from
+//! the parent directory; the default state directory is under the user's
+//! profile), and the lock is the lock file held open without sharing: a
+//! second process retries until the first closes it, which the system does
+//! for a process that dies.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::OpenOptions;
+use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
+#[cfg(unix)]
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -64,8 +75,9 @@ impl Sessions {
         }
     }
 
-    /// States persisted in `dir` (created 0700 when needed), one file per
-    /// session, shared by every process that uses the same directory.
+    /// States persisted in `dir` (created 0700 on Unix when needed), one
+    /// file per session, shared by every process that uses the same
+    /// directory.
     pub fn persistent(dir: impl Into<PathBuf>) -> Sessions {
         Sessions {
             memory: Mutex::new(HashMap::new()),
@@ -75,6 +87,11 @@ impl Sessions {
 
     /// The default state directory: `$DSH_SEARCH_STATE_DIR`, else
     /// `$XDG_STATE_HOME/dsh-search`, else `$HOME/.local/state/dsh-search`.
+    ///
+    /// # Platform behavior
+    ///
+    /// On Windows, where `HOME` is usually unset, `%LOCALAPPDATA%\dsh-search`
+    /// comes last.
     pub fn default_state_dir() -> Option<PathBuf> {
         let env = |k: &str| {
             std::env::var_os(k)
@@ -87,7 +104,14 @@ impl Sessions {
         if let Some(dir) = env("XDG_STATE_HOME").filter(|d| d.is_absolute()) {
             return Some(dir.join("dsh-search"));
         }
-        env("HOME").map(|h| h.join(".local/state/dsh-search"))
+        if let Some(home) = env("HOME") {
+            return Some(home.join(".local/state/dsh-search"));
+        }
+        #[cfg(windows)]
+        if let Some(dir) = env("LOCALAPPDATA") {
+            return Some(dir.join("dsh-search"));
+        }
+        None
     }
 
     /// The persistent store's directory, if any.
@@ -105,19 +129,13 @@ impl Sessions {
             return Ok(f(memory.entry(id.to_string()).or_default()));
         };
         let sessions = dir.join("sessions");
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&sessions)?;
+        let mut builder = DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        builder.mode(0o700);
+        builder.create(&sessions)?;
         let name = file_stem(id);
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(sessions.join(format!("{name}.lock")))?;
-        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)?;
+        let _lock = lock(&sessions.join(format!("{name}.lock")))?;
         let path = sessions.join(format!("{name}.json"));
         let mut state = match std::fs::read(&path) {
             Ok(bytes) => serde_json::from_slice::<StateFile>(&bytes)
@@ -158,15 +176,58 @@ fn file_stem(id: &str) -> String {
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Wait for the exclusive lock of the session whose lock file is `path`;
+/// it is held until the returned file is dropped.
+///
+/// # Platform behavior
+///
+/// On Unix, an exclusive `flock` on the file (created 0600). On Windows,
+/// the file opened with no sharing at all: while one process holds it
+/// open, another's open fails with a sharing violation, and it retries
+/// every `LOCK_RETRY`.
+fn lock(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        let file = options.mode(0o600).open(path)?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+        Ok(file)
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt as _;
+        // See: https://learn.microsoft.com/windows/win32/debug/system-error-codes--0-499-
+        const ERROR_SHARING_VIOLATION: i32 = 32;
+        options.share_mode(0);
+        loop {
+            match options.open(path) {
+                Err(e) if e.raw_os_error() == Some(ERROR_SHARING_VIOLATION) => {
+                    std::thread::sleep(LOCK_RETRY);
+                }
+                other => return other,
+            }
+        }
+    }
+    #[cfg(not(any(unix, windows)))]
+    {
+        // No file lock here: the store is safe for one process only.
+        options.open(path)
+    }
+}
+
+/// How long a Windows process waits before it tries a held lock again.
+#[cfg(windows)]
+const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(5);
+
 fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = dir.join(format!(".{}.tmp", std::process::id()));
     let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
+        let mut options = OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        options.mode(0o600);
+        let mut file = options.open(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::rename(&tmp, path)

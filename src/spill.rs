@@ -13,9 +13,17 @@
 //! a `read` of one on the local disk instead of the workspace's filesystem.
 //! Only the calling session's own references qualify: the store is not a
 //! window onto the rest of the disk.
+//!
+//! # Platform behavior
+//!
+//! On Unix the store's directories are created 0700 and its files 0600, so
+//! only the owner can read a spilled result. On Windows they get the
+//! default permissions, the ACL inherited from the parent directory (the
+//! default root is in the user's temp directory, under the user's profile).
 
 use std::fs::{DirBuilder, OpenOptions};
 use std::io::{self, Write};
+#[cfg(unix)]
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -72,7 +80,7 @@ pub trait SpillStore: Send + Sync {
 
 /// A spill store in a local directory:
 /// `<root>/session-<first 12 hex of sha256(owner)>/<12 random hex>-<encoded name>`,
-/// directories 0700, files 0600 created exclusively.
+/// directories 0700, files 0600 (on Unix) created exclusively.
 #[derive(Clone, Debug, Default)]
 pub struct LocalSpillStore {
     root: Option<PathBuf>,
@@ -116,14 +124,14 @@ impl SpillStore for LocalSpillStore {
         content: &str,
     ) -> io::Result<SpillRef> {
         let dir = self.root()?.join(session_dir(owner));
-        DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
+        private_dirs(true).create(&dir)?;
         let name = format!("{}-{}", random_hex(6)?, encode_segment(suggested_name));
         let path = dir.join(name);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        options.mode(0o600);
+        let mut file = options.open(&path)?;
         file.write_all(content.as_bytes())?;
         file.sync_all()?;
         Ok(SpillRef {
@@ -194,14 +202,24 @@ fn private_root() -> io::Result<PathBuf> {
 }
 
 fn create_private_dir(parent: &Path) -> io::Result<PathBuf> {
+    let builder = private_dirs(false);
     loop {
         let dir = parent.join(format!("dsh-spill-{}", random_hex(6)?));
-        match DirBuilder::new().mode(0o700).create(&dir) {
+        match builder.create(&dir) {
             Ok(()) => return Ok(dir),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Creates the store's directories: 0700 on Unix, the defaults elsewhere.
+fn private_dirs(recursive: bool) -> DirBuilder {
+    let mut builder = DirBuilder::new();
+    builder.recursive(recursive);
+    #[cfg(unix)]
+    builder.mode(0o700);
+    builder
 }
 
 /// The first at most `max` bytes of `s`, cut on a character boundary.
@@ -273,6 +291,7 @@ pub fn apply_inline_cap(
 
 #[cfg(test)]
 mod tests {
+    #[cfg(unix)]
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
@@ -320,9 +339,12 @@ mod tests {
         assert!(name.ends_with("-glob-results.txt"));
         let dir = p.parent().unwrap();
         assert_eq!(dir, tmp.path().join("spill").join(session_dir("s1")));
-        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(dir), 0o700);
-        assert_eq!(mode(p), 0o600);
+        #[cfg(unix)]
+        {
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(dir), 0o700);
+            assert_eq!(mode(p), 0o600);
+        }
         // Traversal-shaped names stay inside the session directory.
         let c = store.save_text("s1", &src, "../../x", "t").unwrap();
         assert_eq!(Path::new(&c.locator).parent().unwrap(), dir);
@@ -372,10 +394,15 @@ mod tests {
         let root = Path::new(&r.locator).parent().unwrap().parent().unwrap();
         let base = root.file_name().unwrap().to_str().unwrap();
         assert!(base.starts_with("dsh-spill-"), "{base}");
-        let mode = std::fs::metadata(root).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o700);
+        #[cfg(unix)]
+        assert_eq!(
+            std::fs::metadata(root).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
     }
 
+    /// `/proc` takes no new directories, even from root.
+    #[cfg(target_os = "linux")]
     #[test]
     fn unwritable_root_fails_the_save() {
         let store = LocalSpillStore::new(Some("/proc/dsh-spill-nope".into())).unwrap();

@@ -17,8 +17,6 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-
 use crate::backend::BackendKind;
 use crate::cancel::CancelToken;
 
@@ -58,9 +56,9 @@ pub struct Common {
     /// view; `changes` lists what it holds.
     #[arg(long, global = true, value_name = "DIR")]
     pub overlay: Option<PathBuf>,
-    /// Set by SIGINT, SIGTERM or SIGHUP: the running call stops (an rg
-    /// child included, which lives in its own process group and would not
-    /// get the terminal's signal).
+    /// Set by SIGINT, SIGTERM or SIGHUP (Ctrl-C or Ctrl-Break on Windows):
+    /// the running call stops (an rg child included, which lives in its own
+    /// process group and would not get the terminal's signal).
     #[arg(skip)]
     pub cancel: CancelToken,
 }
@@ -214,11 +212,7 @@ impl Common {
 /// Parse the process's arguments and run; returns the process exit code.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    for signal in [SIGINT, SIGTERM, SIGHUP] {
-        // Without the handler the default action ends the process, which is
-        // also fine; a failed registration loses nothing else.
-        let _ = signal_hook::flag::register(signal, cli.common.cancel.flag());
-    }
+    cancel_on_signals(&cli.common.cancel);
     let code = match &cli.command {
         Command::Glob(a) if a.format == Format::Raw => raw::glob(&cli.common, a),
         Command::Grep(a) if a.format == Format::Raw => raw::grep(&cli.common, a),
@@ -233,6 +227,33 @@ pub fn run() -> ExitCode {
         Command::Changes(a) => changes::run(&cli.common, a),
     };
     ExitCode::from(code)
+}
+
+/// Make the signals that ask a process to stop cancel the running call
+/// instead: it ends with the aborted error, and an rg child is stopped.
+///
+/// # Platform behavior
+///
+/// On Unix, SIGINT, SIGTERM and SIGHUP. On Windows, Ctrl-C and Ctrl-Break
+/// in the console (the C runtime's SIGINT and SIGBREAK): Windows sends no
+/// SIGTERM or SIGHUP, and a closed console or a killed process ends the
+/// call without a result.
+fn cancel_on_signals(cancel: &CancelToken) {
+    #[cfg(unix)]
+    let signals = {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        [SIGINT, SIGTERM, SIGHUP]
+    };
+    #[cfg(windows)]
+    let signals = {
+        use signal_hook::consts::{SIGBREAK, SIGINT};
+        [SIGINT, SIGBREAK]
+    };
+    for signal in signals {
+        // Without the handler the default action ends the process, which is
+        // also fine; a failed registration loses nothing else.
+        let _ = signal_hook::flag::register(signal, cancel.flag());
+    }
 }
 
 /// Print a CLI-level failure (not a tool result) and return exit status 2.

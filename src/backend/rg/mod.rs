@@ -11,6 +11,15 @@
 //! details, `seed-reference.md` §2.1), and the events before that line. Runs
 //! that exited 1 or 2 keep their exit status: the failure ladder never reads
 //! stdout for them (§2.4 steps 7 and 9).
+//!
+//! # Platform behavior
+//!
+//! On Unix, a stopped rg (cancellation, timeout, raw budget) gets SIGTERM
+//! in its own process group and SIGKILL after [`RgConfig::grace`]. On
+//! Windows it is killed at once, alone: there is no process group to
+//! signal, so the grace period is not used, and a process rg started would
+//! outlive it (rg starts none for these invocations). The binary on `PATH`
+//! is `rg` on Unix (with an execute bit) and `rg.exe` on Windows.
 
 mod command;
 mod json;
@@ -30,7 +39,7 @@ pub use command::{glob_args, grep_args, RgCommand};
 pub const RG_ENV: &str = "DSH_SEARCH_RG";
 
 /// The default wait between SIGTERM and SIGKILL (`graceMs`,
-/// `seed-reference.md` §9.1).
+/// `seed-reference.md` §9.1). Unix only: Windows kills at once.
 pub const DEFAULT_GRACE: Duration = Duration::from_millis(3000);
 
 /// How an [`RgBackend`] finds and stops rg.
@@ -38,8 +47,8 @@ pub const DEFAULT_GRACE: Duration = Duration::from_millis(3000);
 pub struct RgConfig {
     /// The rg binary. By default, `None`: [`RG_ENV`], then `PATH`.
     pub path: Option<PathBuf>,
-    /// Wait between SIGTERM and SIGKILL when a call is stopped. By default,
-    /// [`DEFAULT_GRACE`].
+    /// Wait between SIGTERM and SIGKILL when a call is stopped (Unix; on
+    /// Windows rg is killed at once). By default, [`DEFAULT_GRACE`].
     pub grace: Duration,
 }
 
@@ -78,9 +87,10 @@ impl RgBackend {
     }
 
     /// The rg binary a call would run: the configured path, else
-    /// [`RG_ENV`] when set and non-empty, else the first executable `rg` on
-    /// `PATH`. A relative path is made absolute against the process's
-    /// current directory, since rg itself runs in the request's workdir.
+    /// [`RG_ENV`] when set and non-empty, else the first executable `rg`
+    /// (`rg.exe` on Windows) on `PATH`. A relative path is made absolute
+    /// against the process's current directory, since rg itself runs in the
+    /// request's workdir.
     pub fn locate(&self) -> Result<PathBuf, String> {
         let found = match (&self.config.path, std::env::var_os(RG_ENV)) {
             (Some(path), _) => path.clone(),
@@ -116,15 +126,30 @@ impl RgBackend {
 }
 
 fn find_on_path() -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt as _;
     let path = std::env::var_os("PATH")?;
+    let name = format!("rg{}", std::env::consts::EXE_SUFFIX);
     std::env::split_paths(&path)
         .filter(|dir| !dir.as_os_str().is_empty())
-        .map(|dir| dir.join("rg"))
-        .find(|candidate| {
-            std::fs::metadata(candidate)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+        .map(|dir| dir.join(&name))
+        .find(|candidate| std::fs::metadata(candidate).is_ok_and(|m| is_executable(&m)))
+}
+
+/// Whether a `PATH` entry can be run.
+///
+/// # Platform behavior
+///
+/// On Unix, a regular file with an execute bit. Elsewhere, any regular
+/// file: Windows decides by the name's extension, which the caller chose.
+fn is_executable(meta: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
 }
 
 fn launch_failed<T: Default>(reason: String) -> Outcome<T> {

@@ -14,16 +14,32 @@
 //! A normal exit waits for both pipes to close: rg starts no processes of
 //! its own (`--no-config` keeps `--pre` out), so its exit closes them. A
 //! stop kills the whole process group, so nothing can hold them open.
+//!
+//! # Platform behavior
+//!
+//! On Unix, rg leads a process group of its own: the terminal's signals
+//! do not reach it, and a stop sends SIGTERM to the group, then SIGKILL
+//! after the grace period (`graceMs`). A death by signal is reported with
+//! the signal's name.
+//!
+//! On Windows there is no group to kill and no SIGTERM: a stop kills rg
+//! alone, at once, and the grace period is not used. A process rg started
+//! would survive that, but rg starts none for these invocations, so the
+//! pipes still close when it dies. Every exit has a code there, so a run
+//! is never reported as signaled. See [`isolate`], [`stop`] and
+//! [`exit_status`].
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
-use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(unix)]
+use std::time::Instant;
 
+#[cfg(unix)]
 use rustix::process::{kill_process_group, Pid, Signal};
 
 use super::command::RgCommand;
@@ -64,8 +80,8 @@ enum Stop {
 }
 
 /// Run `cmd` to completion, or until `cancel` is set or stdout exceeds
-/// `budget` bytes; then SIGTERM the process group and SIGKILL it after
-/// `grace`. The child is always reaped before this returns.
+/// `budget` bytes; then [`stop`] it (SIGTERM to its process group, SIGKILL
+/// after `grace`, on Unix). The child is always reaped before this returns.
 pub(crate) fn run(
     cmd: &RgCommand,
     cancel: &CancelToken,
@@ -146,8 +162,8 @@ fn spawn(cmd: &RgCommand) -> Result<Child, String> {
         .envs(scrubbed_env(std::env::vars_os()))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
+    isolate(&mut command);
     command.spawn().map_err(|e| {
         // std reports a missing cwd and a missing binary with the same
         // ENOENT; name the likelier culprit.
@@ -215,8 +231,57 @@ fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
     })
 }
 
-/// SIGTERM the process group, wait up to `grace`, then SIGKILL it; reap.
+/// Keep rg out of the signals meant for us: it only stops when [`stop`]
+/// stops it.
+///
+/// # Platform behavior
+///
+/// On Unix, a process group of its own (terminal signals go to the
+/// foreground group, ours). On Windows, a new console process group
+/// (`CREATE_NEW_PROCESS_GROUP`), which has Ctrl-C disabled; a console's
+/// Ctrl-Break still reaches it. Elsewhere, nothing.
+fn isolate(command: &mut Command) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt as _;
+        command.process_group(0);
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::process::CommandExt as _;
+        // See: https://learn.microsoft.com/windows/win32/procthread/process-creation-flags
+        const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+        command.creation_flags(CREATE_NEW_PROCESS_GROUP);
+    }
+    #[cfg(not(any(unix, windows)))]
+    let _ = command;
+}
+
+/// Stop rg and reap it.
+///
+/// # Platform behavior
+///
+/// On Unix: SIGTERM to the process group, wait up to `grace`, then SIGKILL
+/// the group. Elsewhere: kill the child at once (`Child::kill`, which is
+/// `TerminateProcess` on Windows); `grace` is not used and nothing but rg
+/// itself is killed.
 fn stop(child: &mut Child, grace: Duration) -> std::io::Result<ExitStatus> {
+    #[cfg(unix)]
+    {
+        stop_group(child, grace)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = grace;
+        // An error means rg is already gone; wait reaps it either way.
+        let _ = child.kill();
+        child.wait()
+    }
+}
+
+/// SIGTERM the process group, wait up to `grace`, then SIGKILL it; reap.
+#[cfg(unix)]
+fn stop_group(child: &mut Child, grace: Duration) -> std::io::Result<ExitStatus> {
     let pid = Pid::from_child(child);
     // ESRCH (already gone) is fine: try_wait below reaps it.
     let _ = kill_process_group(pid, Signal::TERM);
@@ -249,15 +314,35 @@ fn cut_to_budget(stdout: &mut Vec<u8>, budget: Option<u64>) {
     stdout.truncate(keep);
 }
 
+/// rg's exit code, or the signal it died of.
+///
+/// # Platform behavior
+///
+/// Only Unix has deaths without a code; elsewhere (Windows) every status
+/// has one, a kill included (`TerminateProcess` gives exit code 1).
 fn exit_status(status: ExitStatus) -> Status {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => Status::Exited(code),
-        (None, Some(sig)) => Status::Signaled(signal_name(sig).map(str::to_string)),
-        (None, None) => Status::Signaled(None),
+    match status.code() {
+        Some(code) => Status::Exited(code),
+        None => Status::Signaled(death_signal(status).map(str::to_string)),
+    }
+}
+
+/// The name of the signal that ended `status`, when it is one rg can die of.
+fn death_signal(status: ExitStatus) -> Option<&'static str> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt as _;
+        status.signal().and_then(signal_name)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = status;
+        None
     }
 }
 
 /// The conventional name of a signal number, for the ones rg can die of.
+#[cfg(unix)]
 fn signal_name(raw: i32) -> Option<&'static str> {
     [
         (Signal::HUP, "SIGHUP"),
@@ -359,6 +444,7 @@ mod tests {
         assert_eq!(v, b"ab\ncd\n");
     }
 
+    #[cfg(unix)]
     #[test]
     fn signal_names() {
         assert_eq!(signal_name(Signal::KILL.as_raw()), Some("SIGKILL"));
