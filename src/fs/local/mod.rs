@@ -7,8 +7,8 @@
 //! target and published atomically: a rename for create-or-replace, a hard
 //! link (which never replaces) for create-if-absent.
 
+#[cfg(unix)]
 mod fifo;
-
 mod os;
 
 pub(crate) use os::{from_std, kind_of_std};
@@ -17,6 +17,7 @@ pub use os::{LocalDir, LocalFile};
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+#[cfg(unix)]
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
@@ -113,9 +114,7 @@ pub(super) fn write_bytes(
     if cancel.is_cancelled() {
         return Err(WriteError::Cancelled);
     }
-    let mode = old
-        .as_ref()
-        .map_or(0o600, |m| m.permissions().mode() & 0o7777);
+    let mode = old.as_ref().map_or(0o600, |m| os::from_std(m).mode);
     let publish = match guard {
         WriteGuard::CreateIfAbsent => Publish::Link,
         _ => Publish::Rename,
@@ -161,18 +160,24 @@ fn stage_and_publish(
     let dir = path.parent().unwrap_or(Path::new("/"));
     let staging = Staging::create(dir).map_err(PublishError::Io)?;
     let tmp = staging.dir.join("content");
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(PublishError::Io)?;
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    options.mode(0o600);
+    let mut file = options.open(&tmp).map_err(PublishError::Io)?;
     file.write_all(bytes).map_err(PublishError::Io)?;
+    #[cfg(unix)]
     if mode != 0o600 {
         // The open's mode passed through the umask; set the kept mode
         // exactly.
         file.set_permissions(std::fs::Permissions::from_mode(mode))
             .map_err(PublishError::Io)?;
+    }
+    #[cfg(not(unix))]
+    if mode & 0o222 == 0 {
+        let mut p = file.metadata().map_err(PublishError::Io)?.permissions();
+        p.set_readonly(true);
+        file.set_permissions(p).map_err(PublishError::Io)?;
     }
     file.sync_all().map_err(PublishError::Io)?;
     drop(file);
@@ -199,7 +204,10 @@ impl Staging {
         let hex: String = rnd.iter().map(|b| format!("{b:02x}")).collect();
         let name = format!("{STAGING_PREFIX}{}.{hex}", std::process::id());
         let dir = parent.join(name);
+        #[cfg(unix)]
         std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        #[cfg(not(unix))]
+        std::fs::DirBuilder::new().create(&dir)?;
         Ok(Staging { dir })
     }
 }
@@ -233,6 +241,14 @@ fn sweep_dead_staging(dir: &Path) {
     }
 }
 
+/// Without a way to probe a process on this platform, every writer is
+/// taken to be alive: another process's leftovers stay.
+#[cfg(not(unix))]
+fn process_alive(_pid: i32) -> bool {
+    true
+}
+
+#[cfg(unix)]
 fn process_alive(pid: i32) -> bool {
     match rustix::process::Pid::from_raw(pid) {
         // EPERM: it exists but is someone else's.
@@ -280,22 +296,23 @@ impl Drop for TargetLock<'_> {
 }
 
 /// Take an exclusive `flock` on the lock file of `key` in `dir`; it is
-/// released when the returned file is closed.
+/// released when the returned file is closed. Elsewhere than on Unix the
+/// file is only created: locks are in-process there.
 fn file_lock(dir: &Path, key: &Path) -> io::Result<File> {
     use sha2::Digest;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    builder.mode(0o700);
+    builder.create(dir)?;
     let digest = sha2::Sha256::digest(key.as_os_str().as_encoded_bytes());
     let name: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(dir.join(format!("{name}.lock")))?;
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    options.mode(0o600);
+    let file = options.open(dir.join(format!("{name}.lock")))?;
+    #[cfg(unix)]
     rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
     Ok(file)
 }
