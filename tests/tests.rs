@@ -53,3 +53,7 @@ mod overlay_cli;
 // The native engine called from many threads and from other rayon pools at
 // once, against rg's answers.
 mod concurrency;
+
+// An agent session on every kind of workspace (disk, in memory, overlays),
+// the guard's hints from the workspace, a tree changed during searches.
+mod workspaces;
