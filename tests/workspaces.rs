@@ -39,15 +39,22 @@ fn tree() -> (tempfile::TempDir, PathBuf) {
     (td, root)
 }
 
+/// The changes an overlay holds, listed.
+type Changes = Box<dyn Fn() -> Vec<(ChangeKind, PathBuf)>>;
+/// Adds a directory to the workspace only.
+type AddDir = Box<dyn Fn(&Path)>;
+/// What one call gave: text, error code, value.
+type Seen = (String, Option<String>, Option<Value>);
+
 /// A kind of workspace over the tree at `root`, with what it lets the test
 /// check afterwards.
 struct Workspace {
     tools: Tools,
     /// The changes an overlay holds, when it is one.
-    changes: Option<Box<dyn Fn() -> Vec<(ChangeKind, PathBuf)>>>,
+    changes: Option<Changes>,
     /// Adds a directory to the workspace only (not to the disk), when the
     /// workspace can: the guard's hints must name it.
-    add_dir: Option<Box<dyn Fn(&Path)>>,
+    add_dir: Option<AddDir>,
 }
 
 fn tools_on<F: FileSystem>(fs: Arc<F>, spill: &Path) -> Tools {
@@ -59,9 +66,7 @@ fn tools_on<F: FileSystem>(fs: Arc<F>, spill: &Path) -> Tools {
         .with_guard(Arc::new(Guard::new(config.guard.clone())))
 }
 
-fn overlay_changes<L: FileSystem, U: FileSystem>(
-    fs: Arc<OverlayFs<L, U>>,
-) -> Box<dyn Fn() -> Vec<(ChangeKind, PathBuf)>> {
+fn overlay_changes<L: FileSystem, U: FileSystem>(fs: Arc<OverlayFs<L, U>>) -> Changes {
     Box::new(move || {
         fs.changes()
             .unwrap()
@@ -150,7 +155,7 @@ fn workspaces() -> Vec<(&'static str, Make, bool)> {
 /// error code, the value (with the absolute paths that differ between
 /// runs, the tree's and the spill root's, replaced; the version tokens,
 /// which name inodes, masked).
-fn seen(r: &ToolResult, root: &Path, spill: &Path) -> (String, Option<String>, Option<Value>) {
+fn seen(r: &ToolResult, root: &Path, spill: &Path) -> Seen {
     let mask = |s: &str| {
         let s = s
             .replace(spill.to_str().unwrap(), "<spill>")
@@ -180,11 +185,7 @@ fn seen(r: &ToolResult, root: &Path, spill: &Path) -> (String, Option<String>, O
 }
 
 /// The session: every step's result, and the spill reference it read.
-fn session(
-    ws: &Workspace,
-    root: &Path,
-    spill: &Path,
-) -> Vec<(String, (String, Option<String>, Option<Value>))> {
+fn session(ws: &Workspace, root: &Path, spill: &Path) -> Vec<(String, Seen)> {
     let ctx = CallContext::new(root).session("agent");
     let t = &ws.tools;
     let mut steps = Vec::new();
@@ -261,7 +262,7 @@ fn session(
 
 #[test]
 fn agent_session_is_the_same_on_every_workspace() {
-    let mut reference: Option<Vec<(String, (String, Option<String>, Option<Value>))>> = None;
+    let mut reference: Option<Vec<(String, Seen)>> = None;
     for (name, make, writes_through) in workspaces() {
         let (_td, root) = tree();
         let spill = tempfile::tempdir().unwrap();
