@@ -367,10 +367,10 @@ fn in_memory_tree_changed_during_searches() {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let dir = root.join(format!("churn/d{}", i % 7));
                 mem.create_dir_all(&dir).unwrap();
-                mem.write_file(&dir.join(format!("f{i}.txt")), b"needle\n")
+                mem.write_file(dir.join(format!("f{i}.txt")), b"needle\n")
                     .unwrap();
                 if i % 3 == 0 {
-                    let _ = mem.remove(&root.join(format!("churn/d{}", (i + 3) % 7)));
+                    let _ = mem.remove(root.join(format!("churn/d{}", (i + 3) % 7)));
                 }
                 i += 1;
             }
@@ -379,15 +379,15 @@ fn in_memory_tree_changed_during_searches() {
     for _ in 0..200 {
         let o = engine.grep(&GrepRequest::new("needle", &root));
         assert!(
-            matches!(o.status, dsh_search::Status::Exited(0 | 1 | 2)),
+            matches!(o.status, dsh_search::Status::Exited(0..=2)),
             "{:?}",
             o.status
         );
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
-    let _ = mem.remove(&root.join("churn"));
-    mem.write_file(&root.join("churn/last.txt"), b"needle\n")
+    let _ = mem.remove(root.join("churn"));
+    mem.write_file(root.join("churn/last.txt"), b"needle\n")
         .unwrap();
     let o = engine.grep(&GrepRequest::new("needle", &root));
     let paths: Vec<_> = o.results.matches().map(|m| m.path.to_vec()).collect();
