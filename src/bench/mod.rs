@@ -11,8 +11,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use crate::backend::{make_backend, BackendKind, SearchBackend};
 use crate::config::Config;
+use crate::fs::{FileSystem, LocalFs, MemFs, OverlayFs};
 use crate::request::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
 use crate::tool::{CallContext, Tools};
 use workload::{Call, Workload};
@@ -34,6 +37,110 @@ impl Level {
             Level::Raw => "raw",
         }
     }
+}
+
+/// The filesystem the native engine searches a tree through; rg always
+/// searches the tree on the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Workspace {
+    /// The local disk's fast path.
+    Disk,
+    /// The local disk through the portable `std::fs` path.
+    Portable,
+    /// A copy of the tree in memory, loaded once before timing.
+    Memory,
+    /// The tree through an overlay whose upper layer (in memory) is empty.
+    Overlay,
+}
+
+impl Workspace {
+    /// `disk`, `portable`, `mem` or `overlay`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workspace::Disk => "disk",
+            Workspace::Portable => "portable",
+            Workspace::Memory => "mem",
+            Workspace::Overlay => "overlay",
+        }
+    }
+
+    /// The workspace named `s`.
+    pub fn parse(s: &str) -> Option<Workspace> {
+        [
+            Workspace::Disk,
+            Workspace::Portable,
+            Workspace::Memory,
+            Workspace::Overlay,
+        ]
+        .into_iter()
+        .find(|w| w.name() == s)
+    }
+
+    /// The native tools over `tree` in this workspace, and what loading it
+    /// cost (the in-memory copy: time, and the growth of the process's
+    /// resident memory against the bytes of the tree's files).
+    pub fn tools(self, tree: &Path) -> std::io::Result<(Tools, Option<String>)> {
+        fn on<F: FileSystem>(fs: Arc<F>) -> Tools {
+            Tools::on_workspace(Config::default(), fs)
+        }
+        let disk = Arc::new(LocalFs::new());
+        Ok(match self {
+            Workspace::Disk => (on(disk), None),
+            Workspace::Portable => (on(Arc::new(LocalFs::new().portable())), None),
+            Workspace::Memory => {
+                let before = resident_bytes();
+                let started = Instant::now();
+                let mut mem = MemFs::load(tree)?;
+                let took = started.elapsed();
+                if let Some((path, bytes)) = disk.git_global_excludes(tree) {
+                    mem = mem.with_git_global_excludes(path, bytes);
+                }
+                let grown = resident_bytes().saturating_sub(before);
+                let files = file_bytes(tree);
+                let note = format!(
+                    "loaded in {}; resident memory grew by {:.1} MB for {:.1} MB of files ({:.3}x)",
+                    report::human(took),
+                    grown as f64 / 1_048_576.0,
+                    files as f64 / 1_048_576.0,
+                    grown as f64 / files.max(1) as f64
+                );
+                (on(Arc::new(mem)), Some(note))
+            }
+            Workspace::Overlay => {
+                let fs = OverlayFs::new(disk, tree, Arc::new(MemFs::new()), tree)?;
+                (on(Arc::new(fs)), None)
+            }
+        })
+    }
+}
+
+/// The process's resident memory (Linux `VmRSS`; 0 elsewhere).
+fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// The bytes of the regular files below `tree`.
+fn file_bytes(tree: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![tree.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                Ok(t) if t.is_file() => total += e.metadata().map_or(0, |m| m.len()),
+                _ => {}
+            }
+        }
+    }
+    total
 }
 
 /// One measured row.
@@ -75,15 +182,17 @@ pub struct Options {
     pub only: Vec<String>,
     /// Levels to measure.
     pub levels: Vec<Level>,
+    /// The workspaces the native engine searches each tree through.
+    pub workspaces: Vec<Workspace>,
 }
 
 /// Run every workload on every tree; rows in order.
 pub fn run(
     opts: &Options,
     progress: &mut dyn FnMut(&str, usize, usize),
-) -> std::io::Result<Vec<Row>> {
-    let native = Tools::new(Config::default(), make_backend(BackendKind::Native));
+) -> std::io::Result<(Vec<Row>, Vec<String>)> {
     let rg = Tools::new(Config::default(), make_backend(BackendKind::Rg));
+    let mut loads = Vec::new();
     let tiny = opts.corpus_dir.join("small");
     corpus::generate(&tiny, corpus::Tier::Small, 1)?;
     let mut trees: Vec<(PathBuf, String, bool)> = opts
@@ -115,20 +224,45 @@ pub fn run(
             } else {
                 label.clone()
             };
-            for level in &opts.levels {
-                jobs.push((w.clone(), label.clone(), *level));
+            for ws in &opts.workspaces {
+                for level in &opts.levels {
+                    jobs.push((w.clone(), label.clone(), *ws, *level));
+                }
             }
         }
     }
+    // Grouped by tree and workspace (stable: workloads keep their order),
+    // so that each in-memory copy is loaded once.
+    jobs.sort_by_key(|(w, _, ws, _)| (w.tree.clone(), *ws));
     let total = jobs.len() * opts.iterations;
     let mut done = 0;
     let mut rows = Vec::new();
-    for (w, label, level) in jobs {
+    // One workspace at a time: an in-memory copy is loaded once per tree.
+    let mut current: Option<(PathBuf, Workspace, Tools)> = None;
+    for (w, label, ws, level) in jobs {
+        if current
+            .as_ref()
+            .is_none_or(|(t, cws, _)| t != &w.tree || *cws != ws)
+        {
+            // The previous copy goes before the next one is loaded.
+            drop(current.take());
+            let (tools, load) = ws.tools(&w.tree)?;
+            if let Some(load) = load {
+                loads.push(format!("{label} ({}): {load}", ws.name()));
+            }
+            current = Some((w.tree.clone(), ws, tools));
+        }
+        let native = &current.as_ref().expect("the workspace was just built").2;
+        let label = if ws == Workspace::Disk {
+            label
+        } else {
+            format!("{label} ({})", ws.name())
+        };
         let name = format!("{} / {} / {}", label, w.name, level.name());
         let note = describe(native.backend(), &w);
         let (tn, tr) = measure::alternate(
             opts.iterations,
-            || run_once(&native, &w, level),
+            || run_once(native, &w, level),
             || run_once(&rg, &w, level),
             || {
                 done += 1;
@@ -144,7 +278,7 @@ pub fn run(
             note,
         });
     }
-    Ok(rows)
+    Ok((rows, loads))
 }
 
 /// A tree's label in the tables: its directory name.

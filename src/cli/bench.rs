@@ -39,6 +39,11 @@ pub struct BenchArgs {
     /// returns after its cancellation (e.g. 1024).
     #[arg(long, value_name = "MB")]
     pub cancel_file_mb: Option<u64>,
+    /// The filesystem the native engine searches each tree through: disk,
+    /// portable, mem (an in-memory copy) or overlay (an empty upper layer).
+    /// Repeatable. Default: disk. rg always searches the disk.
+    #[arg(long = "on", value_name = "WORKSPACE")]
+    pub on: Vec<String>,
     /// Write bench.md and bench.svg into this directory.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -69,6 +74,15 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
         "both" => vec![Level::Tool, Level::Raw],
         other => return Err(format!("unknown level {other:?}: use tool, raw or both")),
     };
+    let mut workspaces = Vec::new();
+    for w in &args.on {
+        workspaces.push(bench::Workspace::parse(w).ok_or_else(|| {
+            format!("unknown workspace {w:?}: use disk, portable, mem or overlay")
+        })?);
+    }
+    if workspaces.is_empty() {
+        workspaces.push(bench::Workspace::Disk);
+    }
     let corpus_dir = args.corpus_dir.clone().unwrap_or_else(default_corpus_dir);
     let opts = bench::Options {
         trees: args.trees.clone(),
@@ -77,13 +91,21 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
         iterations: args.iterations.max(1),
         only: args.only.clone(),
         levels,
+        workspaces,
     };
     let mut md = String::new();
     md.push_str(&environment());
-    let rows = bench::run(&opts, &mut progress).map_err(|e| format!("benchmark failed: {e}"))?;
+    let (rows, loads) =
+        bench::run(&opts, &mut progress).map_err(|e| format!("benchmark failed: {e}"))?;
     eprintln!();
     md.push_str("\n## Time\n\n");
     md.push_str(&report::table(&rows));
+    if !loads.is_empty() {
+        md.push_str("\n## In-memory copies\n\n");
+        for l in &loads {
+            md.push_str(&format!("- {l}\n"));
+        }
+    }
     if args.memory {
         md.push_str("\n## Peak memory\n\n");
         md.push_str(&memory_table(&opts)?);
