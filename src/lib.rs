@@ -15,10 +15,16 @@
 //!    which serialize to rg's bytes.
 //! 4. [`tool`]: the model-facing tools (`glob`, `grep`, `read`, `write`,
 //!    `edit`) behind one dispatch entry point, [`tool::Tools::call`]; with
-//!    [`config`], [`spill`] (over-cap results), [`fs`] and [`session`] (the
-//!    file tools' filesystem and the observation policy's state) and
-//!    [`guard`] (hopeless calls denied before they run).
-//! 5. [`cli`] and [`bench`](mod@bench): the `dsh-search` command line and the
+//!    [`config`], [`spill`] (over-cap results), [`session`] (the
+//!    observation policy's state) and [`guard`] (hopeless calls denied
+//!    before they run).
+//! 5. [`fs`], under all of them: the filesystem seam
+//!    ([`fs::FileSystem`], byte-level) that the engine walks and reads and
+//!    the file tools and the guard go through, with the local disk
+//!    ([`fs::LocalFs`]), a tree in memory ([`fs::MemFs`]) and an overlay
+//!    ([`fs::OverlayFs`]); the tools' text semantics over it once
+//!    ([`fs::TextFs`]).
+//! 6. [`cli`] and [`bench`](mod@bench): the `dsh-search` command line and the
 //!    benchmark harness.
 //!
 //! # Example
@@ -45,6 +51,34 @@
 //!                         &CallContext::new(&dir));
 //! assert_eq!(result.content, "Found 1 match\n\na.txt\nLine 2: TODO: two");
 //! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The same tools on a workspace in memory, and staged edits over it that
+//! never reach the lower tree:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use dsh_search::config::Config;
+//! use dsh_search::fs::{MemFs, OverlayFs};
+//! use dsh_search::tool::{CallContext, Tools};
+//! use serde_json::json;
+//!
+//! let mem = Arc::new(MemFs::new());
+//! mem.write_file("/w/src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n")?;
+//! let ctx = CallContext::new("/w").session("s1");
+//! let tools = Tools::on_workspace(Config::default(), mem.clone());
+//! let r = tools.call("grep", &json!({"pattern": "a \\+ b"}), &ctx);
+//! assert_eq!(r.content, "Found 1 match\n\nsrc/lib.rs\nLine 2:     a + b");
+//!
+//! let staged = Arc::new(OverlayFs::new(mem.clone(), "/w".as_ref(), Arc::new(MemFs::new()), "/w".as_ref())?);
+//! let tools = Tools::on_workspace(Config::default(), staged.clone());
+//! tools.call("read", &json!({"file_path": "src/lib.rs"}), &ctx);
+//! let r = tools.call("edit", &json!({"file_path": "src/lib.rs", "old_string": "a + b",
+//!                                    "new_string": "a.wrapping_add(b)"}), &ctx);
+//! assert!(!r.is_error, "{}", r.content);
+//! assert!(staged.diff()?.contains("+    a.wrapping_add(b)"));
+//! assert!(std::str::from_utf8(&mem.read_file("/w/src/lib.rs")?).unwrap().contains("a + b"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
