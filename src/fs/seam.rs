@@ -120,6 +120,10 @@ pub struct Listing {
     /// (end of the name in `names`, its kind).
     pub(crate) entries: Vec<(usize, FileType)>,
     pub(crate) error: Option<io::Error>,
+    /// The entries' metadata (not following links), for the entries a
+    /// filesystem listed with it (`None` for the others; shorter than
+    /// `entries` when the last ones have none).
+    pub(crate) metadata: Vec<Option<Metadata>>,
     /// A buffer the filesystem may keep between listings (the local disk's
     /// `getdents64` buffer).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
@@ -136,6 +140,7 @@ impl Listing {
     pub fn clear(&mut self) {
         self.names.clear();
         self.entries.clear();
+        self.metadata.clear();
         self.error = None;
     }
 
@@ -143,6 +148,20 @@ impl Listing {
     pub fn push(&mut self, name: &[u8], kind: FileType) {
         self.names.extend_from_slice(name);
         self.entries.push((self.names.len(), kind));
+    }
+
+    /// Add an entry with its metadata (not following links), for a
+    /// filesystem that has it at hand while listing (in memory, SFTP's
+    /// `READDIR` attributes): glob then needs no stat of a regular file.
+    pub fn push_with_metadata(&mut self, name: &[u8], kind: FileType, metadata: Metadata) {
+        self.metadata.resize(self.entries.len(), None);
+        self.push(name, kind);
+        self.metadata.push(Some(metadata));
+    }
+
+    /// The metadata the filesystem listed the `i`th entry with, if any.
+    pub fn metadata(&self, i: usize) -> Option<&Metadata> {
+        self.metadata.get(i).and_then(Option::as_ref)
     }
 
     /// The listing ended early with `err` after the entries pushed so far

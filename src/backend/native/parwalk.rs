@@ -190,7 +190,7 @@ fn visit<'s, F: FileSystem>(
         child.push(b'/');
     }
     let base = child.len();
-    for (bytes, kind) in listing.iter() {
+    for (n, (bytes, kind)) in listing.iter().enumerate() {
         if ctx.budget.stopped() {
             break;
         }
@@ -234,12 +234,16 @@ fn visit<'s, F: FileSystem>(
             entry.extend_from_slice(bytes);
             let printed = entry;
             debug_assert_eq!(printed, ctx.root.display(&child_path));
-            // `Path::metadata` follows symlinks; a regular file is no link.
-            let mtime = ctx
-                .fs
-                .metadata_at(handle, path, &name, true)
-                .ok()
-                .and_then(|m| m.mtime);
+            // `Path::metadata` follows symlinks; a regular file is no link,
+            // so the metadata it was listed with, if any, is the same.
+            let mtime = match listing.metadata(n) {
+                Some(m) => m.mtime,
+                None => ctx
+                    .fs
+                    .metadata_at(handle, path, &name, true)
+                    .ok()
+                    .and_then(|m| m.mtime),
+            };
             if !ctx.budget.spend(printed.len() as u64 + 1) {
                 break;
             }
