@@ -1,5 +1,6 @@
-//! `dsh-search --overlay DIR changes [--diff]` through the binary, over an
-//! overlay directory written by the library.
+//! The workspace options through the binary: `--overlay DIR` for every
+//! tool and `changes [--diff]` (over an overlay directory written by the
+//! library, and by the tools), `--fs mem[:ROOT]`, and their refusals.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -124,6 +125,106 @@ refused! {
     refused_without_overlay: "", ["changes"] => "changes needs --overlay DIR";
     refused_overlay_is_a_file: "", ["--overlay", "FILE", "changes"] => "is not a directory";
     refused_other_workdir: "sub", ["--overlay", "DIR", "changes"] => "holds the changes of the workspace";
-    refused_overlay_for_glob: "", ["--overlay", "DIR", "glob", "*"] => "--overlay is only read by `changes`";
-    refused_overlay_for_write: "", ["--overlay", "DIR", "write", "a.txt"] => "--overlay is only read by `changes`";
+    refused_overlay_file_for_grep: "", ["--overlay", "FILE", "grep", "x"] => "is not a directory";
+    refused_overlay_of_other_workdir_for_write: "sub", ["--overlay", "DIR", "write", "a.txt"] => "holds the changes of the workspace";
+    refused_rg_over_overlay: "", ["--overlay", "DIR", "--backend", "rg", "grep", "x"] => "--backend rg searches the local disk only";
+    refused_rg_in_memory: "", ["--fs", "mem", "--backend", "rg", "glob", "*"] => "--backend rg searches the local disk only";
+    refused_missing_mem_root: "", ["--fs", "mem:/nonexistent/root", "grep", "x"] => "cannot load /nonexistent/root into memory: No such file or directory";
+    refused_mem_root_is_a_file: "", ["--fs", "mem:FILE", "grep", "x"] => "into memory: Not a directory";
+}
+
+// The tools through an overlay directory: write and edit change only the
+// overlay, every tool sees the merged view, across invocations, and
+// `changes` lists what the tools did.
+#[test]
+fn tools_work_through_an_overlay() {
+    let s = setup();
+    let dir = s.dir.to_str().unwrap();
+    let ov = |args: &[&str]| {
+        let mut a = vec!["--overlay", dir, "--session", "ov"];
+        a.extend_from_slice(args);
+        run(&s.ws, &a)
+    };
+    assert_eq!(ov(&["read", "a.txt"]).2, 0);
+    let (out, err, code) = ov(&["edit", "a.txt", "--old", "two", "--new", "three"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        ov(&["grep", "three"]),
+        (
+            "Found 1 match\n\na.txt\nLine 2: three\n".into(),
+            String::new(),
+            0
+        )
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_dsh-search"))
+        .args(["--overlay", dir, "--cwd"])
+        .arg(&s.ws)
+        .args(["write", "notes/n.txt"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(b"note\n")?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        ov(&["glob", "*.txt", "--format", "raw"]).0.lines().count(),
+        3,
+        "a.txt, same.txt, notes/n.txt"
+    );
+    // The workdir itself is untouched; the overlay says what changed.
+    assert_eq!(
+        std::fs::read_to_string(s.ws.join("a.txt")).unwrap(),
+        "one\ntwo\n"
+    );
+    assert!(!s.ws.join("notes").exists());
+    assert_eq!(
+        run(&s.ws, &["--overlay", dir, "changes"]),
+        ("M a.txt\nA notes/n.txt\n".into(), String::new(), 0)
+    );
+}
+
+// `--fs mem` prints what rg prints on the disk, and writes vanish.
+#[test]
+fn in_memory_workspace_prints_rg_s_output() {
+    let s = setup();
+    std::fs::write(s.ws.join(".ignore"), "same.txt\n").unwrap();
+    let rg = std::env::var_os("DSH_SEARCH_RG").expect("DSH_SEARCH_RG names the reference rg");
+    let rg_out = Command::new(rg)
+        .args(["--no-config", "--json", "--regexp=o"])
+        .current_dir(&s.ws)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (ours, _, code) = run(
+        &s.ws,
+        &["--fs", "mem", "grep", "--format", "raw", "--", "o"],
+    );
+    assert_eq!(code, rg_out.status.code().unwrap());
+    let mask = |t: &str| {
+        t.lines()
+            .map(|l| match l.find("\"elapsed") {
+                Some(i) => l[..i].to_string(),
+                None => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        mask(&ours),
+        mask(&String::from_utf8(rg_out.stdout).unwrap())
+    );
+    let (out, _, code) = run(
+        &s.ws,
+        &["--fs", "mem", "edit", "a.txt", "--old", "one", "--new", "1"],
+    );
+    assert_eq!(code, 0, "{out}");
+    // The edit happened in memory only.
+    assert_eq!(
+        std::fs::read_to_string(s.ws.join("a.txt")).unwrap(),
+        "one\ntwo\n"
+    );
 }
