@@ -19,7 +19,8 @@
 //!    file tools' filesystem and the observation policy's state) and
 //!    [`guard`] (hopeless calls denied before they run).
 //! 5. [`cli`] and [`bench`](mod@bench): the `dsh-search` command line and the
-//!    benchmark harness.
+//!    benchmark harness; [`server`]: the tools served over MCP and JSON
+//!    lines to other processes.
 //!
 //! # Example
 //!
@@ -58,6 +59,7 @@ pub mod fs;
 pub mod guard;
 pub mod outcome;
 pub mod request;
+pub mod server;
 pub mod session;
 pub mod spill;
 pub mod tool;

@@ -2,7 +2,8 @@
 //!
 //! This module only parses; each subcommand lives in the file that owns its
 //! layer: [`raw`] (rg's own output), [`tools`] (the model-facing glob, grep
-//! and `call`), [`files`] (read, write, edit), [`bench`](mod@bench).
+//! and `call`), [`files`] (read, write, edit), [`bench`](mod@bench); the
+//! servers (`mcp`, `serve`) live in [`crate::server`].
 
 pub mod bench;
 pub mod files;
@@ -102,6 +103,11 @@ pub enum Command {
     Definitions,
     /// Benchmark both backends side by side.
     Bench(bench::BenchArgs),
+    /// Serve the tools over MCP on stdin and stdout (one connection, one
+    /// session).
+    Mcp,
+    /// Serve the tools over JSON lines on stdin and stdout.
+    Serve,
 }
 
 /// `dsh-search glob`.
@@ -208,8 +214,20 @@ pub fn run() -> ExitCode {
         Command::Write(a) => files::write(&cli.common, a),
         Command::Edit(a) => files::edit(&cli.common, a),
         Command::Bench(a) => bench::run(&cli.common, a),
+        Command::Mcp => mcp(&cli.common),
+        Command::Serve => crate::server::jsonl::run(&cli.common),
     };
     ExitCode::from(code)
+}
+
+#[cfg(feature = "mcp")]
+fn mcp(common: &Common) -> u8 {
+    crate::server::mcp::run(common)
+}
+
+#[cfg(not(feature = "mcp"))]
+fn mcp(_common: &Common) -> u8 {
+    fail("this dsh-search was built without the `mcp` feature")
 }
 
 /// Print a CLI-level failure (not a tool result) and return exit status 2.
