@@ -50,3 +50,7 @@ mod guard_dispatch;
 // The native engine called from many threads and from other rayon pools at
 // once, against rg's answers.
 mod concurrency;
+
+// The JSON-lines server as a process: concurrency, cancel, malformed and
+// hostile lines, definitions, sessions, timeout, EOF, signals.
+mod serve;

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod rg;
+pub mod served;
 pub mod tools;
 pub mod tree;
 
