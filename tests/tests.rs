@@ -54,3 +54,7 @@ mod concurrency;
 // The JSON-lines server as a process: concurrency, cancel, malformed and
 // hostile lines, definitions, sessions, timeout, EOF, signals.
 mod serve;
+
+// The MCP server as a process, over raw JSON-RPC lines: malformed and
+// hostile messages, results, cancellation, roots, timeout, EOF, signals.
+mod mcp;

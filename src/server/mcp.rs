@@ -24,8 +24,9 @@
 //! - Stdout carries JSON-RPC messages only, written by [`StdioLines`],
 //!   which also answers every line that is not a message (not JSON: `-32700`;
 //!   not a valid message, or longer than [`MAX_LINE_BYTES`]: `-32600`)
-//!   and reads on. At EOF the calls in flight are cancelled and the server
-//!   exits 0; so it does after SIGINT, SIGTERM or SIGHUP.
+//!   and reads on. At EOF the calls in flight are cancelled (the client
+//!   closes stdin to shut the server down) and the server exits 0; so it
+//!   does after SIGINT, SIGTERM or SIGHUP.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,9 +34,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
-    Implementation, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, ContentBlock,
+    ErrorCode, Implementation, InitializeRequestParams, JsonObject, JsonRpcMessage,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{
     NotificationContext, RequestContext, RoleServer, RxJsonRpcMessage, TxJsonRpcMessage,
@@ -92,7 +94,10 @@ pub fn run(common: &Common) -> u8 {
         // `stdio_pipes` reads a pipe through the reactor, so that nothing is
         // left blocked in a read of stdin when the server stops.
         let (reader, writer) = rmcp::transport::stdio_pipes();
-        match handler.serve(StdioLines::new(reader, writer)).await {
+        match handler
+            .serve(StdioLines::new(reader, writer, inflight))
+            .await
+        {
             Ok(running) => {
                 if let Err(e) = running.waiting().await {
                     log(format_args!("the service stopped abnormally: {e}"));
@@ -103,10 +108,9 @@ pub fn run(common: &Common) -> u8 {
             Err(e) => log(format_args!("the client did not initialize: {e}")),
         }
     });
-    // The connection is over: no answer can reach the client any more.
-    inflight.cancel_all();
-    inflight.wait_idle(Some(SIGNAL_DRAIN));
-    runtime.shutdown_timeout(Duration::from_millis(100));
+    // Whatever is left is dropped, which cancels its call; the blocking
+    // threads of cancelled calls end within milliseconds.
+    runtime.shutdown_timeout(Duration::from_millis(500));
     0
 }
 
@@ -402,18 +406,24 @@ impl ServerHandler for Handler {
 /// line that is not a message gets an error response instead of being
 /// dropped in silence (`contract.md` §12: a malformed message gets a
 /// JSON-RPC error).
+///
+/// At EOF it cancels the calls in flight before it reports the end: the
+/// client closed its side to shut the server down (the MCP stdio
+/// lifecycle), so the server stops their work instead of finishing it.
 struct StdioLines {
     reader: BufReader<StdioReader>,
     line: Vec<u8>,
     writer: Arc<AsyncMutex<Option<StdioWriter>>>,
+    inflight: Arc<InFlight<u64>>,
 }
 
 impl StdioLines {
-    fn new(reader: StdioReader, writer: StdioWriter) -> StdioLines {
+    fn new(reader: StdioReader, writer: StdioWriter, inflight: Arc<InFlight<u64>>) -> StdioLines {
         StdioLines {
             reader: BufReader::new(reader),
             line: Vec::new(),
             writer: Arc::new(AsyncMutex::new(Some(writer))),
+            inflight,
         }
     }
 
@@ -528,7 +538,10 @@ impl Transport<RoleServer> for StdioLines {
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
             match self.read_line().await {
-                Ok(None) => return None,
+                Ok(None) => {
+                    self.inflight.cancel_all();
+                    return None;
+                }
                 Ok(Some(false)) => {
                     let why = format!("the message is longer than {MAX_LINE_BYTES} bytes");
                     self.answer_error(McpError::invalid_request(why, None), None)
@@ -538,6 +551,7 @@ impl Transport<RoleServer> for StdioLines {
                 Ok(Some(true)) => {}
                 Err(e) => {
                     log(format_args!("cannot read stdin, stopping: {e}"));
+                    self.inflight.cancel_all();
                     return None;
                 }
             }
@@ -546,7 +560,10 @@ impl Transport<RoleServer> for StdioLines {
                 continue;
             }
             match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
-                Ok(message) => return Some(message),
+                Ok(message) => match misparsed(&message) {
+                    Some((error, id)) => self.answer_error(error, Some(id)).await,
+                    None => return Some(message),
+                },
                 Err(e) => {
                     if let Some((error, id)) = classify(line, &e) {
                         self.answer_error(error, id).await;
@@ -562,6 +579,30 @@ impl Transport<RoleServer> for StdioLines {
         }
         Ok(())
     }
+}
+
+/// A request for a method this server implements whose params do not
+/// parse: rmcp takes it for a custom request and would answer "method not
+/// found" (`-32601`); it is `-32602`, invalid params, with serde's reason.
+fn misparsed(message: &RxJsonRpcMessage<RoleServer>) -> Option<(McpError, Value)> {
+    let JsonRpcMessage::Request(request) = message else {
+        return None;
+    };
+    let ClientRequest::CustomRequest(custom) = &request.request else {
+        return None;
+    };
+    let params = custom.params.clone().unwrap_or(Value::Null);
+    let error = match custom.method.as_str() {
+        "tools/call" => serde_json::from_value::<CallToolRequestParams>(params).err(),
+        "tools/list" => serde_json::from_value::<Option<PaginatedRequestParams>>(params).err(),
+        "initialize" => serde_json::from_value::<InitializeRequestParams>(params).err(),
+        _ => None,
+    }?;
+    let why = format!("invalid params for {}: {error}", custom.method);
+    Some((
+        McpError::invalid_params(why, None),
+        request.id.clone().into_json_value(),
+    ))
 }
 
 /// A line without its `\n`, a `\r` before it and a leading UTF-8 BOM.
