@@ -97,6 +97,11 @@ fn malformed_and_hostile_messages_get_json_rpc_errors_and_the_server_goes_on() {
         (br#"{"jsonrpc":"2.0","id":8,"method":"no/such/method"}"#.to_vec(), -32601, json!(8)),
         (br#"[{"jsonrpc":"2.0","id":9,"method":"tools/list"}]"#.to_vec(), -32600, Value::Null),
         (br#"{"id":10}"#.to_vec(), -32600, json!(10)),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":{{"name":"grep","arguments":{{"pattern":{}1{}}}}}}}"#, "[".repeat(500), "]".repeat(500)).into_bytes(),
+            -32700,
+            json!("deep"),
+        ),
     ];
     for (line, code, id) in checks {
         s.send_raw(&line);

@@ -31,7 +31,8 @@
 //!
 //! A line that is not a valid request gets `{"id": <its id or null>,
 //! "error": "<why>"}` and the server reads on: a line that is not JSON or
-//! not an object, nests deeper than 128 levels, or is longer than
+//! not an object, nests deeper than 128 levels (answered under its id when
+//! the id can be read), or is longer than
 //! [`MAX_LINE_BYTES`]; a request without an id, with a key it does not
 //! know, with a field of the wrong type, or with the id of a call in
 //! flight. A request that is well formed but whose call fails (an unknown
@@ -233,7 +234,11 @@ impl Server {
                     &format!("a request is a JSON object, not {}", kind(&other)),
                 )
             }
-            Err(e) => return self.reject("null", &format!("the line is not JSON: {e}")),
+            Err(e) => {
+                let id = super::envelope(line).and_then(|(id, _)| id);
+                let id = id.map_or_else(|| "null".to_string(), |id| id.to_string());
+                return self.reject(&id, &format!("the line is not JSON: {e}"));
+            }
         };
         let id = match request.get("id") {
             Some(id @ (Value::String(_) | Value::Number(_))) => {

@@ -500,10 +500,14 @@ fn classify(line: &[u8], error: &serde_json::Error) -> Option<(McpError, Option<
     let value: Value = match serde_json::from_slice(line) {
         Ok(v) => v,
         Err(e) => {
-            return Some((
-                McpError::parse_error(format!("the line is not JSON: {e}"), None),
-                None,
-            ))
+            let why = format!("the line is not JSON: {e}");
+            return match super::envelope(line) {
+                // Too deep, but an object with an id or a method: answered
+                // under its id, or (a notification) not at all.
+                Some((None, true)) => None,
+                Some((id, _)) => Some((McpError::parse_error(why, None), id)),
+                None => Some((McpError::parse_error(why, None), None)),
+            };
         }
     };
     // The id as it came, when it is one JSON-RPC allows.

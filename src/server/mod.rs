@@ -84,6 +84,21 @@ pub fn base_workdir(common: &Common) -> Result<PathBuf, String> {
         .map_err(|e| format!("cannot determine the working directory: {e}"))
 }
 
+/// The `id` and whether there is a `method` at the top of a line that did
+/// not parse as a whole (nesting past serde_json's recursion limit, most
+/// likely): the rest of the object is skipped without recursion, so a
+/// request that nests too deep still gets its answer under its id.
+pub(crate) fn envelope(line: &[u8]) -> Option<(Option<serde_json::Value>, bool)> {
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        id: Option<serde_json::Value>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    let e: Envelope = serde_json::from_slice(line).ok()?;
+    let id = e.id.filter(|id| id.is_string() || id.is_number());
+    Some((id, e.method.is_some()))
+}
+
 /// The calls a server is running, by key: their cancellation tokens, so
 /// that a cancellation or a signal reaches them, and a count of the calls
 /// that have not answered yet, so that the server can wait for them.
