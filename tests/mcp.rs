@@ -160,6 +160,38 @@ fn malformed_and_hostile_messages_get_json_rpc_errors_and_the_server_goes_on() {
     assert!(s.wait().success());
 }
 
+/// The service loop drops a pending read whenever a response is ready
+/// first: a message arriving in pieces around a response must still be read
+/// whole. (Seen with the TypeScript SDK: a 2 KB request written while an
+/// earlier answer went out lost its head and was never answered.)
+#[test]
+fn a_message_split_around_a_response_is_read_whole() {
+    let dir = tree();
+    let mut s = mcp(dir.path(), &[]);
+    initialize(&mut s, json!({}));
+    for round in 0..3u64 {
+        let line = call(
+            100 + round,
+            "grep",
+            json!({"pattern": format!("needle2|{}", "z".repeat(2000))}),
+        )
+        .to_string();
+        let (head, tail) = line.as_bytes().split_at(line.len() / 2);
+        s.send(&call(round, "glob", json!({"pattern": "f0.txt"})));
+        s.send_part(head);
+        assert_eq!(
+            s.recv()["id"],
+            round,
+            "the first answer goes out while the second message is half read"
+        );
+        s.send_part(tail);
+        s.send_part(b"\n");
+        let answer = s.recv();
+        assert_eq!(answer["id"], 100 + round, "{answer}");
+        assert_eq!(text(&answer), "Found 1 match\n\nf2.txt\nLine 1: needle2");
+    }
+}
+
 #[test]
 fn results_carry_the_value_the_error_code_and_the_meta() {
     let dir = tree();

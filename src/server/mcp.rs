@@ -402,6 +402,14 @@ impl ServerHandler for Handler {
     }
 }
 
+/// What [`StdioLines::fill_line`] found.
+enum LineRead {
+    Line,
+    /// Longer than [`MAX_LINE_BYTES`] (the rest of it is skipped).
+    TooLong,
+    Eof,
+}
+
 /// The stdio transport: newline-delimited JSON-RPC, like rmcp's own, but a
 /// line that is not a message gets an error response instead of being
 /// dropped in silence (`contract.md` §12: a malformed message gets a
@@ -412,7 +420,10 @@ impl ServerHandler for Handler {
 /// lifecycle), so the server stops their work instead of finishing it.
 struct StdioLines {
     reader: BufReader<StdioReader>,
+    /// The line read so far (kept across a dropped `receive`).
     line: Vec<u8>,
+    /// Skipping the rest of a line longer than [`MAX_LINE_BYTES`].
+    skipping: bool,
     writer: Arc<AsyncMutex<Option<StdioWriter>>>,
     inflight: Arc<InFlight<u64>>,
 }
@@ -422,37 +433,48 @@ impl StdioLines {
         StdioLines {
             reader: BufReader::new(reader),
             line: Vec::new(),
+            skipping: false,
             writer: Arc::new(AsyncMutex::new(Some(writer))),
             inflight,
         }
     }
 
-    /// Read one line into `self.line`; `Ok(false)` at EOF, and a line
-    /// longer than [`MAX_LINE_BYTES`] comes back empty after it was skipped.
-    async fn read_line(&mut self) -> std::io::Result<Option<bool>> {
-        self.line.clear();
-        let mut too_long = false;
+    /// Read up to the end of a line into `self.line`.
+    ///
+    /// Cancellation-safe, as rmcp's service loop needs (it polls
+    /// `receive` in a `select!` and drops it when another branch is ready
+    /// first): the partial line and the skipping state live in `self`, and
+    /// nothing is consumed from the reader without being kept or skipped.
+    async fn fill_line(&mut self) -> std::io::Result<LineRead> {
         loop {
             let available = self.reader.fill_buf().await?;
             if available.is_empty() {
-                return Ok(match (too_long, self.line.is_empty()) {
-                    (true, _) => Some(false),
-                    (false, true) => None,
-                    (false, false) => Some(true),
+                self.skipping = false;
+                return Ok(if self.line.is_empty() {
+                    LineRead::Eof
+                } else {
+                    LineRead::Line
                 });
             }
             let newline = memchr::memchr(b'\n', available);
             let take = newline.map_or(available.len(), |i| i + 1);
-            if !too_long && self.line.len() + take > MAX_LINE_BYTES {
-                too_long = true;
+            if self.skipping {
+                self.reader.consume(take);
+                if newline.is_some() {
+                    self.skipping = false;
+                }
+                continue;
+            }
+            if self.line.len() + take > MAX_LINE_BYTES {
                 self.line = Vec::new();
+                self.skipping = newline.is_none();
+                self.reader.consume(take);
+                return Ok(LineRead::TooLong);
             }
-            if !too_long {
-                self.line.extend_from_slice(&available[..take]);
-            }
+            self.line.extend_from_slice(&available[..take]);
             self.reader.consume(take);
             if newline.is_some() {
-                return Ok(Some(!too_long));
+                return Ok(LineRead::Line);
             }
         }
     }
@@ -460,7 +482,10 @@ impl StdioLines {
     /// Answer a line that is not a message. Written by hand rather than as
     /// rmcp's `JsonRpcError`, which leaves out an unknown id: JSON-RPC 2.0
     /// wants `"id": null` there.
-    async fn answer_error(&self, error: McpError, id: Option<Value>) {
+    ///
+    /// The write runs as a task of its own: `receive` may be dropped at any
+    /// await, and a write cut in the middle would leave half a line.
+    fn answer_error(&self, error: McpError, id: Option<Value>) {
         let line = serde_json::json!({
             "jsonrpc": "2.0",
             "id": id.unwrap_or(Value::Null),
@@ -468,7 +493,10 @@ impl StdioLines {
         });
         // A failed write shows again, and ends the service, on the next
         // send; here it only loses this error answer.
-        let _ = write_bytes(&self.writer, line.to_string().into_bytes()).await;
+        let writer = Arc::clone(&self.writer);
+        tokio::spawn(async move {
+            let _ = write_bytes(&writer, line.to_string().into_bytes()).await;
+        });
     }
 }
 
@@ -541,36 +569,37 @@ impl Transport<RoleServer> for StdioLines {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            match self.read_line().await {
-                Ok(None) => {
+            match self.fill_line().await {
+                Ok(LineRead::Line) => {}
+                Ok(LineRead::TooLong) => {
+                    let why = format!("the message is longer than {MAX_LINE_BYTES} bytes");
+                    self.answer_error(McpError::invalid_request(why, None), None);
+                    continue;
+                }
+                Ok(LineRead::Eof) => {
                     self.inflight.cancel_all();
                     return None;
                 }
-                Ok(Some(false)) => {
-                    let why = format!("the message is longer than {MAX_LINE_BYTES} bytes");
-                    self.answer_error(McpError::invalid_request(why, None), None)
-                        .await;
-                    continue;
-                }
-                Ok(Some(true)) => {}
                 Err(e) => {
                     log(format_args!("cannot read stdin, stopping: {e}"));
                     self.inflight.cancel_all();
                     return None;
                 }
             }
-            let line = trim_line(&self.line);
-            if line.iter().all(u8::is_ascii_whitespace) {
+            // From here on nothing awaits: the line is handled whole.
+            let line = std::mem::take(&mut self.line);
+            let trimmed = trim_line(&line);
+            if trimmed.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
+            match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(trimmed) {
                 Ok(message) => match misparsed(&message) {
-                    Some((error, id)) => self.answer_error(error, Some(id)).await,
+                    Some((error, id)) => self.answer_error(error, Some(id)),
                     None => return Some(message),
                 },
                 Err(e) => {
-                    if let Some((error, id)) = classify(line, &e) {
-                        self.answer_error(error, id).await;
+                    if let Some((error, id)) = classify(trimmed, &e) {
+                        self.answer_error(error, id);
                     }
                 }
             }

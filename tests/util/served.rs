@@ -82,6 +82,13 @@ impl Served {
         stdin.flush().unwrap();
     }
 
+    /// Write `bytes` as they are (part of a line, say).
+    pub fn send_part(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
     /// Write one JSON value as a line.
     pub fn send(&mut self, v: &Value) {
         self.send_raw(v.to_string().as_bytes());
