@@ -49,7 +49,8 @@ use std::collections::VecDeque;
 use std::io::{self, BufRead, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
@@ -66,6 +67,9 @@ pub const MAX_LINE_BYTES: usize = 64 << 20;
 /// Calls run at once; further calls wait in a queue (their cancellation
 /// still works: a call cancelled in the queue answers at once).
 const MAX_WORKERS: usize = 64;
+
+/// How long a worker with nothing to do waits for the next call.
+const WORKER_IDLE: Duration = Duration::from_secs(5);
 
 /// `dsh-search serve`: serve stdin and stdout until EOF or a signal.
 pub fn run(common: &Common) -> u8 {
@@ -112,6 +116,8 @@ pub struct Server {
     /// Keyed by the id's JSON text, so that `1` and `"1"` are two ids.
     inflight: InFlight<String>,
     pool: Mutex<Pool>,
+    /// Wakes an idle worker when a job is queued.
+    work_ready: Condvar,
 }
 
 struct Output {
@@ -122,7 +128,10 @@ struct Output {
 
 #[derive(Default)]
 struct Pool {
+    /// Worker threads alive, busy or idle.
     running: usize,
+    /// Of those, the ones waiting for a job.
+    idle: usize,
     queue: VecDeque<Job>,
 }
 
@@ -164,6 +173,7 @@ impl Server {
             }),
             inflight: InFlight::new(),
             pool: Mutex::new(Pool::default()),
+            work_ready: Condvar::new(),
         }
     }
 
@@ -344,47 +354,60 @@ impl Server {
         self.pool.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Start `job` on a worker thread, or queue it when [`MAX_WORKERS`]
-    /// are busy.
+    /// Queue `job` for a worker: an idle one if there is one, else a new
+    /// one, unless [`MAX_WORKERS`] are busy (it then waits its turn).
     fn submit(self: &Arc<Self>, job: Job) {
         let mut pool = self.pool();
+        pool.queue.push_back(job);
+        if pool.idle >= pool.queue.len() {
+            self.work_ready.notify_one();
+            return;
+        }
         if pool.running >= MAX_WORKERS {
-            pool.queue.push_back(job);
             return;
         }
         pool.running += 1;
         drop(pool);
-        // The job comes back if no thread could be started; it then runs
-        // here, on the reader's thread, rather than not at all.
-        let slot = Arc::new(Mutex::new(Some(job)));
-        let (server, taken) = (Arc::clone(self), Arc::clone(&slot));
+        let server = Arc::clone(self);
         let spawned = std::thread::Builder::new()
             .name("dsh-serve-call".to_string())
-            .spawn(move || {
-                let job = taken.lock().unwrap_or_else(|e| e.into_inner()).take();
-                if let Some(job) = job {
-                    server.work(job);
-                }
-            });
+            .spawn(move || server.worker());
         if spawned.is_err() {
-            let job = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let Some(job) = job {
-                self.work(job);
+            // No thread: with no worker at all the job runs here, on the
+            // reader's thread, rather than not at all.
+            let mut pool = self.pool();
+            pool.running -= 1;
+            if pool.running == 0 {
+                if let Some(job) = pool.queue.pop_front() {
+                    drop(pool);
+                    self.run_job(job);
+                }
             }
         }
     }
 
-    /// Run `job`, then whatever is queued, then leave the pool.
-    fn work(&self, mut job: Job) {
+    /// Run queued jobs; leave after [`WORKER_IDLE`] without one. A worker
+    /// that stays a while saves the next call a thread start (a third of
+    /// the transport's overhead, measured: BENCHMARKS.md).
+    fn worker(&self) {
+        let mut pool = self.pool();
         loop {
-            self.run_job(job);
-            let mut pool = self.pool();
-            match pool.queue.pop_front() {
-                Some(next) => job = next,
-                None => {
-                    pool.running -= 1;
-                    return;
-                }
+            if let Some(job) = pool.queue.pop_front() {
+                drop(pool);
+                self.run_job(job);
+                pool = self.pool();
+                continue;
+            }
+            pool.idle += 1;
+            let (guard, wait) = self
+                .work_ready
+                .wait_timeout(pool, WORKER_IDLE)
+                .unwrap_or_else(|e| e.into_inner());
+            pool = guard;
+            pool.idle -= 1;
+            if wait.timed_out() && pool.queue.is_empty() {
+                pool.running -= 1;
+                return;
             }
         }
     }

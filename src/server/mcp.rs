@@ -21,7 +21,7 @@
 //! - Calls run concurrently, each on a blocking thread of a small Tokio
 //!   runtime that lives only inside this module: the library's engine and
 //!   tools stay synchronous.
-//! - Stdout carries JSON-RPC messages only, written by [`StdioLines`],
+//! - Stdout carries JSON-RPC messages only, written by `StdioLines`,
 //!   which also answers every line that is not a message (not JSON: `-32700`;
 //!   not a valid message, or longer than [`MAX_LINE_BYTES`]: `-32600`)
 //!   and reads on. At EOF the calls in flight are cancelled (the client

@@ -14,8 +14,8 @@
 //! - one connection is one session: its id is `--session`, else a random id
 //!   drawn when the server starts ([`connection_session`]);
 //! - the calls in flight are registered with their cancellation tokens
-//!   ([`InFlight`]), so that a cancellation request, SIGINT, SIGTERM or
-//!   SIGHUP ([`on_signal`]) stops them;
+//!   (`InFlight`), so that a cancellation request, SIGINT, SIGTERM or
+//!   SIGHUP (`on_signal`) stops them;
 //! - stdout carries protocol messages only; every log line goes to stderr.
 
 pub mod jsonl;
@@ -30,7 +30,6 @@ use std::time::{Duration, Instant};
 
 use crate::cancel::CancelToken;
 use crate::cli::Common;
-use crate::guard::Guard;
 use crate::session::Sessions;
 use crate::tool::Tools;
 
@@ -43,19 +42,16 @@ pub(crate) const SIGNAL_DRAIN: Duration = Duration::from_secs(5);
 ///
 /// With `--session` they are exactly the command line's: the observation
 /// policy and the guard counters persist in the state directory, shared
-/// with CLI calls of the same session. Without it the command line would
-/// run the bare provider (a CLI process has no earlier reads); a server
-/// has them, so it applies the policy with the sessions held in its memory,
-/// and the guard counts per session in memory too.
+/// with CLI calls of the same session. Without it the command line runs the
+/// bare provider (a CLI process has no earlier reads); a server has them,
+/// so it applies the policy, with the sessions held in its memory. (The
+/// command line's guard already counts in memory without `--session`.)
 pub fn tools_for(common: &Common) -> Result<Tools, String> {
     let tools = crate::cli::tools::make_tools(common)?;
     if common.session.is_some() {
         return Ok(tools);
     }
-    let guard = Guard::new(tools.config().guard.clone());
-    Ok(tools
-        .with_sessions(Arc::new(Sessions::in_memory()))
-        .with_guard(Arc::new(guard)))
+    Ok(tools.with_sessions(Arc::new(Sessions::in_memory())))
 }
 
 /// The session id of a connection: `--session`, else `<prefix>-` and 16
