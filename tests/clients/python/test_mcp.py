@@ -2,9 +2,10 @@
 
 Run by scripts/test, which installs the SDK and pytest into a virtualenv in
 ${XDG_CACHE_HOME:-$HOME/.cache}/dsh-search/ and points DSH_SEARCH_BIN at the
-binary. Every test runs on both of the SDK's connection modes: "legacy" (the
+binary. The tests run on both of the SDK's connection modes: "legacy" (the
 initialize handshake, protocol 2025-11-25) and "auto" (the SDK's default,
-which discovers the 2026-07-28 protocol).
+which discovers the 2026-07-28 protocol), except the roots test: roots are
+deprecated on 2026-07-28, so it runs on the handshake only.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pathlib
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 import anyio
@@ -35,7 +36,7 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def tree() -> AsyncIterator[pathlib.Path]:
+def tree() -> Iterator[pathlib.Path]:
     """src/main.rs, src/lib.rs, README.md, notes.txt and a FIFO `pipe`."""
     with tempfile.TemporaryDirectory() as d:
         root = pathlib.Path(d)
