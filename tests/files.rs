@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 
-use dsh_search::fs::{LocalFs, TextFileSystem, WriteIntent};
+use dsh_search::fs::{TextFileSystem, LocalFs, WriteIntent};
 use dsh_search::session::Sessions;
 use dsh_search::tool::files::{self, FilesConfig, ObservationPolicy};
 use dsh_search::tool::{CallContext, ToolResult};

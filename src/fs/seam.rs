@@ -87,9 +87,7 @@ impl Metadata {
     /// content, metadata or identity changes.
     pub fn version(&self) -> Version {
         let ns = |t: Option<Timestamp>| {
-            t.map_or(0i128, |(s, n)| {
-                i128::from(s) * 1_000_000_000 + i128::from(n)
-            })
+            t.map_or(0i128, |(s, n)| i128::from(s) * 1_000_000_000 + i128::from(n))
         };
         Version(format!(
             "{}:{}:{}:{}:{}",

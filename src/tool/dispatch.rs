@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::backend::SearchBackend;
 use crate::cancel::CancelToken;
 use crate::config::Config;
-use crate::fs::{LocalFs, TextFileSystem};
+use crate::fs::{TextFileSystem, LocalFs};
 use crate::session::Sessions;
 use crate::spill::{apply_inline_cap, SpillRef, SpillSource, SpillStore};
 use crate::tool::args::{validate, GlobArgs, GrepArgs};

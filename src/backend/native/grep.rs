@@ -17,6 +17,7 @@ use crate::outcome::{GrepResults, Outcome, Status};
 use crate::request::GrepRequest;
 
 use super::dirwalk::{self, Haystack};
+use crate::fs::local::FifoReader;
 use super::matcher;
 use super::messages::{walk_error, Messages, NOTHING_SEARCHED};
 use super::paths::Root;
@@ -25,7 +26,6 @@ use super::rgignore::RgIgnore;
 use super::sink::{FileBlock, JsonSink};
 use super::walk::{grep_walker, grep_walker_rg, is_haystack, overrides};
 use super::{canonical_workdir, check_arg, exit_code, Budget};
-use crate::fs::local::FifoReader;
 
 /// Everything one call shares between its threads.
 struct Ctx<'a> {

@@ -23,8 +23,8 @@ use std::sync::{Condvar, Mutex};
 use super::literal::{count_occurrences, normalize_crlf};
 use super::text::{decode_strict, NotText, TextDecoder};
 use super::{
-    resolve, DirEntry, EditOutcome, FileKind, FsError, FsErrorCode, LiteralEdit, ResolvedPath,
-    Stat, TextFileSystem, Version, WriteIntent, WriteOperation, WriteOutcome,
+    resolve, DirEntry, EditOutcome, FileKind, TextFileSystem, FsError, FsErrorCode, LiteralEdit,
+    ResolvedPath, Stat, Version, WriteIntent, WriteOperation, WriteOutcome,
 };
 
 /// `diffBasisMaxBytes`' default (`seed-reference.md` §9.3): 10 MiB.

@@ -84,11 +84,7 @@ pub(crate) fn from_std(m: &std::fs::Metadata) -> Metadata {
             kind: kind_of_std(m.file_type()),
             len: m.len(),
             mtime: ts(m.modified()),
-            mode: if m.permissions().readonly() {
-                0o444
-            } else {
-                0o644
-            },
+            mode: if m.permissions().readonly() { 0o444 } else { 0o644 },
             dev: 0,
             ino: 0,
             ctime: ts(m.modified()),
@@ -196,12 +192,7 @@ mod fast {
 
     pub(super) fn open_at(fd: &OwnedFd, name: &OsStr) -> io::Result<File> {
         let flags = OFlags::RDONLY | OFlags::CLOEXEC;
-        Ok(File::from(rustix::fs::openat(
-            fd,
-            name,
-            flags,
-            Mode::empty(),
-        )?))
+        Ok(File::from(rustix::fs::openat(fd, name, flags, Mode::empty())?))
     }
 }
 
@@ -236,12 +227,7 @@ impl FileSystem for LocalFs {
         Ok(LocalDir::Path(path.to_path_buf()))
     }
 
-    fn open_dir_at(
-        &self,
-        parent: &LocalDir,
-        parent_path: &Path,
-        name: &OsStr,
-    ) -> io::Result<LocalDir> {
+    fn open_dir_at(&self, parent: &LocalDir, parent_path: &Path, name: &OsStr) -> io::Result<LocalDir> {
         match parent {
             #[cfg(target_os = "linux")]
             LocalDir::Fd(fd) => fast::open_dir(fd, name).map(LocalDir::Fd),

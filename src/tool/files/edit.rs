@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::{file_path_arg, fs_error, str_arg, with_remedy, FilesConfig, ObservationPolicy};
-use crate::fs::{LiteralEdit, TextFileSystem};
+use crate::fs::{TextFileSystem, LiteralEdit};
 use crate::tool::{CallContext, ToolError};
 
 /// Run `edit`.

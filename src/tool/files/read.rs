@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::{envelope, file_path_arg, fs_error, FilesConfig, ObservationPolicy};
-use crate::fs::{FileKind, FsError, FsErrorCode, TextFileSystem};
+use crate::fs::{FileKind, TextFileSystem, FsError, FsErrorCode};
 use crate::tool::{CallContext, ToolError};
 
 /// Run `read`.
