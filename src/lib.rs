@@ -25,7 +25,8 @@
 //!    ([`fs::OverlayFs`]); the tools' text semantics over it once
 //!    ([`fs::TextFs`]).
 //! 6. [`cli`] and [`bench`](mod@bench): the `dsh-search` command line and the
-//!    benchmark harness.
+//!    benchmark harness; [`server`]: the tools served over MCP and JSON
+//!    lines to other processes.
 //!
 //! # Example
 //!
@@ -92,6 +93,7 @@ pub mod fs;
 pub mod guard;
 pub mod outcome;
 pub mod request;
+pub mod server;
 pub mod session;
 pub mod spill;
 pub mod tool;

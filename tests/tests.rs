@@ -57,3 +57,10 @@ mod concurrency;
 // An agent session on every kind of workspace (disk, in memory, overlays),
 // the guard's hints from the workspace, a tree changed during searches.
 mod workspaces;
+// The JSON-lines server as a process: concurrency, cancel, malformed and
+// hostile lines, definitions, sessions, timeout, EOF, signals.
+mod serve;
+
+// The MCP server as a process, over raw JSON-RPC lines: malformed and
+// hostile messages, results, cancellation, roots, timeout, EOF, signals.
+mod mcp;

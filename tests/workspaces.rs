@@ -369,7 +369,7 @@ fn in_memory_tree_changed_during_searches() {
                 mem.create_dir_all(&dir).unwrap();
                 mem.write_file(dir.join(format!("f{i}.txt")), b"needle\n")
                     .unwrap();
-                if i % 3 == 0 {
+                if i.is_multiple_of(3) {
                     let _ = mem.remove(root.join(format!("churn/d{}", (i + 3) % 7)));
                 }
                 i += 1;

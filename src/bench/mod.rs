@@ -5,6 +5,7 @@
 pub mod corpus;
 pub mod measure;
 pub mod report;
+pub mod transport;
 pub mod workload;
 
 use std::io::Write;

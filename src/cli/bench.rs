@@ -44,14 +44,27 @@ pub struct BenchArgs {
     /// Repeatable. Default: disk. rg always searches the disk.
     #[arg(long = "on", value_name = "WORKSPACE")]
     pub on: Vec<String>,
+    /// Measure the servers instead: one grep on the 100-file workspace in
+    /// process, through `dsh-search serve`, through `dsh-search mcp` and
+    /// as a spawned `rg`, round-robin.
+    #[arg(long)]
+    pub transports: bool,
+    /// Calls per side for --transports.
+    #[arg(long, default_value_t = 300, value_name = "N")]
+    pub transport_calls: usize,
     /// Write bench.md and bench.svg into this directory.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
 
 /// `dsh-search bench`.
-pub fn run(_common: &Common, args: &BenchArgs) -> u8 {
-    match run_inner(args) {
+pub fn run(common: &Common, args: &BenchArgs) -> u8 {
+    let run = if args.transports {
+        transports(common, args)
+    } else {
+        run_inner(args)
+    };
+    match run {
         Ok(()) => 0,
         Err(e) => super::fail(e),
     }
@@ -139,6 +152,45 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
             report::svg(chart, "dsh-search: native / rg (tool level)"),
         )
         .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// `dsh-search bench --transports`.
+fn transports(common: &Common, args: &BenchArgs) -> Result<(), String> {
+    let corpus_dir = args.corpus_dir.clone().unwrap_or_else(default_corpus_dir);
+    let tree = corpus_dir.join("small");
+    bench::corpus::generate(&tree, bench::corpus::Tier::Small, 1).map_err(|e| e.to_string())?;
+    let tools = crate::server::tools_for(common)?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let rg = PathBuf::from(std::env::var_os("DSH_SEARCH_RG").unwrap_or_else(|| "rg".into()));
+    let pattern = bench::corpus::IDENTIFIER;
+    eprintln!(
+        "dsh-search bench: {} calls per side, grep {pattern} on {}",
+        args.transport_calls,
+        tree.display()
+    );
+    let sides = bench::transport::run(
+        &tools,
+        &exe,
+        &rg,
+        &tree,
+        pattern,
+        args.transport_calls.max(1),
+    )
+    .map_err(|e| format!("transport benchmark failed: {e}"))?;
+    let mut md = environment();
+    md.push_str(&format!(
+        "
+## Transports: grep {pattern} on the 100-file workspace
+
+"
+    ));
+    md.push_str(&bench::transport::table(&sides));
+    print!("{md}");
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::write(dir.join("transports.md"), &md).map_err(|e| e.to_string())?;
     }
     Ok(())
 }

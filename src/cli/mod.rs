@@ -3,7 +3,8 @@
 //! This module only parses; each subcommand lives in the file that owns its
 //! layer: [`raw`] (rg's own output), [`tools`] (the model-facing glob, grep
 //! and `call`), [`files`] (read, write, edit), [`changes`] (an overlay's
-//! changes), [`bench`](mod@bench).
+//! changes), [`bench`](mod@bench); the servers (`mcp`, `serve`) live in
+//! [`crate::server`].
 
 pub mod bench;
 pub mod changes;
@@ -112,6 +113,11 @@ pub enum Command {
     Definitions,
     /// Benchmark both backends side by side.
     Bench(bench::BenchArgs),
+    /// Serve the tools over MCP on stdin and stdout (one connection, one
+    /// session).
+    Mcp,
+    /// Serve the tools over JSON lines on stdin and stdout.
+    Serve,
     /// List the changes kept in `--overlay DIR` (`A path` / `M path`).
     Changes(ChangesArgs),
 }
@@ -225,6 +231,8 @@ pub fn run() -> ExitCode {
         Command::Edit(a) => files::edit(&cli.common, a),
         Command::Bench(a) => bench::run(&cli.common, a),
         Command::Changes(a) => changes::run(&cli.common, a),
+        Command::Mcp => mcp(&cli.common),
+        Command::Serve => crate::server::jsonl::run(&cli.common),
     };
     ExitCode::from(code)
 }
@@ -254,6 +262,16 @@ fn cancel_on_signals(cancel: &CancelToken) {
         // also fine; a failed registration loses nothing else.
         let _ = signal_hook::flag::register(signal, cancel.flag());
     }
+}
+
+#[cfg(feature = "mcp")]
+fn mcp(common: &Common) -> u8 {
+    crate::server::mcp::run(common)
+}
+
+#[cfg(not(feature = "mcp"))]
+fn mcp(_common: &Common) -> u8 {
+    fail("this dsh-search was built without the `mcp` feature")
 }
 
 /// Print a CLI-level failure (not a tool result) and return exit status 2.

@@ -6,6 +6,7 @@
 
 pub mod fs;
 pub mod rg;
+pub mod served;
 pub mod tools;
 pub mod tree;
 pub mod workspaces;

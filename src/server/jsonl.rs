@@ -1,0 +1,556 @@
+//! `dsh-search serve`: the tools over JSON lines (`contract.md` §12).
+//!
+//! # Wire format
+//!
+//! One request per line on stdin, one answer per line on stdout, UTF-8
+//! JSON, each line ending in `\n` (a `\r` before it is ignored, and so are
+//! blank lines). Calls run concurrently and answers come as they finish, so
+//! a client matches them by `id`.
+//!
+//! ## Requests
+//!
+//! - A call: `{"id": ID, "tool": NAME, "arguments": {…}, "cwd": DIR,
+//!   "session": S}`. `arguments` defaults to `{}`; `cwd` (a string,
+//!   relative to the server's workdir, which is `--cwd` or the current
+//!   directory) defaults to that workdir; `session` defaults to the
+//!   connection's session (`--session`, else an id drawn at start).
+//!   Answer: `{"id": ID, "result": {content, isError, error?, value?,
+//!   meta?}}`, the object `dsh-search call … --format json` prints. Every
+//!   call is a direct call (it spills over-cap results and carries meta).
+//! - A cancellation: `{"id": ID, "cancel": true}` cancels the call `ID`,
+//!   whose answer is then the aborted error. It has no answer of its own;
+//!   the cancellation of a call that already answered is ignored.
+//! - The definitions: `{"id": ID, "definitions": true}`. Answer:
+//!   `{"id": ID, "definitions": [...]}`, the array `dsh-search definitions`
+//!   prints (each definition's keys in the seed's order).
+//!
+//! `ID` is a string or a number; the answer echoes it as it came. A call's
+//! `ID` must not be the `ID` of a call still in flight.
+//!
+//! ## Errors
+//!
+//! A line that is not a valid request gets `{"id": <its id or null>,
+//! "error": "<why>"}` and the server reads on: a line that is not JSON or
+//! not an object, nests deeper than 128 levels (answered under its id when
+//! the id can be read), or is longer than
+//! [`MAX_LINE_BYTES`]; a request without an id, with a key it does not
+//! know, with a field of the wrong type, or with the id of a call in
+//! flight. A request that is well formed but whose call fails (an unknown
+//! tool, arguments that do not match the tool's schema) gets the tool's
+//! error result, as `Tools::call` returns it.
+//!
+//! ## End
+//!
+//! At EOF the server finishes the calls in flight, writes their answers
+//! and exits 0. SIGINT, SIGTERM or SIGHUP cancel every call in flight; the
+//! server writes their (aborted) answers and exits 0.
+
+use std::collections::VecDeque;
+use std::io::{self, BufRead, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::{InFlight, SIGNAL_DRAIN};
+use crate::cli::Common;
+use crate::tool::{CallContext, Tools};
+
+/// The longest request line read; a longer one is skipped with an error
+/// answer. Large enough for a `write` of a 10 MiB file with every byte
+/// escaped twice over, small enough that a runaway client cannot exhaust
+/// memory.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
+/// Calls run at once; further calls wait in a queue (their cancellation
+/// still works: a call cancelled in the queue answers at once).
+const MAX_WORKERS: usize = 64;
+
+/// How long a worker with nothing to do waits for the next call.
+const WORKER_IDLE: Duration = Duration::from_secs(5);
+
+/// `dsh-search serve`: serve stdin and stdout until EOF or a signal.
+pub fn run(common: &Common) -> u8 {
+    let (tools, workdir) = match super::tools_for(common).and_then(|t| {
+        let w = super::base_workdir(common)?;
+        Ok((t, w))
+    }) {
+        Ok(x) => x,
+        Err(e) => return crate::cli::fail(e),
+    };
+    let session = super::connection_session(common, "serve");
+    let server = Arc::new(Server::new(tools, workdir, session, Box::new(io::stdout())));
+    let on_stop = Arc::clone(&server);
+    let armed = super::on_signal(common, move |signal| {
+        log(format_args!(
+            "{signal}: cancelling {} call(s) in flight",
+            on_stop.inflight.active()
+        ));
+        on_stop.inflight.cancel_all();
+        on_stop.inflight.wait_idle(Some(SIGNAL_DRAIN));
+        std::process::exit(0);
+    });
+    if let Err(e) = armed {
+        log(format_args!(
+            "signals will not stop the calls in flight: {e}"
+        ));
+    }
+    server.serve(io::stdin().lock());
+    0
+}
+
+fn log(msg: std::fmt::Arguments<'_>) {
+    eprintln!("dsh-search serve: {msg}");
+}
+
+/// A JSON-lines server over one input and one output.
+pub struct Server {
+    tools: Tools,
+    workdir: PathBuf,
+    session: String,
+    /// `dsh-search definitions`'s array on one line, built once.
+    definitions: String,
+    out: Mutex<Output>,
+    /// Keyed by the id's JSON text, so that `1` and `"1"` are two ids.
+    inflight: InFlight<String>,
+    pool: Mutex<Pool>,
+    /// Wakes an idle worker when a job is queued.
+    work_ready: Condvar,
+}
+
+struct Output {
+    w: Box<dyn Write + Send>,
+    /// A write failed: the client is gone, nothing more is written.
+    broken: bool,
+}
+
+#[derive(Default)]
+struct Pool {
+    /// Worker threads alive, busy or idle.
+    running: usize,
+    /// Of those, the ones waiting for a job.
+    idle: usize,
+    queue: VecDeque<Job>,
+}
+
+struct Job {
+    /// The id's JSON text, echoed in the answer.
+    id: String,
+    tool: String,
+    arguments: Value,
+    ctx: CallContext,
+}
+
+/// What one read of a line found.
+enum Line {
+    Complete,
+    /// Longer than the cap: skipped up to its newline (or EOF).
+    TooLong,
+    Eof,
+}
+
+impl Server {
+    /// A server answering on `out`, with `workdir` as the base of every
+    /// request's `cwd` and `session` as the session of requests without
+    /// one.
+    pub fn new(
+        tools: Tools,
+        workdir: PathBuf,
+        session: String,
+        out: Box<dyn Write + Send>,
+    ) -> Server {
+        let defs: Vec<String> = tools.definitions().iter().map(|d| d.to_json()).collect();
+        Server {
+            tools,
+            workdir,
+            session,
+            definitions: format!("[{}]", defs.join(",")),
+            out: Mutex::new(Output {
+                w: out,
+                broken: false,
+            }),
+            inflight: InFlight::new(),
+            pool: Mutex::new(Pool::default()),
+            work_ready: Condvar::new(),
+        }
+    }
+
+    /// Read requests from `input` until EOF (or until the output breaks),
+    /// then wait for the calls in flight to answer.
+    pub fn serve(self: &Arc<Self>, mut input: impl BufRead) {
+        let mut line = Vec::new();
+        loop {
+            match read_line(&mut input, &mut line, MAX_LINE_BYTES) {
+                Ok(Line::Complete) => self.handle(&line),
+                Ok(Line::TooLong) => self.reject(
+                    "null",
+                    &format!("the request line is longer than {MAX_LINE_BYTES} bytes"),
+                ),
+                Ok(Line::Eof) => break,
+                Err(e) => {
+                    log(format_args!("cannot read stdin, stopping: {e}"));
+                    break;
+                }
+            }
+            if self.output().broken {
+                break;
+            }
+        }
+        self.inflight.wait_idle(None);
+    }
+
+    fn output(&self) -> MutexGuard<'_, Output> {
+        self.out.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Write one answer line. A failed write means the client is gone: the
+    /// calls in flight are cancelled and nothing more is written.
+    fn write_line(&self, line: &str) {
+        let mut out = self.output();
+        if out.broken {
+            return;
+        }
+        let w = &mut out.w;
+        let written = w
+            .write_all(line.as_bytes())
+            .and_then(|()| w.write_all(b"\n"))
+            .and_then(|()| w.flush());
+        if let Err(e) = written {
+            out.broken = true;
+            drop(out);
+            log(format_args!("cannot write stdout, stopping: {e}"));
+            self.inflight.cancel_all();
+        }
+    }
+
+    fn reject(&self, id: &str, why: &str) {
+        let why = serde_json::to_string(why).unwrap_or_default();
+        self.write_line(&format!("{{\"id\":{id},\"error\":{why}}}"));
+    }
+
+    fn handle(self: &Arc<Self>, line: &[u8]) {
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        let request = match serde_json::from_slice::<Value>(line) {
+            Ok(Value::Object(map)) => map,
+            Ok(other) => {
+                return self.reject(
+                    "null",
+                    &format!("a request is a JSON object, not {}", kind(&other)),
+                )
+            }
+            Err(e) => {
+                let id = super::envelope(line).and_then(|(id, _)| id);
+                let id = id.map_or_else(|| "null".to_string(), |id| id.to_string());
+                return self.reject(&id, &format!("the line is not JSON: {e}"));
+            }
+        };
+        let id = match request.get("id") {
+            Some(id @ (Value::String(_) | Value::Number(_))) => {
+                serde_json::to_string(id).unwrap_or_default()
+            }
+            Some(other) => {
+                let echo = serde_json::to_string(other).unwrap_or_else(|_| "null".into());
+                return self.reject(
+                    &echo,
+                    &format!("\"id\" must be a string or a number, not {}", kind(other)),
+                );
+            }
+            None => return self.reject("null", "the request has no \"id\""),
+        };
+        if let Err(why) = self.dispatch(&id, request) {
+            self.reject(&id, &why);
+        }
+    }
+
+    /// Route one request with a valid id; `Err` is the error answer.
+    fn dispatch(self: &Arc<Self>, id: &str, mut request: Map<String, Value>) -> Result<(), String> {
+        let kinds: Vec<&str> = ["tool", "cancel", "definitions"]
+            .into_iter()
+            .filter(|k| request.contains_key(*k))
+            .collect();
+        let allowed: &[&str] = match kinds.as_slice() {
+            ["tool"] => &["id", "tool", "arguments", "cwd", "session"],
+            ["cancel"] | ["definitions"] => &["id", kinds[0]],
+            [] => {
+                return Err(
+                    "the request has none of \"tool\" (a call), \"cancel\" or \"definitions\""
+                        .into(),
+                )
+            }
+            _ => {
+                return Err(format!(
+                    "the request has {}: a request is one call, one cancel or one definitions",
+                    kinds.join(" and ")
+                ))
+            }
+        };
+        if let Some(key) = request.keys().find(|k| !allowed.contains(&k.as_str())) {
+            return Err(format!(
+                "unknown key {} in a {} request; its keys are {}",
+                quote(key),
+                kinds[0],
+                allowed.join(", ")
+            ));
+        }
+        match kinds[0] {
+            "cancel" => {
+                expect_true(&request, "cancel")?;
+                // The answer is the call's own (aborted) one; a call that
+                // already answered is past cancelling.
+                self.inflight.cancel(&id.to_string());
+                Ok(())
+            }
+            "definitions" => {
+                expect_true(&request, "definitions")?;
+                self.write_line(&format!(
+                    "{{\"id\":{id},\"definitions\":{}}}",
+                    self.definitions
+                ));
+                Ok(())
+            }
+            _ => {
+                let tool = match request.remove("tool") {
+                    Some(Value::String(t)) => t,
+                    Some(other) => {
+                        return Err(format!("\"tool\" must be a string, not {}", kind(&other)))
+                    }
+                    None => unreachable!("the kind is tool"),
+                };
+                let arguments = request
+                    .remove("arguments")
+                    .unwrap_or_else(|| Value::Object(Map::new()));
+                let cwd = optional_string(&request, "cwd")?;
+                let session = optional_string(&request, "session")?;
+                if session == Some("") {
+                    return Err("\"session\" must not be empty".into());
+                }
+                let Some(token) = self.inflight.start(id.to_string()) else {
+                    return Err(format!("a call with id {id} is still in flight"));
+                };
+                let workdir = match cwd {
+                    Some(dir) => self.workdir.join(dir),
+                    None => self.workdir.clone(),
+                };
+                let mut ctx = CallContext::new(workdir).session(session.unwrap_or(&self.session));
+                ctx.cancel = token;
+                self.submit(Job {
+                    id: id.to_string(),
+                    tool,
+                    arguments,
+                    ctx,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn pool(&self) -> MutexGuard<'_, Pool> {
+        self.pool.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queue `job` for a worker: an idle one if there is one, else a new
+    /// one, unless [`MAX_WORKERS`] are busy (it then waits its turn).
+    fn submit(self: &Arc<Self>, job: Job) {
+        let mut pool = self.pool();
+        pool.queue.push_back(job);
+        if pool.idle >= pool.queue.len() {
+            self.work_ready.notify_one();
+            return;
+        }
+        if pool.running >= MAX_WORKERS {
+            return;
+        }
+        pool.running += 1;
+        drop(pool);
+        let server = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("dsh-serve-call".to_string())
+            .spawn(move || server.worker());
+        if spawned.is_err() {
+            // No thread: with no worker at all the job runs here, on the
+            // reader's thread, rather than not at all.
+            let mut pool = self.pool();
+            pool.running -= 1;
+            if pool.running == 0 {
+                if let Some(job) = pool.queue.pop_front() {
+                    drop(pool);
+                    self.run_job(job);
+                }
+            }
+        }
+    }
+
+    /// Run queued jobs; leave after [`WORKER_IDLE`] without one. A worker
+    /// that stays a while saves the next call a thread start (a third of
+    /// the transport's overhead, measured: BENCHMARKS.md).
+    fn worker(&self) {
+        let mut pool = self.pool();
+        loop {
+            if let Some(job) = pool.queue.pop_front() {
+                drop(pool);
+                self.run_job(job);
+                pool = self.pool();
+                continue;
+            }
+            pool.idle += 1;
+            let (guard, wait) = self
+                .work_ready
+                .wait_timeout(pool, WORKER_IDLE)
+                .unwrap_or_else(|e| e.into_inner());
+            pool = guard;
+            pool.idle -= 1;
+            if wait.timed_out() && pool.queue.is_empty() {
+                pool.running -= 1;
+                return;
+            }
+        }
+    }
+
+    fn run_job(&self, job: Job) {
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            self.tools.call(&job.tool, &job.arguments, &job.ctx)
+        }));
+        self.inflight.settle(&job.id);
+        match outcome.map(|r| serde_json::to_string(&r)) {
+            Ok(Ok(result)) => {
+                self.write_line(&format!("{{\"id\":{},\"result\":{result}}}", job.id))
+            }
+            Ok(Err(e)) => self.reject(
+                &job.id,
+                &format!("internal error: the result does not serialize: {e}"),
+            ),
+            Err(_) => self.reject(
+                &job.id,
+                "internal error: the call panicked; the server goes on",
+            ),
+        }
+        self.inflight.finish();
+    }
+}
+
+/// Read one line into `buf` (cleared first), at most `max` bytes of it.
+fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<Line> {
+    buf.clear();
+    let mut too_long = false;
+    loop {
+        let available = match input.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(match (too_long, buf.is_empty()) {
+                (true, _) => Line::TooLong,
+                (false, true) => Line::Eof,
+                (false, false) => Line::Complete,
+            });
+        }
+        let newline = memchr::memchr(b'\n', available);
+        let take = newline.map_or(available.len(), |i| i + 1);
+        if !too_long && buf.len() + take > max {
+            too_long = true;
+            buf.clear();
+            buf.shrink_to(64 << 10);
+        }
+        if !too_long {
+            buf.extend_from_slice(&available[..take]);
+        }
+        input.consume(take);
+        if newline.is_some() {
+            return Ok(if too_long {
+                Line::TooLong
+            } else {
+                Line::Complete
+            });
+        }
+    }
+}
+
+fn expect_true(request: &Map<String, Value>, key: &str) -> Result<(), String> {
+    match request.get(key) {
+        Some(Value::Bool(true)) => Ok(()),
+        Some(other) => Err(format!("\"{key}\" must be true, not {}", short(other))),
+        None => unreachable!("the kind was found by its key"),
+    }
+}
+
+fn optional_string<'a>(
+    request: &'a Map<String, Value>,
+    key: &str,
+) -> Result<Option<&'a str>, String> {
+    match request.get(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(format!("\"{key}\" must be a string, not {}", kind(other))),
+    }
+}
+
+/// What a JSON value is, for an error message.
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A value in an error message: scalars as JSON, containers by kind.
+fn short(v: &Value) -> String {
+    match v {
+        Value::Array(_) | Value::Object(_) => kind(v).to_string(),
+        scalar => clip(&serde_json::to_string(scalar).unwrap_or_default()),
+    }
+}
+
+fn quote(s: &str) -> String {
+    clip(&serde_json::to_string(s).unwrap_or_default())
+}
+
+/// At most 100 bytes of `s` (on a character boundary), so that a hostile
+/// key or value cannot make an error line huge.
+fn clip(s: &str) -> String {
+    const MAX: usize = 100;
+    if s.len() <= MAX {
+        return s.to_string();
+    }
+    let end = (0..=MAX)
+        .rev()
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(0);
+    format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{read_line, Line};
+
+    fn lines(input: &[u8], max: usize) -> Vec<String> {
+        let mut r = std::io::BufReader::with_capacity(4, input);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            match read_line(&mut r, &mut buf, max).unwrap() {
+                Line::Complete => out.push(String::from_utf8(buf.clone()).unwrap()),
+                Line::TooLong => out.push("<too long>".into()),
+                Line::Eof => return out,
+            }
+        }
+    }
+
+    #[test]
+    fn lines_are_split_capped_and_skipped_to_their_end() {
+        assert_eq!(lines(b"ab\ncdefghij\nk", 5), ["ab\n", "<too long>", "k"]);
+        assert_eq!(lines(b"abcdefgh", 5), ["<too long>"]);
+        assert_eq!(lines(b"abcd\n", 5), ["abcd\n"]);
+        assert!(lines(b"", 5).is_empty());
+    }
+}

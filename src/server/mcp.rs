@@ -1,0 +1,668 @@
+//! `dsh-search mcp`: the tools as a Model Context Protocol server on stdio
+//! (`contract.md` §12), on the official Rust SDK, `rmcp`.
+//!
+//! - `tools/list` gives glob, grep, read, write and edit with the
+//!   definitions' names, descriptions and input schemas (and hints: the
+//!   searches and read are read-only, write and edit are not).
+//! - `tools/call` runs [`Tools::call`] as a direct call of the
+//!   connection's session and answers with the tool's content as one text
+//!   block, `isError`, the value as `structuredContent` (when it is an
+//!   object), and in `_meta` the error's name and code
+//!   (`dsh-search/error`) and the presentation meta (`dsh-search/meta`).
+//!   An unknown tool is a JSON-RPC error (`-32602`), as the MCP
+//!   specification asks; everything else is a tool result.
+//! - The workdir is `--cwd`, else the client's first `file://` root (asked
+//!   once with `roots/list` when the client declares roots, again after
+//!   `notifications/roots/list_changed`), else the current directory.
+//! - `notifications/cancelled` cancels the call's token: the search stops
+//!   and the call ends with the aborted error (which the protocol then does
+//!   not send: the client gave up on it). A log line on stderr says how
+//!   long the call took to stop.
+//! - Calls run concurrently, each on a blocking thread of a small Tokio
+//!   runtime that lives only inside this module: the library's engine and
+//!   tools stay synchronous.
+//! - Stdout carries JSON-RPC messages only, written by `StdioLines`,
+//!   which also answers every line that is not a message (not JSON: `-32700`;
+//!   not a valid message, or longer than [`MAX_LINE_BYTES`]: `-32600`)
+//!   and reads on. At EOF the calls in flight are cancelled (the client
+//!   closes stdin to shut the server down) and the server exits 0; so it
+//!   does after SIGINT, SIGTERM or SIGHUP.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, ContentBlock,
+    ErrorCode, Implementation, InitializeRequestParams, JsonObject, JsonRpcMessage,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::{
+    NotificationContext, RequestContext, RoleServer, RxJsonRpcMessage, TxJsonRpcMessage,
+};
+use rmcp::transport::{StdioReader, StdioWriter, Transport};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex as AsyncMutex;
+
+use super::jsonl::MAX_LINE_BYTES;
+use super::{InFlight, SIGNAL_DRAIN};
+use crate::cli::Common;
+use crate::tool::{definitions, CallContext, ToolResult, Tools};
+
+/// How long the server waits for the client's answer to `roots/list`.
+const ROOTS_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn log(msg: std::fmt::Arguments<'_>) {
+    eprintln!("dsh-search mcp: {msg}");
+}
+
+/// `dsh-search mcp`: serve stdin and stdout until EOF or a signal.
+pub fn run(common: &Common) -> u8 {
+    let handler = match Handler::new(common) {
+        Ok(h) => h,
+        Err(e) => return crate::cli::fail(e),
+    };
+    let inflight = Arc::clone(&handler.inflight);
+    let armed = super::on_signal(common, move |signal| {
+        log(format_args!(
+            "{signal}: cancelling {} call(s) in flight",
+            inflight.active()
+        ));
+        inflight.cancel_all();
+        inflight.wait_idle(Some(SIGNAL_DRAIN));
+        std::process::exit(0);
+    });
+    if let Err(e) = armed {
+        log(format_args!(
+            "signals will not stop the calls in flight: {e}"
+        ));
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .thread_name("dsh-mcp")
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return crate::cli::fail(format!("cannot start the MCP runtime: {e}")),
+    };
+    let inflight = Arc::clone(&handler.inflight);
+    runtime.block_on(async move {
+        // `stdio_pipes` reads a pipe through the reactor, so that nothing is
+        // left blocked in a read of stdin when the server stops.
+        let (reader, writer) = rmcp::transport::stdio_pipes();
+        match handler
+            .serve(StdioLines::new(reader, writer, inflight))
+            .await
+        {
+            Ok(running) => {
+                if let Err(e) = running.waiting().await {
+                    log(format_args!("the service stopped abnormally: {e}"));
+                }
+            }
+            // EOF or a closed pipe before the client initialized: nothing
+            // to serve.
+            Err(e) => log(format_args!("the client did not initialize: {e}")),
+        }
+    });
+    // Whatever is left is dropped, which cancels its call; the blocking
+    // threads of cancelled calls end within milliseconds.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    0
+}
+
+/// Where a call's workdir comes from.
+enum Workdir {
+    /// `--cwd`.
+    Fixed(PathBuf),
+    /// The client's first `file://` root, else `fallback` (the current
+    /// directory); `current` caches the answer until the roots change.
+    Roots {
+        fallback: PathBuf,
+        current: AsyncMutex<Option<PathBuf>>,
+    },
+}
+
+/// The MCP face of [`Tools`] for one connection (one session).
+struct Handler {
+    tools: Tools,
+    listed: Arc<Vec<Tool>>,
+    instructions: String,
+    session: String,
+    workdir: Workdir,
+    inflight: Arc<InFlight<u64>>,
+    next_call: AtomicU64,
+}
+
+impl Handler {
+    fn new(common: &Common) -> Result<Handler, String> {
+        let tools = super::tools_for(common)?;
+        let base = super::base_workdir(common)?;
+        let workdir = match common.cwd {
+            Some(_) => Workdir::Fixed(base),
+            None => Workdir::Roots {
+                fallback: base,
+                current: AsyncMutex::new(None),
+            },
+        };
+        let listed = tools
+            .definitions()
+            .iter()
+            .map(mcp_tool)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Handler {
+            instructions: definitions::system_prompt(tools.config()),
+            tools,
+            listed: Arc::new(listed),
+            session: super::connection_session(common, "mcp"),
+            workdir,
+            inflight: Arc::new(InFlight::new()),
+            next_call: AtomicU64::new(0),
+        })
+    }
+
+    /// The workdir of a call made in `context`.
+    async fn workdir(&self, context: &RequestContext<RoleServer>) -> PathBuf {
+        let (fallback, current) = match &self.workdir {
+            Workdir::Fixed(dir) => return dir.clone(),
+            Workdir::Roots { fallback, current } => (fallback, current),
+        };
+        // Held across the roots request: concurrent first calls ask once.
+        let mut current = current.lock().await;
+        if let Some(dir) = &*current {
+            return dir.clone();
+        }
+        let dir = first_root(context)
+            .await
+            .unwrap_or_else(|| fallback.clone());
+        *current = Some(dir.clone());
+        dir
+    }
+}
+
+/// The client's first `file://` root, when it declares roots and answers.
+///
+/// Roots are deprecated from protocol 2026-07-28 on (SEP-2577); a client
+/// on that protocol gets `--cwd` or the current directory.
+#[allow(
+    deprecated,
+    reason = "roots are how pre-2026 clients name their workspace"
+)]
+async fn first_root(context: &RequestContext<RoleServer>) -> Option<PathBuf> {
+    let declared = context
+        .client_capabilities()
+        .is_some_and(|c| c.roots.is_some());
+    if !declared || context.peer.peer_info().is_none() {
+        return None;
+    }
+    match tokio::time::timeout(ROOTS_TIMEOUT, context.peer.list_roots()).await {
+        Ok(Ok(list)) => list.roots.iter().find_map(|r| file_uri_path(&r.uri)),
+        Ok(Err(e)) => {
+            log(format_args!(
+                "roots/list failed, using the current directory: {e}"
+            ));
+            None
+        }
+        Err(_) => {
+            log(format_args!(
+                "roots/list got no answer in {ROOTS_TIMEOUT:?}, using the current directory"
+            ));
+            None
+        }
+    }
+}
+
+/// The local path of a `file://` URI (host empty or `localhost`),
+/// percent-decoded; `None` for any other URI.
+///
+/// # Platform behavior
+///
+/// On Unix the decoded bytes are the path, whatever their encoding. On
+/// Windows they must be UTF-8, and `/C:/x` becomes `C:/x`.
+fn file_uri_path(uri: &str) -> Option<PathBuf> {
+    let scheme = uri.get(..7)?;
+    if !scheme.eq_ignore_ascii_case("file://") {
+        return None;
+    }
+    let rest = &uri[7..];
+    let path = match rest.find('/') {
+        Some(0) => rest,
+        Some(i) if rest[..i].eq_ignore_ascii_case("localhost") => &rest[i..],
+        _ => return None,
+    };
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    let bytes: Vec<u8> = percent_encoding::percent_decode_str(path).collect();
+    let path = imp::path_from_bytes(bytes)?;
+    path.is_absolute().then_some(path)
+}
+
+#[cfg(unix)]
+mod imp {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    use std::path::PathBuf;
+
+    pub(super) fn path_from_bytes(bytes: Vec<u8>) -> Option<PathBuf> {
+        Some(PathBuf::from(OsString::from_vec(bytes)))
+    }
+}
+
+#[cfg(not(unix))]
+mod imp {
+    use std::path::PathBuf;
+
+    pub(super) fn path_from_bytes(bytes: Vec<u8>) -> Option<PathBuf> {
+        let s = String::from_utf8(bytes).ok()?;
+        let b = s.as_bytes();
+        let drive = b.len() >= 3 && b[0] == b'/' && b[1].is_ascii_alphabetic() && b[2] == b':';
+        Some(PathBuf::from(if drive { &s[1..] } else { &s[..] }))
+    }
+}
+
+/// One definition as an MCP tool: name, description, the input schema.
+fn mcp_tool(def: &definitions::ToolDefinition) -> Result<Tool, String> {
+    let schema: JsonObject = serde_json::from_str(&def.schema_json())
+        .map_err(|e| format!("the {} schema is not a JSON object: {e}", def.name))?;
+    let mut tool = Tool::new(def.name, def.description.clone(), schema);
+    let read_only = matches!(def.name, "glob" | "grep" | "read");
+    tool.annotations = Some(
+        ToolAnnotations::new()
+            .read_only(read_only)
+            .destructive(!read_only)
+            .open_world(false),
+    );
+    Ok(tool)
+}
+
+/// A [`ToolResult`] as an MCP tool result.
+fn mcp_result(result: ToolResult) -> CallToolResult {
+    let mut out = if result.is_error {
+        CallToolResult::error(vec![ContentBlock::text(result.content)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(result.content)])
+    };
+    // MCP's structuredContent is an object; every tool's value is one.
+    out.structured_content = result.value.filter(Value::is_object);
+    let mut meta = Map::new();
+    if let Some(error) = result.error {
+        if let Ok(error) = serde_json::to_value(error) {
+            meta.insert("dsh-search/error".to_string(), error);
+        }
+    }
+    if let Some(m) = result.meta {
+        meta.insert("dsh-search/meta".to_string(), m);
+    }
+    if !meta.is_empty() {
+        out.meta = Some(MetaObject(meta));
+    }
+    out
+}
+
+/// A call registered in flight until it is dropped: then its token is
+/// cancelled (a no-op once it has finished; it stops the work if the
+/// service dropped the request) and it leaves the registry.
+struct Registered<'a> {
+    inflight: &'a InFlight<u64>,
+    key: u64,
+    token: crate::CancelToken,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.token.cancel();
+        self.inflight.settle(&self.key);
+        self.inflight.finish();
+    }
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("dsh-search", env!("CARGO_PKG_VERSION")))
+            .with_instructions(self.instructions.clone())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.listed.to_vec()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        if !self.listed.iter().any(|t| t.name == name) {
+            let names: Vec<&str> = self.listed.iter().map(|t| &*t.name).collect();
+            return Err(McpError::new(
+                ErrorCode::INVALID_PARAMS,
+                format!(
+                    "unknown tool {}; available tools: {}",
+                    serde_json::to_string(&name).unwrap_or_default(),
+                    names.join(", ")
+                ),
+                None,
+            ));
+        }
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let workdir = self.workdir(&context).await;
+        let key = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let Some(token) = self.inflight.start(key) else {
+            unreachable!("call keys are never reused");
+        };
+        let registered = Registered {
+            inflight: &self.inflight,
+            key,
+            token: token.clone(),
+        };
+        let mut ctx = CallContext::new(workdir).session(self.session.clone());
+        ctx.cancel = token;
+        let tools = self.tools.clone();
+        let tool = name.clone();
+        let mut job = tokio::task::spawn_blocking(move || tools.call(&tool, &args, &ctx));
+        let outcome = tokio::select! {
+            outcome = &mut job => outcome,
+            () = context.ct.cancelled() => {
+                let asked = Instant::now();
+                registered.token.cancel();
+                let outcome = job.await;
+                let how = match &outcome {
+                    Ok(r) => r.error.as_ref().and_then(|e| e.code()).unwrap_or("a result").to_string(),
+                    Err(_) => "a panic".to_string(),
+                };
+                log(format_args!(
+                    "request {} ({name}) cancelled by the client: ended with {how} {} ms later",
+                    context.id.clone().into_json_value(),
+                    asked.elapsed().as_millis()
+                ));
+                outcome
+            }
+        };
+        drop(registered);
+        match outcome {
+            Ok(result) => Ok(mcp_result(result).into()),
+            Err(_) => Err(McpError::internal_error(
+                "the call panicked; the server goes on",
+                None,
+            )),
+        }
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        if let Workdir::Roots { current, .. } = &self.workdir {
+            *current.lock().await = None;
+        }
+    }
+}
+
+/// What [`StdioLines::fill_line`] found.
+enum LineRead {
+    Line,
+    /// Longer than [`MAX_LINE_BYTES`] (the rest of it is skipped).
+    TooLong,
+    Eof,
+}
+
+/// The stdio transport: newline-delimited JSON-RPC, like rmcp's own, but a
+/// line that is not a message gets an error response instead of being
+/// dropped in silence (`contract.md` §12: a malformed message gets a
+/// JSON-RPC error).
+///
+/// At EOF it cancels the calls in flight before it reports the end: the
+/// client closed its side to shut the server down (the MCP stdio
+/// lifecycle), so the server stops their work instead of finishing it.
+struct StdioLines {
+    reader: BufReader<StdioReader>,
+    /// The line read so far (kept across a dropped `receive`).
+    line: Vec<u8>,
+    /// Skipping the rest of a line longer than [`MAX_LINE_BYTES`].
+    skipping: bool,
+    writer: Arc<AsyncMutex<Option<StdioWriter>>>,
+    inflight: Arc<InFlight<u64>>,
+}
+
+impl StdioLines {
+    fn new(reader: StdioReader, writer: StdioWriter, inflight: Arc<InFlight<u64>>) -> StdioLines {
+        StdioLines {
+            reader: BufReader::new(reader),
+            line: Vec::new(),
+            skipping: false,
+            writer: Arc::new(AsyncMutex::new(Some(writer))),
+            inflight,
+        }
+    }
+
+    /// Read up to the end of a line into `self.line`.
+    ///
+    /// Cancellation-safe, as rmcp's service loop needs (it polls
+    /// `receive` in a `select!` and drops it when another branch is ready
+    /// first): the partial line and the skipping state live in `self`, and
+    /// nothing is consumed from the reader without being kept or skipped.
+    async fn fill_line(&mut self) -> std::io::Result<LineRead> {
+        loop {
+            let available = self.reader.fill_buf().await?;
+            if available.is_empty() {
+                self.skipping = false;
+                return Ok(if self.line.is_empty() {
+                    LineRead::Eof
+                } else {
+                    LineRead::Line
+                });
+            }
+            let newline = memchr::memchr(b'\n', available);
+            let take = newline.map_or(available.len(), |i| i + 1);
+            if self.skipping {
+                self.reader.consume(take);
+                if newline.is_some() {
+                    self.skipping = false;
+                }
+                continue;
+            }
+            if self.line.len() + take > MAX_LINE_BYTES {
+                self.line = Vec::new();
+                self.skipping = newline.is_none();
+                self.reader.consume(take);
+                return Ok(LineRead::TooLong);
+            }
+            self.line.extend_from_slice(&available[..take]);
+            self.reader.consume(take);
+            if newline.is_some() {
+                return Ok(LineRead::Line);
+            }
+        }
+    }
+
+    /// Answer a line that is not a message. Written by hand rather than as
+    /// rmcp's `JsonRpcError`, which leaves out an unknown id: JSON-RPC 2.0
+    /// wants `"id": null` there.
+    ///
+    /// The write runs as a task of its own: `receive` may be dropped at any
+    /// await, and a write cut in the middle would leave half a line.
+    fn answer_error(&self, error: McpError, id: Option<Value>) {
+        let line = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id.unwrap_or(Value::Null),
+            "error": {"code": error.code.0, "message": error.message},
+        });
+        // A failed write shows again, and ends the service, on the next
+        // send; here it only loses this error answer.
+        let writer = Arc::clone(&self.writer);
+        tokio::spawn(async move {
+            let _ = write_bytes(&writer, line.to_string().into_bytes()).await;
+        });
+    }
+}
+
+async fn write_message(
+    writer: &AsyncMutex<Option<StdioWriter>>,
+    message: &TxJsonRpcMessage<RoleServer>,
+) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec(message).map_err(std::io::Error::other)?;
+    write_bytes(writer, bytes).await
+}
+
+/// Write one message and its newline, whole, and flush.
+async fn write_bytes(
+    writer: &AsyncMutex<Option<StdioWriter>>,
+    mut bytes: Vec<u8>,
+) -> std::io::Result<()> {
+    bytes.push(b'\n');
+    let mut writer = writer.lock().await;
+    let w = writer
+        .as_mut()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotConnected, "stdout is closed"))?;
+    w.write_all(&bytes).await?;
+    w.flush().await
+}
+
+/// Why a line that is not a message was rejected, with the id to answer
+/// (`None`: a notification, which gets no answer).
+fn classify(line: &[u8], error: &serde_json::Error) -> Option<(McpError, Option<Value>)> {
+    let value: Value = match serde_json::from_slice(line) {
+        Ok(v) => v,
+        Err(e) => {
+            let why = format!("the line is not JSON: {e}");
+            return match super::envelope(line) {
+                // Too deep, but an object with an id or a method: answered
+                // under its id, or (a notification) not at all.
+                Some((None, true)) => None,
+                Some((id, _)) => Some((McpError::parse_error(why, None), id)),
+                None => Some((McpError::parse_error(why, None), None)),
+            };
+        }
+    };
+    // The id as it came, when it is one JSON-RPC allows.
+    let id = value
+        .get("id")
+        .filter(|id| id.is_string() || id.is_number())
+        .cloned();
+    let is_notification = value.get("method").is_some() && value.get("id").is_none();
+    if is_notification {
+        log(format_args!(
+            "ignored a notification that is not valid: {error}"
+        ));
+        return None;
+    }
+    Some((
+        McpError::invalid_request(format!("not a valid JSON-RPC message: {error}"), None),
+        id,
+    ))
+}
+
+impl Transport<RoleServer> for StdioLines {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let writer = Arc::clone(&self.writer);
+        async move { write_message(&writer, &item).await }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            match self.fill_line().await {
+                Ok(LineRead::Line) => {}
+                Ok(LineRead::TooLong) => {
+                    let why = format!("the message is longer than {MAX_LINE_BYTES} bytes");
+                    self.answer_error(McpError::invalid_request(why, None), None);
+                    continue;
+                }
+                Ok(LineRead::Eof) => {
+                    self.inflight.cancel_all();
+                    return None;
+                }
+                Err(e) => {
+                    log(format_args!("cannot read stdin, stopping: {e}"));
+                    self.inflight.cancel_all();
+                    return None;
+                }
+            }
+            // From here on nothing awaits: the line is handled whole.
+            let line = std::mem::take(&mut self.line);
+            let trimmed = trim_line(&line);
+            if trimmed.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(trimmed) {
+                Ok(message) => match misparsed(&message) {
+                    Some((error, id)) => self.answer_error(error, Some(id)),
+                    None => return Some(message),
+                },
+                Err(e) => {
+                    if let Some((error, id)) = classify(trimmed, &e) {
+                        self.answer_error(error, id);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        if let Some(mut w) = self.writer.lock().await.take() {
+            w.flush().await?;
+        }
+        Ok(())
+    }
+}
+
+/// A request for a method this server implements whose params do not
+/// parse: rmcp takes it for a custom request and would answer "method not
+/// found" (`-32601`); it is `-32602`, invalid params, with serde's reason.
+fn misparsed(message: &RxJsonRpcMessage<RoleServer>) -> Option<(McpError, Value)> {
+    let JsonRpcMessage::Request(request) = message else {
+        return None;
+    };
+    let ClientRequest::CustomRequest(custom) = &request.request else {
+        return None;
+    };
+    let params = custom.params.clone().unwrap_or(Value::Null);
+    let error = match custom.method.as_str() {
+        "tools/call" => serde_json::from_value::<CallToolRequestParams>(params).err(),
+        "tools/list" => serde_json::from_value::<Option<PaginatedRequestParams>>(params).err(),
+        "initialize" => serde_json::from_value::<InitializeRequestParams>(params).err(),
+        _ => None,
+    }?;
+    let why = format!("invalid params for {}: {error}", custom.method);
+    Some((
+        McpError::invalid_params(why, None),
+        request.id.clone().into_json_value(),
+    ))
+}
+
+/// A line without its `\n`, a `\r` before it and a leading UTF-8 BOM.
+fn trim_line(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::file_uri_path;
+    use std::path::PathBuf;
+
+    #[test]
+    fn file_uris_become_paths() {
+        assert_eq!(
+            file_uri_path("file:///tmp/a%20b"),
+            Some(PathBuf::from("/tmp/a b"))
+        );
+        assert_eq!(
+            file_uri_path("file://localhost/srv/x"),
+            Some(PathBuf::from("/srv/x"))
+        );
+        assert_eq!(file_uri_path("FILE:///w?q#f"), Some(PathBuf::from("/w")));
+        assert_eq!(file_uri_path("file://host/x"), None);
+        assert_eq!(file_uri_path("https://example.com/x"), None);
+        assert_eq!(file_uri_path("file:"), None);
+    }
+}

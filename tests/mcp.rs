@@ -1,0 +1,333 @@
+//! `dsh-search mcp` driven by raw JSON-RPC lines (`contract.md` §12): the
+//! messages a real SDK never sends (malformed, hostile, out of order), the
+//! roots handshake step by step, cancellation, the timeout, EOF and
+//! signals. The Python and TypeScript SDK clients (tests/clients/, run by
+//! scripts/test) cover the ordinary use.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::util::served::Served;
+
+/// `f<k>.txt` holding `needle<k>`, a FIFO `pipe` (a grep of it blocks until
+/// cancelled or timed out) and `sub/s.txt` holding `needle9`.
+fn tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for k in 0..3 {
+        std::fs::write(dir.path().join(format!("f{k}.txt")), format!("needle{k}\n")).unwrap();
+    }
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(dir.path().join("sub/s.txt"), "needle9\n").unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    dir
+}
+
+fn mcp(dir: &Path, extra: &[&str]) -> Served {
+    let mut args = vec!["--cwd", dir.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.push("mcp");
+    Served::start(dir, &args)
+}
+
+/// The legacy handshake, with `capabilities`.
+fn initialize(s: &mut Served, capabilities: Value) -> Value {
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": capabilities,
+        "clientInfo": {"name": "raw-test", "version": "1"}}}),
+    );
+    let answer = s.recv();
+    assert_eq!(answer["id"], "init", "{answer}");
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    answer
+}
+
+fn call(id: u64, tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": arguments}})
+}
+
+fn text(answer: &Value) -> &str {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text: {answer}"))
+}
+
+fn blocked_grep(id: u64) -> Value {
+    call(id, "grep", json!({"pattern": "x", "path": "pipe"}))
+}
+
+#[test]
+fn initialize_lists_the_server_and_the_system_prompt() {
+    let dir = tree();
+    let mut s = mcp(dir.path(), &[]);
+    let init = initialize(&mut s, json!({}));
+    assert_eq!(init["result"]["serverInfo"]["name"], "dsh-search");
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    assert!(init["result"]["capabilities"]["tools"].is_object());
+    let prompt = init["result"]["instructions"].as_str().unwrap();
+    assert!(prompt.starts_with("Use the read tool"), "{prompt}");
+    assert!(prompt.contains("Use the grep tool"), "{prompt}");
+}
+
+#[test]
+fn malformed_and_hostile_messages_get_json_rpc_errors_and_the_server_goes_on() {
+    let dir = tree();
+    let mut s = mcp(dir.path(), &[]);
+    // Before the handshake too.
+    s.send_raw(b"not json");
+    assert_eq!(
+        s.recv(),
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700,
+               "message": "the line is not JSON: expected ident at line 1 column 2"}})
+    );
+    initialize(&mut s, json!({}));
+    let checks: Vec<(Vec<u8>, i64, Value)> = vec![
+        (b"\xff\xfe".to_vec(), -32700, Value::Null),
+        ("[".repeat(100_000).into_bytes(), -32700, Value::Null),
+        (br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":5}"#.to_vec(), -32600, json!(7)),
+        (br#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"grep","arguments":[1]}}"#.to_vec(), -32602, json!("s")),
+        (br#"{"jsonrpc":"2.0","id":"n","method":"tools/call","params":{"arguments":{}}}"#.to_vec(), -32602, json!("n")),
+        (br#"{"jsonrpc":"2.0","id":8,"method":"no/such/method"}"#.to_vec(), -32601, json!(8)),
+        (br#"[{"jsonrpc":"2.0","id":9,"method":"tools/list"}]"#.to_vec(), -32600, Value::Null),
+        (br#"{"id":10}"#.to_vec(), -32600, json!(10)),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":{{"name":"grep","arguments":{{"pattern":{}1{}}}}}}}"#, "[".repeat(500), "]".repeat(500)).into_bytes(),
+            -32700,
+            json!("deep"),
+        ),
+    ];
+    for (line, code, id) in checks {
+        s.send_raw(&line);
+        let answer = s.recv();
+        assert_eq!(
+            answer["error"]["code"],
+            code,
+            "{}: {answer}",
+            String::from_utf8_lossy(&line[..line.len().min(80)])
+        );
+        assert_eq!(answer["id"], id, "{answer}");
+    }
+    // An invalid notification gets no answer (JSON-RPC never answers one).
+    s.send_raw(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":7}"#);
+    // Longer than the 64 MiB cap.
+    let mut huge = br#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"write","arguments":{"file_path":"big","content":""#.to_vec();
+    huge.resize(65 << 20, b'a');
+    huge.extend_from_slice(br#""}}}"#);
+    s.send_raw(&huge);
+    let answer = s.recv();
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        "the message is longer than 67108864 bytes"
+    );
+    assert!(!dir.path().join("big").exists());
+    // An unknown tool is a protocol error, NUL in arguments a tool error.
+    s.send(&call(12, "nope", json!({})));
+    assert_eq!(
+        s.recv()["error"],
+        json!({"code": -32602, "message": "unknown tool \"nope\"; available tools: read, write, edit, glob, grep"})
+    );
+    for (id, tool, args) in [
+        (13, "grep", json!({"pattern": "a\u{0}b"})),
+        (14, "read", json!({"file_path": "f0\u{0}.txt"})),
+        (15, "grep", json!({"pattern": 5})),
+    ] {
+        s.send(&call(id, tool, args));
+        let answer = s.recv();
+        assert_eq!(answer["id"], id);
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        assert!(text(&answer).starts_with("Error: "), "{answer}");
+    }
+    s.send(&call(16, "grep", json!({"pattern": "needle1"})));
+    let answer = s.recv();
+    assert_eq!(
+        (answer["id"].clone(), text(&answer)),
+        (json!(16), "Found 1 match\n\nf1.txt\nLine 1: needle1")
+    );
+    assert_eq!(
+        s.quiet_for(Duration::from_millis(200)),
+        None,
+        "one answer per request"
+    );
+    s.close();
+    assert!(s.wait().success());
+}
+
+/// The service loop drops a pending read whenever a response is ready
+/// first: a message arriving in pieces around a response must still be read
+/// whole. (Seen with the TypeScript SDK: a 2 KB request written while an
+/// earlier answer went out lost its head and was never answered.)
+#[test]
+fn a_message_split_around_a_response_is_read_whole() {
+    let dir = tree();
+    let mut s = mcp(dir.path(), &[]);
+    initialize(&mut s, json!({}));
+    for round in 0..3u64 {
+        let line = call(
+            100 + round,
+            "grep",
+            json!({"pattern": format!("needle2|{}", "z".repeat(2000))}),
+        )
+        .to_string();
+        let (head, tail) = line.as_bytes().split_at(line.len() / 2);
+        s.send(&call(round, "glob", json!({"pattern": "f0.txt"})));
+        s.send_part(head);
+        assert_eq!(
+            s.recv()["id"],
+            round,
+            "the first answer goes out while the second message is half read"
+        );
+        s.send_part(tail);
+        s.send_part(b"\n");
+        let answer = s.recv();
+        assert_eq!(answer["id"], 100 + round, "{answer}");
+        assert_eq!(text(&answer), "Found 1 match\n\nf2.txt\nLine 1: needle2");
+    }
+}
+
+#[test]
+fn results_carry_the_value_the_error_code_and_the_meta() {
+    let dir = tree();
+    let mut s = mcp(dir.path(), &[]);
+    initialize(&mut s, json!({}));
+    s.send(&call(1, "glob", json!({"pattern": "f1.txt"})));
+    let ok = s.recv()["result"].clone();
+    assert_eq!(ok["isError"], false);
+    assert_eq!(ok["content"], json!([{"type": "text", "text": "f1.txt"}]));
+    assert_eq!(ok["structuredContent"]["paths"], json!(["f1.txt"]), "{ok}");
+    assert!(ok["_meta"]["dsh-search/meta"].is_object(), "{ok}");
+    s.send(&call(2, "read", json!({"file_path": "missing.txt"})));
+    let err = s.recv()["result"].clone();
+    assert_eq!(err["isError"], true);
+    assert!(err.get("structuredContent").is_none(), "{err}");
+    s.send(&call(3, "grep", json!({"pattern": "("})));
+    let err = s.recv()["result"].clone();
+    assert_eq!(
+        err["_meta"]["dsh-search/error"]["info"]["code"], "SEARCH_INVALID_PATTERN",
+        "{err}"
+    );
+}
+
+#[test]
+fn notifications_cancelled_stops_the_call_and_others_go_on() {
+    let dir = tree();
+    let mut s = mcp(dir.path(), &[]);
+    initialize(&mut s, json!({}));
+    s.send(&blocked_grep(5));
+    s.send(&call(6, "grep", json!({"pattern": "needle2"})));
+    let other = s.recv();
+    assert_eq!(other["id"], 6, "the blocked call answered first: {other}");
+    s.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": 5, "reason": "test"}}),
+    );
+    let log = s.wait_stderr("request 5 (grep) cancelled by the client");
+    assert!(log.contains("ended with SEARCH_ABORTED"), "{log}");
+    // The cancelled request gets no response; the connection goes on.
+    s.send(&call(7, "glob", json!({"pattern": "f0.txt"})));
+    let next = s.recv();
+    assert_eq!((next["id"].clone(), text(&next)), (json!(7), "f0.txt"));
+}
+
+#[test]
+fn a_call_past_the_timeout_gets_the_timeout_error() {
+    let dir = tree();
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, r#"{"timeoutMs": 300}"#).unwrap();
+    let mut s = mcp(dir.path(), &["--config", config.to_str().unwrap()]);
+    initialize(&mut s, json!({}));
+    s.send(&blocked_grep(1));
+    let r = s.recv()["result"].clone();
+    assert_eq!(r["isError"], true);
+    assert_eq!(
+        r["content"][0]["text"],
+        "Error: tool call timed out after 300ms"
+    );
+    assert_eq!(
+        r["_meta"]["dsh-search/error"]["info"]["code"],
+        "TOOL_TIMEOUT"
+    );
+}
+
+#[test]
+fn eof_with_a_call_in_flight_cancels_it_and_exits_0() {
+    let dir = tree();
+    let mut s = mcp(dir.path(), &[]);
+    initialize(&mut s, json!({}));
+    s.send(&blocked_grep(1));
+    s.send(&call(2, "glob", json!({"pattern": "f0.txt"})));
+    assert_eq!(s.recv()["id"], 2);
+    s.close();
+    assert!(s.wait().success(), "{}", s.stderr());
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_and_sigint_cancel_the_calls_in_flight_and_exit_0() {
+    use rustix::process::Signal;
+    for signal in [Signal::TERM, Signal::INT] {
+        let dir = tree();
+        let mut s = mcp(dir.path(), &[]);
+        initialize(&mut s, json!({}));
+        s.send(&blocked_grep(1));
+        s.send(&call(2, "glob", json!({"pattern": "f0.txt"})));
+        assert_eq!(s.recv()["id"], 2);
+        s.signal(signal);
+        assert!(s.wait().success(), "{signal:?}");
+        assert!(
+            s.stderr().contains("cancelling 1 call(s) in flight"),
+            "{}",
+            s.stderr()
+        );
+    }
+}
+
+#[test]
+fn the_workdir_is_the_first_file_root_until_the_roots_change() {
+    let dir = tree();
+    let other = tempfile::tempdir().unwrap();
+    // No --cwd: the process's current directory is only the fallback.
+    let mut s = Served::start(other.path(), &["mcp"]);
+    initialize(&mut s, json!({"roots": {"listChanged": true}}));
+    let roots = |s: &mut Served, uris: &[String]| {
+        let ask = s.recv();
+        assert_eq!(ask["method"], "roots/list", "{ask}");
+        let list: Vec<Value> = uris.iter().map(|u| json!({"uri": u})).collect();
+        s.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": list}}));
+    };
+    let root = format!("file://{}", dir.path().display()).replace(' ', "%20");
+    s.send(&call(1, "grep", json!({"pattern": "needle"})));
+    roots(
+        &mut s,
+        &["https://example.com/not-a-file".into(), root.clone()],
+    );
+    let found = s.recv();
+    assert_eq!(found["id"], 1);
+    assert!(
+        text(&found).starts_with("Found 4 matches\n\nf0.txt\n"),
+        "{found}"
+    );
+    // Asked once: the next call uses the same root.
+    s.send(&call(2, "glob", json!({"pattern": "s.txt"})));
+    assert_eq!(text(&s.recv()), "sub/s.txt");
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
+    s.send(&call(3, "glob", json!({"pattern": "s.txt"})));
+    roots(&mut s, &[format!("{root}/sub")]);
+    assert_eq!(text(&s.recv()), "s.txt");
+}
+
+#[test]
+fn without_roots_or_cwd_the_workdir_is_the_current_directory() {
+    let dir = tree();
+    let mut s = Served::start(&dir.path().join("sub"), &["mcp"]);
+    initialize(&mut s, json!({}));
+    s.send(&call(1, "grep", json!({"pattern": "needle"})));
+    assert_eq!(text(&s.recv()), "Found 1 match\n\ns.txt\nLine 1: needle9");
+}

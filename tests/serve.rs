@@ -1,0 +1,444 @@
+//! `dsh-search serve`, the JSON-lines server (`contract.md` §12), driven as
+//! a process by a client that writes request lines and reads answer lines:
+//! concurrent calls, cancellation, malformed and hostile lines,
+//! definitions, sessions, the tool timeout, EOF and signals.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::util::served::Served;
+
+/// Five files `f<k>.txt` holding `needle<k>`, and a FIFO `pipe`: a grep
+/// of it blocks until its call is cancelled or times out.
+fn tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for k in 0..5 {
+        std::fs::write(dir.path().join(format!("f{k}.txt")), format!("needle{k}\n")).unwrap();
+    }
+    let status = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    dir
+}
+
+fn serve(dir: &Path) -> Served {
+    Served::start(dir, &["serve"])
+}
+
+/// A server whose glob/grep timeout is `ms`.
+fn serve_with_timeout(dir: &Path, ms: u64) -> Served {
+    let config = dir.join("config.json");
+    std::fs::write(&config, json!({ "timeoutMs": ms }).to_string()).unwrap();
+    Served::start(dir, &["--config", config.to_str().unwrap(), "serve"])
+}
+
+fn content(answer: &Value) -> &str {
+    answer["result"]["content"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no content: {answer}"))
+}
+
+fn code(answer: &Value) -> &str {
+    answer["result"]["error"]["info"]["code"]
+        .as_str()
+        .unwrap_or("")
+}
+
+/// Whether `answer` is the aborted error: of the search (`SEARCH_ABORTED`),
+/// or, when the cancellation came before its worker reached the dispatch,
+/// of the call (`ABORTED_BEFORE_DISPATCH`).
+fn aborted(answer: &Value) -> bool {
+    matches!(code(answer), "SEARCH_ABORTED" | "ABORTED_BEFORE_DISPATCH")
+}
+
+/// The grep of the FIFO, which only a cancellation or the timeout ends.
+fn blocked_grep(id: &str) -> Value {
+    json!({"id": id, "tool": "grep", "arguments": {"pattern": "x", "path": "pipe"}})
+}
+
+#[test]
+fn fifty_concurrent_mixed_calls_are_answered_once_each_with_their_ids() {
+    let dir = tree();
+    // The searches look in src/ only: a write in flight has a staging
+    // entry in new/, which a concurrent walk of it could see vanish (and
+    // report, as rg does, as an error).
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    for k in 0..5 {
+        std::fs::rename(
+            dir.path().join(format!("f{k}.txt")),
+            dir.path().join(format!("src/f{k}.txt")),
+        )
+        .unwrap();
+    }
+    let mut s = serve(dir.path());
+    let mut expected: BTreeMap<String, String> = BTreeMap::new();
+    for i in 0..50u32 {
+        let k = i % 5;
+        // Numbers and strings: the answer echoes the id as it came.
+        let id = if i % 2 == 0 {
+            json!(i)
+        } else {
+            json!(format!("call-{i}"))
+        };
+        let (tool, arguments, want) = match i % 4 {
+            0 => (
+                "grep",
+                json!({"pattern": format!("needle{k}"), "path": "src"}),
+                format!("Found 1 match\n\nsrc/f{k}.txt\nLine 1: needle{k}"),
+            ),
+            1 => (
+                "glob",
+                json!({"pattern": format!("f{k}.txt"), "path": "src"}),
+                format!("src/f{k}.txt"),
+            ),
+            2 => (
+                "read",
+                json!({"file_path": format!("src/f{k}.txt")}),
+                format!("1: needle{k}"),
+            ),
+            _ => (
+                "write",
+                json!({"file_path": format!("new/w{i}.txt"), "content": format!("w{i}\n")}),
+                "Created file".to_string(),
+            ),
+        };
+        s.send(&json!({"id": id, "tool": tool, "arguments": arguments}));
+        expected.insert(id.to_string(), want);
+    }
+    let mut seen = BTreeMap::new();
+    for _ in 0..50 {
+        let answer = s.recv();
+        let id = answer["id"].to_string();
+        assert!(
+            seen.insert(id.clone(), answer.clone()).is_none(),
+            "answered twice: {id}"
+        );
+        let want = expected
+            .get(&id)
+            .unwrap_or_else(|| panic!("unknown id {id}: {answer}"));
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+        assert!(content(&answer).contains(want.as_str()), "{id}: {answer}");
+    }
+    assert_eq!(seen.len(), 50);
+    for i in (3..50).step_by(4) {
+        let written = std::fs::read_to_string(dir.path().join(format!("new/w{i}.txt"))).unwrap();
+        assert_eq!(written, format!("w{i}\n"));
+    }
+    s.close();
+    assert_eq!(
+        s.quiet_for(Duration::from_millis(200)),
+        None,
+        "nothing after the answers"
+    );
+    assert!(s.wait().success());
+}
+
+#[test]
+fn a_call_in_flight_does_not_hold_others_and_cancel_ends_it_with_the_aborted_error() {
+    let dir = tree();
+    let mut s = serve(dir.path());
+    s.send(&blocked_grep("slow"));
+    s.send(&json!({"id": "fast", "tool": "grep", "arguments": {"pattern": "needle3"}}));
+    let fast = s.recv();
+    assert_eq!(
+        fast["id"], "fast",
+        "the blocked call answered first: {fast}"
+    );
+    assert_eq!(content(&fast), "Found 1 match\n\nf3.txt\nLine 1: needle3");
+    s.send(&json!({"id": "slow", "cancel": true}));
+    let slow = s.recv();
+    assert_eq!(slow["id"], "slow");
+    assert_eq!(code(&slow), "SEARCH_ABORTED", "{slow}");
+    assert_eq!(
+        content(&slow),
+        "Error: grep was aborted before completion (tool timeout or caller cancellation)"
+    );
+    // A cancel of a call that already answered, or of an unknown id, is
+    // ignored; it has no answer of its own.
+    s.send(&json!({"id": "slow", "cancel": true}));
+    s.send(&json!({"id": 99, "cancel": true}));
+    s.send(&json!({"id": "after", "tool": "glob", "arguments": {"pattern": "f1.txt"}}));
+    let after = s.recv();
+    assert_eq!(
+        (after["id"].as_str(), content(&after)),
+        (Some("after"), "f1.txt")
+    );
+}
+
+#[test]
+fn malformed_lines_get_an_error_line_and_the_server_goes_on() {
+    let dir = tree();
+    let mut s = serve(dir.path());
+    let cases: &[(&str, Value, &str)] = &[
+        ("not json", Value::Null, "the line is not JSON: expected ident at line 1 column 2"),
+        ("[1,2]", Value::Null, "a request is a JSON object, not an array"),
+        ("\"grep\"", Value::Null, "a request is a JSON object, not a string"),
+        (r#"{"tool":"grep","arguments":{"pattern":"x"}}"#, Value::Null, "the request has no \"id\""),
+        (r#"{"id":null,"tool":"grep"}"#, Value::Null, "\"id\" must be a string or a number, not null"),
+        (r#"{"id":{"a":1},"tool":"grep"}"#, json!({"a":1}), "\"id\" must be a string or a number, not an object"),
+        (r#"{"id":1}"#, json!(1), "the request has none of \"tool\" (a call), \"cancel\" or \"definitions\""),
+        (r#"{"id":2,"tool":5}"#, json!(2), "\"tool\" must be a string, not a number"),
+        (r#"{"id":3,"tool":"grep","argumets":{}}"#, json!(3), "unknown key \"argumets\" in a tool request; its keys are id, tool, arguments, cwd, session"),
+        (r#"{"id":4,"tool":"grep","cwd":7}"#, json!(4), "\"cwd\" must be a string, not a number"),
+        (r#"{"id":5,"tool":"grep","session":""}"#, json!(5), "\"session\" must not be empty"),
+        (r#"{"id":6,"cancel":"yes"}"#, json!(6), "\"cancel\" must be true, not \"yes\""),
+        (r#"{"id":7,"definitions":false}"#, json!(7), "\"definitions\" must be true, not false"),
+        (r#"{"id":8,"tool":"grep","cancel":true}"#, json!(8), "the request has tool and cancel: a request is one call, one cancel or one definitions"),
+        ("{\"id\":9,\"tool\":\"gr\u{fffd}\"\u{7f}", Value::Null, "the line is not JSON: expected `,` or `}` at line 1 column 23"),
+    ];
+    for (line, id, why) in cases {
+        s.send_raw(line.as_bytes());
+        let answer = s.recv();
+        assert_eq!(answer, json!({"id": id, "error": why}), "line {line}");
+    }
+    // Well-formed requests whose call fails get the tool's error result.
+    s.send(&json!({"id": 10, "tool": "nope"}));
+    let unknown = s.recv();
+    assert_eq!(
+        content(&unknown),
+        "Error: unknown tool \"nope\"; available tools: read, write, edit, glob, grep"
+    );
+    s.send(&json!({"id": 11, "tool": "grep", "arguments": {"pattern": 5, "path": []}}));
+    let wrong = s.recv();
+    assert_eq!(code(&wrong), "INVALID_ARGS", "{wrong}");
+    assert!(
+        content(&wrong).starts_with("Error: invalid arguments: "),
+        "{wrong}"
+    );
+    s.send(&json!({"id": 12, "tool": "grep", "arguments": "pattern"}));
+    assert_eq!(code(&s.recv()), "INVALID_ARGS");
+    // Blank lines are skipped; the server still answers.
+    s.send_raw(b"");
+    s.send_raw(b"   \r");
+    s.send(&json!({"id": 13, "tool": "grep", "arguments": {"pattern": "needle4"}}));
+    let last = s.recv();
+    assert_eq!(
+        (last["id"].clone(), content(&last)),
+        (json!(13), "Found 1 match\n\nf4.txt\nLine 1: needle4")
+    );
+}
+
+#[test]
+fn an_id_in_flight_cannot_be_reused_until_it_answered() {
+    let dir = tree();
+    let mut s = serve(dir.path());
+    s.send(&blocked_grep("x"));
+    s.send(&blocked_grep("x"));
+    assert_eq!(
+        s.recv(),
+        json!({"id": "x", "error": "a call with id \"x\" is still in flight"})
+    );
+    s.send(&json!({"id": "x", "cancel": true}));
+    let cancelled = s.recv();
+    assert!(aborted(&cancelled), "{cancelled}");
+    s.send(&json!({"id": "x", "tool": "glob", "arguments": {"pattern": "f0.txt"}}));
+    assert_eq!(content(&s.recv()), "f0.txt");
+}
+
+#[test]
+fn hostile_lines_get_clear_errors_and_no_crash() {
+    let dir = tree();
+    let mut s = serve(dir.path());
+    // Longer than the 64 MiB cap: skipped to its newline.
+    let mut huge = br#"{"id":1,"tool":"write","arguments":{"file_path":"big","content":""#.to_vec();
+    huge.resize(65 << 20, b'a');
+    huge.extend_from_slice(br#""}}"#);
+    s.send_raw(&huge);
+    assert_eq!(
+        s.recv(),
+        json!({"id": null, "error": "the request line is longer than 67108864 bytes"})
+    );
+    assert!(!dir.path().join("big").exists());
+    // Deeper than serde_json's recursion limit.
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    s.send_raw(deep.as_bytes());
+    let answer = s.recv();
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("the line is not JSON: recursion limit exceeded"),
+        "{answer}"
+    );
+    let deep_args = format!(
+        r#"{{"id":2,"tool":"grep","arguments":{}1{}}}"#,
+        r#"{"a":"#.repeat(200),
+        "}".repeat(200)
+    );
+    s.send_raw(deep_args.as_bytes());
+    assert!(s.recv()["error"]
+        .as_str()
+        .unwrap()
+        .contains("recursion limit exceeded"));
+    // Bytes that are not UTF-8.
+    s.send_raw(b"{\"id\":3,\"tool\":\"grep\",\"arguments\":{\"pattern\":\"\xff\"}}");
+    assert!(s.recv()["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("the line is not JSON: invalid unicode"));
+    // NUL inside strings: the tools' own clear errors.
+    for (id, req) in [
+        (
+            4,
+            json!({"id": 4, "tool": "grep", "arguments": {"pattern": "a\u{0}b"}}),
+        ),
+        (
+            5,
+            json!({"id": 5, "tool": "grep", "arguments": {"pattern": "a", "path": "f0\u{0}.txt"}}),
+        ),
+        (
+            6,
+            json!({"id": 6, "tool": "read", "arguments": {"file_path": "f0.txt\u{0}"}}),
+        ),
+        (
+            7,
+            json!({"id": 7, "tool": "glob", "cwd": "sub\u{0}dir", "arguments": {"pattern": "*"}}),
+        ),
+        (8, json!({"id": 8, "tool": "grep\u{0}", "arguments": {}})),
+    ] {
+        s.send(&req);
+        let answer = s.recv();
+        assert_eq!(answer["id"], id);
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        assert!(content(&answer).starts_with("Error: "), "{answer}");
+    }
+    s.send(&json!({"id": 9, "tool": "grep", "arguments": {"pattern": "needle0"}}));
+    assert_eq!(
+        content(&s.recv()),
+        "Found 1 match\n\nf0.txt\nLine 1: needle0"
+    );
+    s.close();
+    assert!(s.wait().success());
+}
+
+#[test]
+fn definitions_are_the_cli_definitions_on_one_line() {
+    let dir = tree();
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-search"))
+        .arg("definitions")
+        .output()
+        .unwrap();
+    let cli = String::from_utf8(cli.stdout).unwrap();
+    // The CLI prints one definition per line; strings escape their newlines,
+    // so joining the lines gives the same JSON text.
+    let joined = cli
+        .trim_end()
+        .replace("[\n", "[")
+        .replace(",\n", ",")
+        .replace("\n]", "]");
+    let mut s = serve(dir.path());
+    s.send(&json!({"id": "d", "definitions": true}));
+    assert_eq!(
+        s.recv_line(),
+        format!("{{\"id\":\"d\",\"definitions\":{joined}}}")
+    );
+}
+
+#[test]
+fn one_connection_is_one_session_and_requests_may_name_others() {
+    let dir = tree();
+    let mut s = serve(dir.path());
+    let edit = |id: &str, session: Option<&str>| {
+        let mut req = json!({"id": id, "tool": "edit", "arguments": {
+            "file_path": "f1.txt", "old_string": "needle1", "new_string": "pin1"}});
+        if let Some(session) = session {
+            req["session"] = json!(session);
+        }
+        req
+    };
+    s.send(&edit("e0", None));
+    let unread = s.recv();
+    assert_eq!(code(&unread), "FS_NOT_OBSERVED", "{unread}");
+    s.send(&json!({"id": "r", "tool": "read", "arguments": {"file_path": "f1.txt"}}));
+    assert!(content(&s.recv()).contains("1: needle1"));
+    // Another session has not read it.
+    s.send(&edit("e1", Some("other")));
+    assert_eq!(code(&s.recv()), "FS_NOT_OBSERVED");
+    // The connection's session has.
+    s.send(&edit("e2", None));
+    let done = s.recv();
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f1.txt")).unwrap(),
+        "pin1\n"
+    );
+    // A cwd relative to the server's workdir.
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(dir.path().join("sub/s.txt"), "needle9\n").unwrap();
+    s.send(&json!({"id": "c", "tool": "grep", "cwd": "sub", "arguments": {"pattern": "needle9"}}));
+    assert_eq!(
+        content(&s.recv()),
+        "Found 1 match\n\ns.txt\nLine 1: needle9"
+    );
+}
+
+#[test]
+fn the_guard_counts_per_session() {
+    let dir = tree();
+    let mut s = serve(dir.path());
+    let grep = |id: u32, session: &str| json!({"id": id, "session": session, "tool": "grep", "arguments": {"pattern": "NoSuchThing"}});
+    for id in 0..5 {
+        s.send(&grep(id, "a"));
+        assert_eq!(content(&s.recv()), "No matches found");
+    }
+    s.send(&grep(5, "a"));
+    assert!(content(&s.recv()).contains("5 times in a row"));
+    s.send(&grep(6, "b"));
+    assert_eq!(content(&s.recv()), "No matches found");
+}
+
+#[test]
+fn a_call_past_the_timeout_gets_the_timeout_error() {
+    let dir = tree();
+    let mut s = serve_with_timeout(dir.path(), 300);
+    s.send(&blocked_grep("t"));
+    let answer = s.recv();
+    assert_eq!(code(&answer), "TOOL_TIMEOUT", "{answer}");
+    assert_eq!(content(&answer), "Error: tool call timed out after 300ms");
+}
+
+#[test]
+fn eof_finishes_the_calls_in_flight_and_exits_0() {
+    let dir = tree();
+    let mut s = serve_with_timeout(dir.path(), 500);
+    s.send(&blocked_grep("in-flight"));
+    s.send(&json!({"id": "quick", "tool": "glob", "arguments": {"pattern": "f2.txt"}}));
+    s.close();
+    let mut answers: Vec<Value> = vec![s.recv(), s.recv()];
+    answers.sort_by_key(|a| a["id"].to_string());
+    assert_eq!(answers[0]["id"], "in-flight");
+    assert_eq!(code(&answers[0]), "TOOL_TIMEOUT");
+    assert_eq!(content(&answers[1]), "f2.txt");
+    assert!(s.wait().success());
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_and_sigint_cancel_the_calls_in_flight_and_exit_0() {
+    use rustix::process::Signal;
+    for signal in [Signal::TERM, Signal::INT] {
+        let dir = tree();
+        let mut s = serve(dir.path());
+        s.send(&blocked_grep("a"));
+        s.send(&blocked_grep("b"));
+        // Both calls are running once a later call has answered.
+        s.send(&json!({"id": "c", "tool": "glob", "arguments": {"pattern": "f0.txt"}}));
+        assert_eq!(s.recv()["id"], "c");
+        s.signal(signal);
+        for _ in 0..2 {
+            let answer = s.recv();
+            assert!(aborted(&answer), "{signal:?}: {answer}");
+        }
+        assert!(s.wait().success(), "{signal:?}");
+        assert!(
+            s.stderr().contains("cancelling 2 call(s) in flight"),
+            "{}",
+            s.stderr()
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! A server process (`dsh-search serve` or `dsh-search mcp`) driven over
+//! its pipes, line by line, as a client in another language would.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How long a test waits for one answer before it calls the server hung.
+/// Not a timing target: a hang guard, generous for a loaded 2-core machine.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+pub struct Served {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Served {
+    /// `dsh-search <args>` with piped stdin, stdout and stderr.
+    pub fn start(cwd: &Path, args: &[&str]) -> Served {
+        Served::start_with(cwd, args, &[])
+    }
+
+    /// The same with extra environment variables.
+    pub fn start_with(cwd: &Path, args: &[&str], env: &[(&str, &Path)]) -> Served {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dsh-search"));
+        cmd.current_dir(cwd)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("dsh-search starts");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (mut err, sink) = (child.stderr.take().unwrap(), Arc::clone(&stderr));
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    return;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Served {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            stderr,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Write `bytes` and a newline.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(bytes).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Write `bytes` as they are (part of a line, say).
+    pub fn send_part(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Write one JSON value as a line.
+    pub fn send(&mut self, v: &Value) {
+        self.send_raw(v.to_string().as_bytes());
+    }
+
+    /// The next stdout line, parsed; panics after [`PATIENCE`].
+    pub fn recv(&self) -> Value {
+        let line = self.recv_line();
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
+    }
+
+    /// The next stdout line as text.
+    pub fn recv_line(&self) -> String {
+        match self.lines.recv_timeout(PATIENCE) {
+            Ok(line) => line,
+            Err(e) => panic!(
+                "no answer in {PATIENCE:?} ({e:?}); stderr:\n{}",
+                self.stderr()
+            ),
+        }
+    }
+
+    /// Whether another stdout line comes within `wait`.
+    pub fn quiet_for(&self, wait: Duration) -> Option<String> {
+        self.lines.recv_timeout(wait).ok()
+    }
+
+    /// Close stdin (EOF for the server).
+    pub fn close(&mut self) {
+        self.stdin.take();
+    }
+
+    /// Wait for the process to exit; panics after [`PATIENCE`].
+    pub fn wait(&mut self) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            if start.elapsed() > PATIENCE {
+                let _ = self.child.kill();
+                panic!(
+                    "the server did not exit in {PATIENCE:?}; stderr:\n{}",
+                    self.stderr()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Everything the server wrote on stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Wait until stderr contains `needle`; panics after [`PATIENCE`].
+    pub fn wait_stderr(&self, needle: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let err = self.stderr();
+            if err.contains(needle) {
+                return err;
+            }
+            if start.elapsed() > PATIENCE {
+                panic!("stderr never said {needle:?}:\n{err}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Send `signal` to the server.
+    #[cfg(unix)]
+    pub fn signal(&self, signal: rustix::process::Signal) {
+        let pid = rustix::process::Pid::from_raw(self.pid() as i32).unwrap();
+        rustix::process::kill_process(pid, signal).unwrap();
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
