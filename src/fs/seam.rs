@@ -327,6 +327,14 @@ pub trait FileSystem: Send + Sync + 'static {
         None
     }
 
+    /// Whether the filesystem knows that the open file's bytes hold no NUL
+    /// (found when they were stored), sparing the engine a scan of them.
+    /// `false` (the default) means: not known.
+    fn known_nul_free(&self, file: &Self::File) -> bool {
+        let _ = file;
+        false
+    }
+
     /// Read a small control file (an ignore file, a `.git` file) whole,
     /// never blocking: anything but a regular file (after following links)
     /// is an error.

@@ -623,7 +623,8 @@ impl<'a, F: FileSystem> Worker<'a, F> {
             if !explicit && self.ctx.prefilter {
                 // A file the filesystem holds in memory is checked in place.
                 let started = Instant::now();
-                if let Some(data) = fs.contents(&file).filter(|d| preloadable(d)) {
+                let nul_free = fs.known_nul_free(&file);
+                if let Some(data) = fs.contents(&file).filter(|d| preloadable(d, nul_free)) {
                     if is_clean_miss(matcher, data) {
                         return Ok(clean_miss(started, data.len()));
                     }

@@ -61,11 +61,12 @@ const PRELOAD: usize = 64 * 1024;
 const PRELOAD_MAX: usize = 8 << 20;
 
 /// Whether [`FileReader::preload`] would return a file with these bytes
-/// whole: no larger than `PRELOAD_MAX`, no byte-order mark, no NUL.
-pub(crate) fn preloadable(data: &[u8]) -> bool {
+/// whole: smaller than `PRELOAD_MAX`, no byte-order mark, no NUL (known
+/// already when `nul_free`).
+pub(crate) fn preloadable(data: &[u8], nul_free: bool) -> bool {
     data.len() < PRELOAD_MAX
         && !BOMS.iter().any(|b| data.starts_with(b))
-        && memchr::memchr(0, data).is_none()
+        && (nul_free || memchr::memchr(0, data).is_none())
 }
 
 /// A preload buffer larger than this is not kept for the next call: it is

@@ -255,6 +255,7 @@ fn read_disk_file(path: &Path, len: u64) -> FileBody {
             data: Arc::from(&[][..]),
             len,
             open_err: Some(errno_of(&e)),
+            nul_free: true,
         },
     }
 }

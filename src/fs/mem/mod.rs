@@ -124,7 +124,11 @@ pub struct MemFile(Reader);
 
 enum Reader {
     /// A regular file's bytes as they were when it was opened.
-    Bytes { data: Arc<[u8]>, pos: usize },
+    Bytes {
+        data: Arc<[u8]>,
+        pos: usize,
+        nul_free: bool,
+    },
     /// A directory: reading fails.
     Dir,
     /// A FIFO without a writer: reading waits for the token.
@@ -134,7 +138,7 @@ enum Reader {
 impl fmt::Debug for MemFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
-            Reader::Bytes { data, pos } => f
+            Reader::Bytes { data, pos, .. } => f
                 .debug_struct("MemFile")
                 .field("len", &data.len())
                 .field("pos", pos)
@@ -148,7 +152,7 @@ impl fmt::Debug for MemFile {
 impl Read for MemFile {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match &mut self.0 {
-            Reader::Bytes { data, pos } => {
+            Reader::Bytes { data, pos, .. } => {
                 let rest = &data[*pos..];
                 let n = rest.len().min(buf.len());
                 buf[..n].copy_from_slice(&rest[..n]);
@@ -646,6 +650,7 @@ impl MemFs {
                 None => Reader::Bytes {
                     data: Arc::clone(&f.data),
                     pos: 0,
+                    nul_free: f.nul_free,
                 },
             },
             Body::Dir(d) => match d.open_err {
@@ -668,9 +673,13 @@ impl FileSystem for MemFs {
 
     fn contents<'f>(&self, file: &'f MemFile) -> Option<&'f [u8]> {
         match &file.0 {
-            Reader::Bytes { data, pos: 0 } => Some(data),
+            Reader::Bytes { data, pos: 0, .. } => Some(data),
             _ => None,
         }
+    }
+
+    fn known_nul_free(&self, file: &MemFile) -> bool {
+        matches!(&file.0, Reader::Bytes { nul_free: true, .. })
     }
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {

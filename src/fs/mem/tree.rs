@@ -85,12 +85,16 @@ pub(super) struct FileBody {
     pub(super) len: u64,
     /// Why opening it fails.
     pub(super) open_err: Option<Errno>,
+    /// Whether `data` holds no NUL byte, found when it was stored: the
+    /// engine's whole-file check asks it of every file it searches.
+    pub(super) nul_free: bool,
 }
 
 impl FileBody {
     pub(super) fn new(data: Arc<[u8]>) -> FileBody {
         FileBody {
             len: data.len() as u64,
+            nul_free: memchr::memchr(0, &data).is_none(),
             data,
             open_err: None,
         }
