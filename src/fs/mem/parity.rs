@@ -414,6 +414,10 @@ const CHILD_ROOT: &str = "DSH_SEARCH_MEM_PARITY_ROOT";
 
 #[test]
 fn refusals_match_the_disk_for_an_unprivileged_user() {
+    // The same test, run again by itself as uid 65534 (below): the child.
+    if let Some(root) = std::env::var_os(CHILD_ROOT) {
+        return refusals_as_uid_65534(Path::new(&root));
+    }
     let tmp = tempdir();
     build_refusals(tmp.path());
     if !rustix::process::geteuid().is_root() {
@@ -424,8 +428,11 @@ fn refusals_match_the_disk_for_an_unprivileged_user() {
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(std::env::current_exe().unwrap())
-        .args(["--exact", "fs::mem::parity::refusals_as_uid_65534"])
-        .args(["--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "fs::mem::parity::refusals_match_the_disk_for_an_unprivileged_user",
+        ])
+        .args(["--nocapture", "--test-threads=1"])
         .env(CHILD_ROOT, tmp.path())
         .output()
         .expect("setpriv runs the test binary as uid 65534");
@@ -438,11 +445,8 @@ fn refusals_match_the_disk_for_an_unprivileged_user() {
     );
 }
 
-#[test]
-#[ignore = "run as uid 65534 by refusals_match_the_disk_for_an_unprivileged_user"]
-fn refusals_as_uid_65534() {
-    let root = std::env::var_os(CHILD_ROOT).expect("the refusal tree's path");
-    let root = Path::new(&root);
+/// The child's half of `refusals_match_the_disk_for_an_unprivileged_user`.
+fn refusals_as_uid_65534(root: &Path) {
     assert!(!rustix::process::geteuid().is_root(), "runs unprivileged");
     assert_same(root, &paths(REFUSAL_PATHS), &[".", "sub/.."]);
     // The refusals are there, not only equal: rg's EACCES cases.
