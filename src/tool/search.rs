@@ -133,6 +133,22 @@ pub fn stderr_excerpt(lines: &[String], max_bytes: u64) -> Option<String> {
     })
 }
 
+/// rg's messages (a line starting with `rg: ` and the lines that continue
+/// it) in byte order. rg prints them in the order its threads meet them,
+/// which changes from run to run and differs between the backends; the
+/// tool's text must not (README, deliberate difference D5).
+fn in_stable_order(lines: &[String]) -> Vec<String> {
+    let mut messages: Vec<Vec<&String>> = Vec::new();
+    for l in lines {
+        match messages.last_mut() {
+            Some(m) if !l.starts_with("rg: ") => m.push(l),
+            _ => messages.push(vec![l]),
+        }
+    }
+    messages.sort();
+    messages.into_iter().flatten().cloned().collect()
+}
+
 /// Steps 2–9 of the ladder for an outcome: `Ok(true)` for exit 0 (parse
 /// the results), `Ok(false)` for exit 1 (an empty value), or the error.
 fn ladder<T>(
@@ -186,7 +202,7 @@ fn ladder<T>(
         0 => Ok(true),
         1 => Ok(false),
         n => {
-            let excerpt = stderr_excerpt(&outcome.stderr, config.stderr_max_bytes);
+            let excerpt = stderr_excerpt(&in_stable_order(&outcome.stderr), config.stderr_max_bytes);
             let lower = excerpt.as_deref().unwrap_or("").to_lowercase();
             if lower.contains("regex parse error") || lower.contains("error parsing glob") {
                 return Err(search_error(
@@ -378,5 +394,26 @@ mod tests {
             "second [stderr truncated]"
         );
         assert_eq!(stderr_excerpt(&two, 21).unwrap(), "rg: first\nrg: second");
+    }
+
+    #[test]
+    fn messages_in_stable_order() {
+        let lines = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // A message's continuation lines stay with it.
+        let got = in_stable_order(&lines(&[
+            "rg: b: Permission denied (os error 13)",
+            "rg: No files were searched, which means …",
+            "Running with --debug will show why files are being skipped.",
+            "rg: a: Permission denied (os error 13)",
+        ]));
+        assert_eq!(
+            got,
+            lines(&[
+                "rg: No files were searched, which means …",
+                "Running with --debug will show why files are being skipped.",
+                "rg: a: Permission denied (os error 13)",
+                "rg: b: Permission denied (os error 13)",
+            ])
+        );
     }
 }
