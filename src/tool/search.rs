@@ -202,7 +202,8 @@ fn ladder<T>(
         0 => Ok(true),
         1 => Ok(false),
         n => {
-            let excerpt = stderr_excerpt(&in_stable_order(&outcome.stderr), config.stderr_max_bytes);
+            let excerpt =
+                stderr_excerpt(&in_stable_order(&outcome.stderr), config.stderr_max_bytes);
             let lower = excerpt.as_deref().unwrap_or("").to_lowercase();
             if lower.contains("regex parse error") || lower.contains("error parsing glob") {
                 return Err(search_error(
