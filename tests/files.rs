@@ -894,19 +894,26 @@ fn list_dir_in_name_order() {
 
 #[test]
 fn concurrent_edits_one_is_stale() {
+    // Two sessions read the same version, then edit at once: whichever
+    // publishes second finds the file changed since its read, however the
+    // threads are scheduled (one session editing twice would legitimately
+    // succeed twice when its edits do not overlap: its own edit is its
+    // observation).
     for round in 0..10 {
         let ws = Arc::new(Ws::new());
         ws.put("e.txt", "left right\n");
-        ok(&ws.read("e.txt"));
+        for s in ["a", "b"] {
+            ok(&ws.call_as(Some(s), "read", json!({"file_path": "e.txt"})));
+        }
         let barrier = Arc::new(Barrier::new(2));
-        let handles: Vec<_> = [("left", "L"), ("right", "R")]
+        let handles: Vec<_> = [("a", "left", "L"), ("b", "right", "R")]
             .into_iter()
-            .map(|(old, new)| {
+            .map(|(session, old, new)| {
                 let (ws, barrier) = (Arc::clone(&ws), Arc::clone(&barrier));
                 std::thread::spawn(move || {
                     barrier.wait();
                     let args = json!({"file_path": "e.txt", "old_string": old, "new_string": new});
-                    ws.call("edit", args)
+                    ws.call_as(Some(session), "edit", args)
                 })
             })
             .collect();

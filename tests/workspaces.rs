@@ -36,6 +36,30 @@ fn tree() -> (tempfile::TempDir, PathBuf) {
     for i in 0..8 {
         std::fs::write(root.join(format!("many/f{i}.txt")), format!("file {i}\n")).unwrap();
     }
+    // Distinct whole-second mtimes: glob's order must not depend on when
+    // each run's tree happened to be written.
+    let files = [
+        "src/lib.rs",
+        "src/main.rs",
+        "README.md",
+        ".ignore",
+        "ignored.txt",
+    ];
+    let many: Vec<String> = (0..8).map(|i| format!("many/f{i}.txt")).collect();
+    for (i, f) in files
+        .iter()
+        .copied()
+        .chain(many.iter().map(String::as_str))
+        .enumerate()
+    {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + i as u64);
+        std::fs::File::options()
+            .write(true)
+            .open(root.join(f))
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
     (td, root)
 }
 
