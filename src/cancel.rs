@@ -49,3 +49,9 @@ impl std::error::Error for Cancelled {}
 pub(crate) fn cancelled_error() -> std::io::Error {
     std::io::Error::other(Cancelled)
 }
+
+/// Whether `e` is [`cancelled_error`]'s error: a reader stopped because its
+/// call was cancelled.
+pub(crate) fn is_cancelled_error(e: &std::io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Cancelled>())
+}

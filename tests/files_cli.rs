@@ -313,9 +313,11 @@ fn writer_killed_mid_write_leaves_old_file_and_no_litter() {
     );
     assert_eq!(cli.get("big.txt"), "old\n", "the old file is intact");
     // The killed writer left its staging directory; rg would list it.
+    // (Its content and the marker only this code writes.)
     let listed = rg_files(&cli.ws);
-    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(listed.len(), 3, "{listed:?}");
     assert!(listed[0].starts_with(".dsh-search-staging."), "{listed:?}");
+    assert!(listed[1].ends_with("/dsh-search-staging"), "{listed:?}");
     // The next write into the directory sweeps it.
     let (_, code) = cli.write(&["write", "other.txt"], "o\n");
     assert_eq!(code, 0);

@@ -7,12 +7,13 @@
 //! `~/.local/state/dsh-search`), so `read` then `edit` as two commands
 //! behaves like two calls of one session.
 
-use std::io::Read;
+use std::io::{self, Read};
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
 use super::{Common, EditArgs, Format, ReadArgs, WriteArgs};
+use crate::cancel::CancelToken;
 use crate::fs::LocalFs;
 use crate::session::Sessions;
 use crate::tool::Tools;
@@ -30,20 +31,22 @@ pub fn read(common: &Common, args: &ReadArgs) -> u8 {
     run(common, "read", &Value::Object(a))
 }
 
-/// `dsh-search write`.
+/// `dsh-search write`: standard input is streamed into place (one chunk
+/// held at a time, whatever its size), and the wait for it ends at SIGINT,
+/// SIGTERM or SIGHUP with nothing written.
 pub fn write(common: &Common, args: &WriteArgs) -> u8 {
-    let mut bytes = Vec::new();
-    if let Err(e) = std::io::stdin().read_to_end(&mut bytes) {
-        return super::fail(format!("cannot read standard input: {e}"));
-    }
-    let Ok(content) = String::from_utf8(bytes) else {
-        return super::fail("standard input is not UTF-8 text");
+    let tools = match super::tools::make_tools(common) {
+        Ok(t) => t,
+        Err(e) => return super::fail(e),
     };
-    run(
-        common,
-        "write",
-        &json!({ "file_path": args.file, "content": content }),
-    )
+    let ctx = match super::tools::context(common) {
+        Ok(c) => c,
+        Err(e) => return super::fail(e),
+    };
+    let mut stdin = CancellableStdin::new(common.cancel.clone());
+    let result = tools.write_stream(&args.file, &mut stdin, &ctx);
+    super::tools::print(&result.content);
+    super::tools::exit_code(&result)
 }
 
 /// `dsh-search edit`.
@@ -65,13 +68,11 @@ fn run(common: &Common, tool: &str, args: &Value) -> u8 {
     super::tools::run(common, tool, args, Format::Text)
 }
 
-/// The command line's local disk: with cross-process locks in the state
-/// directory, so that concurrent invocations serialize like threads do.
+/// The command line's local disk. Writers lock the target's directory,
+/// so concurrent invocations serialize whatever their state directories
+/// (a bare write needs none).
 pub fn local_fs() -> LocalFs {
-    match Sessions::default_state_dir() {
-        Some(dir) => LocalFs::new().with_lock_dir(dir.join("locks")),
-        None => LocalFs::new(),
-    }
+    LocalFs::new()
 }
 
 /// The file tools' side of the command line's [`Tools`]: for `--session`
@@ -88,4 +89,62 @@ pub fn configure(tools: Tools, common: &Common) -> Result<Tools, String> {
         }
         None => tools.without_observation_policy(),
     })
+}
+
+/// Standard input, read so that a cancellation (a signal) ends a wait for
+/// data: the CLI's signal handlers set a flag and return, and a blocking
+/// `read(2)` would be restarted and wait on.
+///
+/// # Platform behavior
+///
+/// On Unix, `poll(2)` with a short timeout before each read, as the FIFO
+/// reader does. Elsewhere a plain blocking read: a signal there ends the
+/// process (Ctrl-C's default) rather than the wait.
+struct CancellableStdin {
+    cancel: CancelToken,
+}
+
+impl CancellableStdin {
+    fn new(cancel: CancelToken) -> CancellableStdin {
+        CancellableStdin { cancel }
+    }
+}
+
+impl Read for CancellableStdin {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        #[cfg(unix)]
+        {
+            use rustix::event::{poll, PollFd, PollFlags, Timespec};
+            use std::os::fd::AsFd;
+            let stdin = io::stdin();
+            let fd = stdin.as_fd();
+            loop {
+                if self.cancel.is_cancelled() {
+                    return Err(crate::cancel::cancelled_error());
+                }
+                let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+                let tick = Timespec {
+                    tv_sec: 0,
+                    tv_nsec: 50_000_000,
+                };
+                match poll(&mut fds, Some(&tick)) {
+                    Ok(0) | Err(rustix::io::Errno::INTR) => continue,
+                    Ok(_) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                match rustix::io::read(fd, &mut *buf) {
+                    Ok(n) => return Ok(n),
+                    Err(rustix::io::Errno::INTR) | Err(rustix::io::Errno::AGAIN) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            if self.cancel.is_cancelled() {
+                return Err(crate::cancel::cancelled_error());
+            }
+            io::stdin().lock().read(buf)
+        }
+    }
 }

@@ -99,13 +99,10 @@ pub(crate) fn run(common: &Common, tool: &str, args: &Value, format: Format) -> 
         Ok(t) => t,
         Err(e) => return super::fail(e),
     };
-    let workdir = match common.workdir().and_then(std::path::absolute) {
-        Ok(w) => w,
-        Err(e) => return super::fail(format!("cannot determine the working directory: {e}")),
+    let ctx = match context(common) {
+        Ok(c) => c,
+        Err(e) => return super::fail(e),
     };
-    let mut ctx = CallContext::new(workdir);
-    ctx.session_id = common.session.clone();
-    ctx.cancel = common.cancel.clone();
     let result = tools.call(tool, args, &ctx);
     match format {
         Format::Json => match serde_json::to_string(&result) {
@@ -115,6 +112,19 @@ pub(crate) fn run(common: &Common, tool: &str, args: &Value, format: Format) -> 
         _ => print(&result.content),
     }
     exit_code(&result)
+}
+
+/// The call context of the common options: the workdir, the session, the
+/// signals' cancellation.
+pub(crate) fn context(common: &Common) -> Result<CallContext, String> {
+    let workdir = common
+        .workdir()
+        .and_then(std::path::absolute)
+        .map_err(|e| format!("cannot determine the working directory: {e}"))?;
+    let mut ctx = CallContext::new(workdir);
+    ctx.session_id = common.session.clone();
+    ctx.cancel = common.cancel.clone();
+    Ok(ctx)
 }
 
 /// 2 for an error result, 1 for an empty search, 0 otherwise.

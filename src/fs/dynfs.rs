@@ -39,6 +39,14 @@ pub trait DynFileSystem: Send + Sync {
         guard: &WriteGuard,
         cancel: &CancelToken,
     ) -> Result<Written, WriteError>;
+    /// [`FileSystem::write_from`].
+    fn write_from(
+        &self,
+        path: &Path,
+        content: &mut dyn io::Read,
+        guard: &WriteGuard,
+        cancel: &CancelToken,
+    ) -> Result<Written, WriteError>;
 }
 
 impl<F: FileSystem> DynFileSystem for F {
@@ -98,5 +106,15 @@ impl<F: FileSystem> DynFileSystem for F {
         cancel: &CancelToken,
     ) -> Result<Written, WriteError> {
         FileSystem::write(self, path, content, guard, cancel)
+    }
+
+    fn write_from(
+        &self,
+        path: &Path,
+        content: &mut dyn io::Read,
+        guard: &WriteGuard,
+        cancel: &CancelToken,
+    ) -> Result<Written, WriteError> {
+        FileSystem::write_from(self, path, content, guard, cancel)
     }
 }

@@ -55,7 +55,14 @@ pub(crate) fn apply(text: &str, edit: &LiteralEdit, display: &str) -> Result<App
             "old_string must be a non-empty string",
         ));
     }
-    match count_occurrences(&content, &old) {
+    let n = count_occurrences(&content, &old);
+    if n > 0 && (n == 1 || edit.replace_all) {
+        let len = result_len(&content, &old, &new, n, crlf);
+        if len > EDIT_MAX_BYTES {
+            return Err(too_large(display, len));
+        }
+    }
+    match n {
         0 => Err(FsError {
             code: FsErrorCode::EditNotFound,
             message: format!("old_string was not found in \"{display}\""),
@@ -74,6 +81,41 @@ pub(crate) fn apply(text: &str, edit: &LiteralEdit, display: &str) -> Result<App
             crlf,
         }),
     }
+}
+
+/// The largest file an edit reads, and the largest result it writes:
+/// 256 MiB. An edit holds the old and the new text in memory at once (and
+/// the tools return both), so a result of gigabytes (`replace_all` of one
+/// byte by 100 KB in a 100 KB file is 10 GB) would exhaust the memory
+/// before it could be written; `write` streams content of any size.
+pub const EDIT_MAX_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The size in bytes of the file an edit writes, computed before it is
+/// built: `n` occurrences of `old` in `content` (LF-normalized) replaced by
+/// `new`, every `\n` then written `\r\n` in a CRLF file.
+fn result_len(content: &str, old: &str, new: &str, n: usize, crlf: bool) -> u64 {
+    let n = n as u64;
+    let lf = |s: &str| memchr::memchr_iter(b'\n', s.as_bytes()).count() as u64;
+    let len = content.len() as u64 - n * old.len() as u64 + n.saturating_mul(new.len() as u64);
+    if crlf {
+        let lines = lf(content) - n * lf(old) + n.saturating_mul(lf(new));
+        len.saturating_add(lines)
+    } else {
+        len
+    }
+}
+
+/// The error of an edit over [`EDIT_MAX_BYTES`]: the file, or the result
+/// of `len` bytes.
+pub(crate) fn too_large(display: &str, len: u64) -> FsError {
+    FsError::cannot(
+        FsErrorCode::TooLarge,
+        "edit",
+        display,
+        &format!(
+            "the result would be {len} bytes, over the {EDIT_MAX_BYTES}-byte limit of an edit; write the new content with write instead"
+        ),
+    )
 }
 
 /// CRLF when, in the first 4096 UTF-16 units, `\r\n` outnumbers the other
@@ -161,6 +203,29 @@ mod tests {
         assert_eq!(a.encoded(), "c\r\nd\r\n");
         let a = apply("a\nb\n", &edit("a", "x\r\ny", false), "/f").unwrap();
         assert_eq!(a.encoded(), "x\ny\nb\n");
+    }
+
+    #[test]
+    fn result_len_is_the_encoded_length() {
+        for (text, old, new, all) in [
+            ("a\r\nb\r\nc\n", "b", "x\ny\n", false),
+            ("aaa", "a", "bb", true),
+            ("x\ny\n", "y", "", false),
+        ] {
+            let a = apply(text, &edit(old, new, all), "/f").unwrap();
+            let content = normalize_crlf(text);
+            let n = count_occurrences(&content, &normalize_crlf(old));
+            let len = result_len(&content, &normalize_crlf(old), new, n, a.crlf);
+            assert_eq!(len, a.encoded().len() as u64, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_gigabyte_result_is_refused_before_it_is_built() {
+        let text = "a".repeat(100_000);
+        let e = apply(&text, &edit("a", &"b".repeat(100_000), true), "/f").unwrap_err();
+        assert_eq!(e.code, FsErrorCode::TooLarge);
+        assert!(e.message.contains("10000000000 bytes"), "{}", e.message);
     }
 
     #[test]

@@ -39,5 +39,6 @@ pub use mem::{MemDir, MemFile, MemFs};
 pub use overlay::{Change, ChangeKind, OverlayDir, OverlayFile, OverlayFs};
 pub use resolve::{has_dotdot_segment, ResolvedPath};
 pub use text::{
-    DirEntry, EditOutcome, FileKind, Stat, TextFs, WriteOperation, WriteOutcome, ATTEMPTS,
+    DirEntry, EditOutcome, FileKind, Stat, StreamedWrite, TextFs, WriteOperation, WriteOutcome,
+    ATTEMPTS,
 };

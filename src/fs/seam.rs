@@ -228,6 +228,8 @@ pub enum WriteError {
     NotDirectory(PathBuf),
     /// The call was cancelled before the write was published.
     Cancelled,
+    /// Reading the content to write failed ([`FileSystem::write_from`]).
+    Source(io::Error),
     /// Any other failure, with the path it concerns.
     Io(PathBuf, io::Error),
 }
@@ -240,6 +242,7 @@ impl fmt::Display for WriteError {
             WriteError::NotRegular(k) => write!(f, "not a regular file ({k:?})"),
             WriteError::NotDirectory(p) => write!(f, "{}: not a directory", p.display()),
             WriteError::Cancelled => f.write_str("cancelled"),
+            WriteError::Source(e) => write!(f, "reading the content failed: {e}"),
             WriteError::Io(p, e) => write!(f, "{}: {e}", p.display()),
         }
     }
@@ -375,8 +378,11 @@ pub trait FileSystem: Send + Sync + 'static {
     /// `guard`, atomically where the filesystem can: a reader sees the old
     /// content or the new, never a mix. Missing parent directories are
     /// created. A new file gets mode 0600 (as the tools publish it); a
-    /// replaced one keeps its mode. `cancel` is honoured until the moment
-    /// of publishing, never after.
+    /// replaced one keeps its mode (and, where the filesystem has owners,
+    /// its owner and group, or else loses its set-id bits). `cancel` is
+    /// honoured until the moment of publishing, never after: a cancelled
+    /// call has not changed the file. A symlink that dangles at `path` is
+    /// not a regular file: it is neither written through nor replaced.
     fn write(
         &self,
         path: &Path,
@@ -384,6 +390,28 @@ pub trait FileSystem: Send + Sync + 'static {
         guard: &WriteGuard,
         cancel: &CancelToken,
     ) -> Result<Written, WriteError>;
+
+    /// [`FileSystem::write`] with the content read from `content` until its
+    /// end: a filesystem on disk streams it into place (the local disk
+    /// holds one chunk at a time); a read error is
+    /// [`WriteError::Source`]. The default reads it whole, then writes.
+    fn write_from(
+        &self,
+        path: &Path,
+        content: &mut dyn Read,
+        guard: &WriteGuard,
+        cancel: &CancelToken,
+    ) -> Result<Written, WriteError> {
+        let mut bytes = Vec::new();
+        if let Err(e) = content.read_to_end(&mut bytes) {
+            return Err(if cancel.is_cancelled() {
+                WriteError::Cancelled
+            } else {
+                WriteError::Source(e)
+            });
+        }
+        self.write(path, &bytes, guard, cancel)
+    }
 }
 
 /// `io::Error`s with the errno the local disk would report, for

@@ -28,7 +28,7 @@ use super::decode::{decode_strict, NotText, TextDecoder};
 use super::literal::{self, normalize_crlf, LiteralEdit};
 use super::resolve::{self, ResolvedPath};
 use super::seam::{errno, FileType, Version, WriteError, WriteGuard, Written};
-use super::{DynFileSystem, FsError, FsErrorCode};
+use super::{io_message, DynFileSystem, FsError, FsErrorCode};
 use crate::cancel::CancelToken;
 
 /// `diffBasisMaxBytes`' default (`seed-reference.md` §9.3): 10 MiB.
@@ -275,10 +275,25 @@ impl TextFs {
         content: &str,
         guard: &WriteGuard,
     ) -> Result<WriteOutcome, FsError> {
-        let cancel = CancelToken::new();
+        self.write_text_with_cancel(target, content, guard, &CancelToken::new())
+    }
+
+    /// [`TextFs::write_text`] for a call that can be cancelled: a wait for
+    /// another writer's lock ends when `cancel` is set, and a cancelled call
+    /// never publishes (`write aborted`).
+    pub fn write_text_with_cancel(
+        &self,
+        target: &ResolvedPath,
+        content: &str,
+        guard: &WriteGuard,
+        cancel: &CancelToken,
+    ) -> Result<WriteOutcome, FsError> {
         let mut attempt = 0;
         let (written, publish, basis) = loop {
             attempt += 1;
+            if cancel.is_cancelled() {
+                return Err(aborted("write"));
+            }
             // A create-only write has no old file to show.
             let basis = match guard {
                 WriteGuard::CreateIfAbsent => None,
@@ -291,7 +306,7 @@ impl TextFs {
             };
             match self
                 .fs
-                .write(&target.key, content.as_bytes(), &publish, &cancel)
+                .write(&target.key, content.as_bytes(), &publish, cancel)
             {
                 Ok(written) => break (written, publish, basis),
                 Err(WriteError::Stale) if pinned => continue,
@@ -323,10 +338,28 @@ impl TextFs {
         edit: &LiteralEdit,
         guard: Option<&Version>,
     ) -> Result<EditOutcome, FsError> {
+        self.edit_text_with_cancel(target, edit, guard, &CancelToken::new())
+    }
+
+    /// [`TextFs::edit_text`] for a call that can be cancelled: a wait for
+    /// another writer's lock ends when `cancel` is set, and a cancelled call
+    /// never publishes (`edit aborted`). A file or a result over
+    /// [`EDIT_MAX_BYTES`](literal::EDIT_MAX_BYTES) is refused before the
+    /// result is built (`FS_TOO_LARGE`).
+    pub fn edit_text_with_cancel(
+        &self,
+        target: &ResolvedPath,
+        edit: &LiteralEdit,
+        guard: Option<&Version>,
+        cancel: &CancelToken,
+    ) -> Result<EditOutcome, FsError> {
         let p = target.display_str();
-        let cancel = CancelToken::new();
         for _ in 0..ATTEMPTS {
-            let (meta, bytes) = match self.fs.read_file(&target.key, u64::MAX) {
+            if cancel.is_cancelled() {
+                return Err(aborted("edit"));
+            }
+            let max = literal::EDIT_MAX_BYTES;
+            let (meta, bytes) = match self.fs.read_file(&target.key, max) {
                 Ok(read) => read,
                 // A missing file is stale even without a guard
                 // (`seed-reference.md` §10 item 17): whoever asked to edit
@@ -335,7 +368,11 @@ impl TextFs {
                 Err(e) => return Err(FsError::io("edit", &p, &e)),
             };
             let Some(bytes) = bytes else {
-                return Err(not_regular("edit", &p));
+                return Err(if meta.kind.is_file() {
+                    literal::too_large(&p, meta.len)
+                } else {
+                    not_regular("edit", &p)
+                });
             };
             let version = meta.version();
             // Before any literal matching, as the seed checks it.
@@ -348,7 +385,7 @@ impl TextFs {
             let content = applied.encoded();
             match self
                 .fs
-                .write(&target.key, content.as_bytes(), &publish, &cancel)
+                .write(&target.key, content.as_bytes(), &publish, cancel)
             {
                 Ok(written) => {
                     return Ok(EditOutcome {
@@ -364,6 +401,44 @@ impl TextFs {
             }
         }
         Err(stale("edit", &p))
+    }
+
+    /// Create or replace the file with the UTF-8 text read from `content`
+    /// until its end, under `guard`, holding one chunk of it at a time on a
+    /// filesystem that streams ([`FileSystem::write_from`]): for content too
+    /// large to hold. Nothing is published when reading it fails, when it
+    /// is not UTF-8 (`FS_NOT_TEXT`) or when `cancel` is set (`write
+    /// aborted`). There is no `before` or `after` text.
+    ///
+    /// [`FileSystem::write_from`]: super::FileSystem::write_from
+    pub fn write_stream(
+        &self,
+        target: &ResolvedPath,
+        content: &mut dyn Read,
+        guard: &WriteGuard,
+        cancel: &CancelToken,
+    ) -> Result<StreamedWrite, FsError> {
+        let mut utf8 = Utf8Reader::new(content);
+        match self.fs.write_from(&target.key, &mut utf8, guard, cancel) {
+            Ok(written) => Ok(StreamedWrite {
+                operation: operation(&written),
+                version: written.metadata.version(),
+            }),
+            Err(WriteError::Source(_)) if utf8.invalid => Err(FsError::cannot(
+                FsErrorCode::NotText,
+                "write",
+                &target.display_str(),
+                "the content is not UTF-8 text",
+            )),
+            Err(WriteError::Cancelled) => Err(aborted("write")),
+            // The source itself was cancelled (standard input at a signal).
+            Err(WriteError::Source(e))
+                if cancel.is_cancelled() || crate::cancel::is_cancelled_error(&e) =>
+            {
+                Err(aborted("write"))
+            }
+            Err(e) => Err(self.write_failed(target, e)),
+        }
     }
 
     /// The entries of a directory, in name order.
@@ -455,12 +530,106 @@ impl TextFs {
     }
 }
 
+/// The outcome of [`TextFs::write_stream`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamedWrite {
+    /// Created or replaced.
+    pub operation: WriteOperation,
+    /// The version of the new file.
+    pub version: Version,
+}
+
+/// A reader that fails (with `invalid` set) as soon as what it passed on
+/// is not the start of UTF-8 text; a character split between two reads is
+/// carried over.
+struct Utf8Reader<'a> {
+    inner: &'a mut dyn Read,
+    /// The bytes of an incomplete character at the end of the last read.
+    pending: usize,
+    tail: [u8; 4],
+    invalid: bool,
+}
+
+impl<'a> Utf8Reader<'a> {
+    fn new(inner: &'a mut dyn Read) -> Utf8Reader<'a> {
+        Utf8Reader {
+            inner,
+            pending: 0,
+            tail: [0; 4],
+            invalid: false,
+        }
+    }
+
+    fn fail(&mut self) -> io::Error {
+        self.invalid = true;
+        io::Error::new(io::ErrorKind::InvalidData, "the content is not UTF-8 text")
+    }
+}
+
+impl Read for Utf8Reader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n == 0 {
+            return if self.pending > 0 {
+                Err(self.fail())
+            } else {
+                Ok(0)
+            };
+        }
+        // The carried bytes and the first few new ones decide the split
+        // character; the rest is checked on its own.
+        let mut start = 0;
+        if self.pending > 0 {
+            let mut joined = self.tail[..self.pending].to_vec();
+            let take = n.min(4 - self.pending);
+            joined.extend_from_slice(&buf[..take]);
+            match std::str::from_utf8(&joined) {
+                Ok(_) => {
+                    start = take;
+                    self.pending = 0;
+                }
+                Err(e) if e.valid_up_to() >= self.pending => {
+                    start = e.valid_up_to() - self.pending;
+                    self.pending = 0;
+                }
+                Err(e) if e.error_len().is_none() => {
+                    // Still incomplete: only possible with a tiny read.
+                    self.tail[..joined.len()].copy_from_slice(&joined);
+                    self.pending = joined.len();
+                    return Ok(n);
+                }
+                Err(_) => return Err(self.fail()),
+            }
+        }
+        match std::str::from_utf8(&buf[start..n]) {
+            Ok(_) => {}
+            Err(e) if e.error_len().is_none() => {
+                let rest = &buf[start + e.valid_up_to()..n];
+                self.tail[..rest.len()].copy_from_slice(rest);
+                self.pending = rest.len();
+            }
+            Err(_) => return Err(self.fail()),
+        }
+        Ok(n)
+    }
+}
+
+fn aborted(verb: &str) -> FsError {
+    FsError::new(FsErrorCode::Aborted, format!("{verb} aborted"))
+}
+
 /// The errors a publish reports the same way for write and edit.
 fn published_error(verb: &str, p: &str, e: WriteError) -> FsError {
     match e {
         WriteError::NotRegular(_) => not_regular(verb, p),
         WriteError::NotDirectory(_) => FsError::io(verb, p, &errno::not_a_directory()),
-        WriteError::Cancelled => FsError::new(FsErrorCode::Aborted, format!("{verb} aborted")),
+        WriteError::Cancelled => aborted(verb),
+        WriteError::Source(e) => FsError::cannot(
+            FsErrorCode::IoError,
+            verb,
+            p,
+            &format!("reading the content failed: {}", io_message(&e)),
+        ),
         WriteError::Io(_, e) => FsError::io(verb, p, &e),
         // Handled by the callers, with their own words.
         WriteError::Stale => stale(verb, p),

@@ -299,8 +299,8 @@ impl Tools {
         self.finish("grep", content, value.into_json(), meta, ctx)
     }
 
-    /// read, write or edit: no timeout (the file tools declare none) and,
-    /// for read, no spill (spill-policy skips it, `seed-reference.md` §3.9).
+    /// read, write or edit; for read no spill (spill-policy skips it,
+    /// `seed-reference.md` §3.9).
     fn file_tool(
         &self,
         tool: files::FileToolFn,
@@ -309,10 +309,69 @@ impl Tools {
         args: &Value,
         ctx: &CallContext,
     ) -> ToolResult {
-        match tool(&self.config.fs, text, self.policy.as_ref(), args, ctx) {
+        let run = |ctx: &CallContext| tool(&self.config.fs, text, self.policy.as_ref(), args, ctx);
+        let out = match name {
+            "read" => run(ctx),
+            _ => self.mutation(ctx, run),
+        };
+        match out {
             Ok((content, value)) if name == "read" => ToolResult::ok(content, value),
             Ok((content, value)) => self.finish(name, content, value, None, ctx),
             Err(e) => ToolResult::error(e),
+        }
+    }
+
+    /// `write` with the content read from `content` until its end, one
+    /// chunk at a time: [`files::write_stream`] through the dispatch's
+    /// filesystem, policy, deadline and spill policy (the guard has no
+    /// write rule). `dsh-search write` streams its standard input so.
+    pub fn write_stream(
+        &self,
+        file_path: &str,
+        content: &mut dyn std::io::Read,
+        ctx: &CallContext,
+    ) -> ToolResult {
+        if ctx.cancel.is_cancelled() {
+            return ToolResult::error(ToolError::coded(
+                "AbortError",
+                "ABORTED_BEFORE_DISPATCH",
+                "tool call aborted before dispatch",
+            ));
+        }
+        let run = |ctx: &CallContext| {
+            files::write_stream(&self.text, self.policy.as_ref(), file_path, content, ctx)
+        };
+        match self.mutation(ctx, run) {
+            Ok((text, value)) => self.finish("write", text, value, None, ctx),
+            Err(e) => ToolResult::error(e),
+        }
+    }
+
+    /// A write or edit under the call's cancellation and `timeoutMs`: a wait
+    /// for another writer's lock ends at either, and the mutation is then
+    /// not performed (the filesystem checks the token right before
+    /// publishing). Unlike a search, a mutation that was published keeps
+    /// its success even if the deadline passed meanwhile: the file changed,
+    /// and the result must say so.
+    fn mutation<T>(
+        &self,
+        ctx: &CallContext,
+        work: impl FnOnce(&CallContext) -> Result<T, ToolError>,
+    ) -> Result<T, ToolError> {
+        let mut out = None;
+        let timed_out = self.under_deadline(ctx, |cancel| {
+            let mut own = ctx.clone();
+            own.cancel = cancel.clone();
+            out = Some(work(&own));
+            Ok(())
+        });
+        match (out, timed_out) {
+            (Some(Ok(v)), _) => Ok(v),
+            (Some(Err(e)), Err(timeout)) if e.code() == Some("FS_ABORTED") => Err(timeout),
+            (Some(Err(e)), _) => Err(e),
+            (None, Err(e)) => Err(e),
+            // `under_deadline` always runs its work.
+            (None, Ok(())) => Err(ToolError::plain("the call was not run")),
         }
     }
 

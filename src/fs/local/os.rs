@@ -373,7 +373,17 @@ impl FileSystem for LocalFs {
         guard: &WriteGuard,
         cancel: &CancelToken,
     ) -> Result<Written, WriteError> {
-        super::write_bytes(self, path, content, guard, cancel)
+        super::write_from(self, path, &mut &content[..], guard, cancel)
+    }
+
+    fn write_from(
+        &self,
+        path: &Path,
+        content: &mut dyn Read,
+        guard: &WriteGuard,
+        cancel: &CancelToken,
+    ) -> Result<Written, WriteError> {
+        super::write_from(self, path, content, guard, cancel)
     }
 }
 

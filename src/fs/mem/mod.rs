@@ -807,17 +807,17 @@ impl FileSystem for MemFs {
                 return Err(WriteError::NotRegular(m.kind));
             }
         }
+        // Never through a dangling symlink, nor over it, whatever the guard:
+        // the local disk's rule (`FileSystem::write`).
+        if old.is_none() && self.node(p, false).is_ok() {
+            return Err(WriteError::NotRegular(FileType::Symlink));
+        }
         match (guard, &old) {
             (WriteGuard::ReplaceIfVersion(_), None) => return Err(WriteError::Stale),
             (WriteGuard::ReplaceIfVersion(v), Some(m)) if m.version() != *v => {
                 return Err(WriteError::Stale)
             }
             (WriteGuard::CreateIfAbsent, Some(_)) => return Err(WriteError::Exists),
-            // Never through a dangling symlink: the disk's `link(2)`
-            // does not follow one either.
-            (WriteGuard::CreateIfAbsent, None) if self.node(p, false).is_ok() => {
-                return Err(WriteError::Exists)
-            }
             _ => {}
         }
         if cancel.is_cancelled() {

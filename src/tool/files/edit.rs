@@ -3,7 +3,10 @@
 
 use serde_json::{json, Value};
 
-use super::{file_path_arg, fs_error, str_arg, with_remedy, FilesConfig, ObservationPolicy};
+use super::{
+    file_path_arg, fs_error, refuse_directory_path, str_arg, with_remedy, FilesConfig,
+    ObservationPolicy,
+};
 use crate::fs::{LiteralEdit, TextFs};
 use crate::tool::{CallContext, ToolError};
 
@@ -32,6 +35,7 @@ pub fn edit(
     }
     let owner = ctx.session_id.as_deref();
     let target = fs.resolve(file_path, &ctx.workdir).map_err(fs_error)?;
+    refuse_directory_path("edit", file_path, &target)?;
     let guard = match policy {
         Some(policy) => policy
             .edit_intent(owner, &target)
@@ -44,7 +48,7 @@ pub fn edit(
         replace_all,
     };
     let out = fs
-        .edit_text(&target, &literal, guard.as_ref())
+        .edit_text_with_cancel(&target, &literal, guard.as_ref(), &ctx.cancel)
         .map_err(|e| fs_error(with_remedy(e)))?;
     if let Some(policy) = policy {
         policy

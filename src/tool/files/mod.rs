@@ -19,9 +19,9 @@ use serde_json::Value;
 pub use edit::edit;
 pub use policy::ObservationPolicy;
 pub use read::{read, ReadWindow};
-pub use write::write;
+pub use write::{write, write_stream};
 
-use crate::fs::{FsError, FsErrorCode};
+use crate::fs::{FsError, FsErrorCode, ResolvedPath};
 use crate::tool::ToolError;
 
 /// The file tools' configuration keys (`seed-reference.md` §9.2), loaded
@@ -49,6 +49,28 @@ fn file_path_arg(args: &Value) -> Result<&str, ToolError> {
         return Err(ToolError::plain("file_path must be a non-empty string"));
     }
     Ok(path)
+}
+
+/// Refuse a `file_path` that names a directory by its form (a trailing `/`
+/// or a last segment `.` or `..`), even one that does not exist: resolution
+/// drops that form, and `write newdir/` must never create a file `newdir`.
+/// The message is the one an existing directory gets.
+fn refuse_directory_path(
+    verb: &str,
+    file_path: &str,
+    target: &ResolvedPath,
+) -> Result<(), ToolError> {
+    let last = file_path.rsplit('/').next().unwrap_or("");
+    if file_path.ends_with('/') || last == "." || last == ".." {
+        let shown = format!("{}/", target.display_str().trim_end_matches('/'));
+        return Err(fs_error(FsError::cannot(
+            FsErrorCode::NotRegularFile,
+            verb,
+            &shown,
+            "not a regular file (the path names a directory)",
+        )));
+    }
+    Ok(())
 }
 
 /// An `FsError` as the tool result's error (`info.name` = `FsError`).

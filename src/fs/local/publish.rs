@@ -1,0 +1,441 @@
+//! The local disk's publish step: stage the content next to the target,
+//! take the target directory's lock, check the guard, give the staged file
+//! the old file's owner, group and mode, and rename (or link) it into place.
+//!
+//! # What is promised, and why it is done this way
+//!
+//! - **Mutual exclusion between every writer of a file on the machine.** The
+//!   lock is an exclusive `flock` on the target's directory itself (see
+//!   [`DirLock`]): every process that writes through this code takes it,
+//!   whatever its state directory, and it leaves nothing behind (a lock file
+//!   beside the target would be a leftover in the user's tree). The guard
+//!   (`WriteGuard::ReplaceIfVersion`) is checked inside it, immediately
+//!   before the rename, so no update is lost between two processes.
+//! - **The slow part runs outside the lock.** The content (possibly hundreds
+//!   of megabytes, possibly still arriving on a pipe) is staged and synced
+//!   first; the lock is held only for the check, the owner and mode, and
+//!   the rename.
+//! - **A cancelled call never mutates.** The lock wait polls the call's
+//!   token, and the token is checked once more, under the lock, right
+//!   before the rename.
+//! - **Owner, group, set-id bits.** The staged file gets the replaced file's
+//!   owner and group (`fchown`, which only root or the owner can do) before
+//!   its mode; where that fails, the set-uid bit is dropped when the owner
+//!   differs and the set-gid bit when the group differs, so a file is never
+//!   published set-id for someone who did not own it.
+//! - **A hard-linked target** gets a new inode under the name written: the
+//!   other names keep the old content (the link is broken), as with git, an
+//!   editor's atomic save or `cargo`'s `write_atomic`. Writing in place
+//!   instead would give up atomicity and silently change files the caller
+//!   did not name (a `cp -al` snapshot, a package store).
+//! - **The sweeper removes only what provably is ours.** A staging directory
+//!   holds a marker file that only this code writes, locked (`flock`) by its
+//!   live writer for as long as the write runs; a leftover is removed only
+//!   when its marker reads exactly [`MARKER_TEXT`] and its lock can be
+//!   taken (its writer is gone, whatever PID namespace it ran in), and then
+//!   only the two files this code creates, and the directory if that leaves
+//!   it empty.
+//!
+//! # Platform behavior
+//!
+//! On Unix all of the above. Elsewhere there is no `flock`: writers in one
+//! process exclude each other, other processes do not; owners are not
+//! copied; staging leftovers of a killed writer are never swept.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+#[cfg(unix)]
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::cancel::CancelToken;
+
+/// The prefix of staging directories.
+pub(crate) const STAGING_PREFIX: &str = ".dsh-search-staging.";
+
+/// The marker file in a staging directory.
+const MARKER: &str = "dsh-search-staging";
+
+/// What the marker says, exactly: written only after its writer holds the
+/// marker's lock, so a sweeper that reads it whole and then fails to take
+/// the lock knows the writer is alive.
+pub(crate) const MARKER_TEXT: &[u8] =
+    b"dsh-search staging directory: removed by dsh-search once its writer is gone\n";
+
+/// The staged content's file name.
+const CONTENT: &str = "content";
+
+/// How often a wait for a lock held by another writer looks at the call's
+/// cancellation.
+const LOCK_POLL: Duration = Duration::from_millis(10);
+
+/// The size of a chunk copied from a streamed source.
+const CHUNK: usize = 64 * 1024;
+
+/// Why staging failed.
+#[derive(Debug)]
+pub(crate) enum StageError {
+    /// Reading the content failed (the source's error).
+    Source(io::Error),
+    /// The call was cancelled.
+    Cancelled,
+    /// Writing the staged file failed.
+    Io(io::Error),
+}
+
+/// A private (0700) staging directory with its marker (locked while this
+/// value lives) and its content file; removed with both on drop.
+pub(crate) struct Staging {
+    dir: PathBuf,
+    /// Holds the marker's `flock` while the write runs.
+    _marker: File,
+    file: File,
+}
+
+impl Staging {
+    /// Create a staging directory in `parent` (after sweeping the dead
+    /// writers' leftovers there) and copy `content` into it, checking
+    /// `cancel` between chunks, then sync it.
+    pub(crate) fn fill(
+        parent: &Path,
+        content: &mut dyn Read,
+        cancel: &CancelToken,
+    ) -> Result<Staging, StageError> {
+        let mut staging = Staging::create(parent).map_err(StageError::Io)?;
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            if cancel.is_cancelled() {
+                return Err(StageError::Cancelled);
+            }
+            let n = match content.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) if cancel.is_cancelled() => return Err(StageError::Cancelled),
+                Err(e) => return Err(StageError::Source(e)),
+            };
+            staging.file.write_all(&buf[..n]).map_err(StageError::Io)?;
+        }
+        staging.file.sync_all().map_err(StageError::Io)?;
+        Ok(staging)
+    }
+
+    fn create(parent: &Path) -> io::Result<Staging> {
+        sweep_dead_staging(parent);
+        let mut rnd = [0u8; 6];
+        getrandom::fill(&mut rnd).map_err(|e| io::Error::other(e.to_string()))?;
+        let hex: String = rnd.iter().map(|b| format!("{b:02x}")).collect();
+        let dir = parent.join(format!("{STAGING_PREFIX}{}.{hex}", std::process::id()));
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        builder.mode(0o700);
+        builder.create(&dir)?;
+        // From here on the directory is removed on every way out.
+        let cleanup = RemoveOnDrop(Some(dir.clone()));
+        let mut marker = new_file(&dir.join(MARKER))?;
+        #[cfg(unix)]
+        rustix::fs::flock(&marker, rustix::fs::FlockOperation::LockExclusive)?;
+        marker.write_all(MARKER_TEXT)?;
+        let file = new_file(&dir.join(CONTENT))?;
+        let dir = cleanup.disarm();
+        Ok(Staging {
+            dir,
+            _marker: marker,
+            file,
+        })
+    }
+
+    /// The staged content's path.
+    pub(crate) fn content_path(&self) -> PathBuf {
+        self.dir.join(CONTENT)
+    }
+
+    /// Give the staged file the mode `mode`, and the owner and group of the
+    /// file it replaces (`old`, when there is one). Where the owner or group
+    /// cannot be kept, the set-id bit that would grant it is dropped.
+    pub(crate) fn adopt(&self, old: Option<&std::fs::Metadata>, mode: u32) -> io::Result<()> {
+        #[cfg(unix)]
+        {
+            let mut mode = mode & 0o7777;
+            if let Some(old) = old {
+                let mine = self.file.metadata()?;
+                if (mine.uid(), mine.gid()) != (old.uid(), old.gid()) {
+                    // Root keeps both; an owner who is a member of the old
+                    // group keeps the group. Any other failure is handled by
+                    // the bits below.
+                    if std::os::unix::fs::fchown(&self.file, Some(old.uid()), Some(old.gid()))
+                        .is_err()
+                    {
+                        let _ = std::os::unix::fs::fchown(&self.file, None, Some(old.gid()));
+                    }
+                    let now = self.file.metadata()?;
+                    if now.uid() != old.uid() {
+                        mode &= !0o6000;
+                    }
+                    if now.gid() != old.gid() {
+                        mode &= !0o2000;
+                    }
+                }
+            }
+            // After the chown, which may clear set-id bits; and exactly, as
+            // the open's mode passed through the umask.
+            self.file
+                .set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = old;
+            if mode & 0o222 == 0 {
+                let mut p = self.file.metadata()?.permissions();
+                p.set_readonly(true);
+                self.file.set_permissions(p)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Removes a directory tree on drop unless disarmed.
+struct RemoveOnDrop(Option<PathBuf>);
+
+impl RemoveOnDrop {
+    fn disarm(mut self) -> PathBuf {
+        self.0.take().unwrap_or_default()
+    }
+}
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.0 {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// A new file (0600 on Unix), opened for writing; never an existing one.
+fn new_file(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create_new(true);
+    #[cfg(unix)]
+    options.mode(0o600);
+    options.open(path)
+}
+
+/// Remove the staging directories in `dir` whose writer is gone: those whose
+/// marker reads exactly [`MARKER_TEXT`] and whose lock is free. Anything
+/// else named like one (a user's `.dsh-search-staging.4000000.notes/`, a
+/// live writer's directory in another PID namespace) is left alone.
+pub(crate) fn sweep_dead_staging(dir: &Path) {
+    #[cfg(unix)]
+    {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in rd.flatten() {
+            let name = entry.file_name();
+            if !name
+                .as_encoded_bytes()
+                .starts_with(STAGING_PREFIX.as_bytes())
+            {
+                continue;
+            }
+            let path = entry.path();
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+                remove_if_abandoned(&path);
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+/// Remove the staging directory `dir` if it provably is one of ours and its
+/// writer is gone.
+#[cfg(unix)]
+fn remove_if_abandoned(dir: &Path) {
+    use rustix::fs::{FlockOperation, OFlags};
+    let marker_path = dir.join(MARKER);
+    let Ok(mut marker) = OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
+        .open(&marker_path)
+    else {
+        return;
+    };
+    if !marker.metadata().is_ok_and(|m| m.is_file()) {
+        return;
+    }
+    let mut text = Vec::new();
+    let limit = MARKER_TEXT.len() as u64 + 1;
+    if (&mut marker).take(limit).read_to_end(&mut text).is_err() || text != MARKER_TEXT {
+        return;
+    }
+    // A live writer holds it; a dead one's was released by the kernel.
+    if rustix::fs::flock(&marker, FlockOperation::NonBlockingLockExclusive).is_err() {
+        return;
+    }
+    let content = dir.join(CONTENT);
+    if std::fs::symlink_metadata(&content).is_ok_and(|m| m.is_file()) {
+        let _ = std::fs::remove_file(&content);
+    }
+    let _ = std::fs::remove_file(&marker_path);
+    // Only when nothing else is in it.
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// The exclusive lock of a target directory, across processes: an `flock`
+/// on the directory itself, released when this value drops (or its process
+/// dies).
+///
+/// # Platform behavior
+///
+/// On Unix, `flock(2)` on a read-only descriptor of the directory. A
+/// directory that cannot be opened for reading (mode `-wx`) gets no lock
+/// across processes, nor does any directory elsewhere than on Unix.
+pub(crate) struct DirLock {
+    _dir: Option<File>,
+}
+
+impl DirLock {
+    /// Wait for the lock of `dir`, until `cancel` is set.
+    pub(crate) fn acquire(dir: &Path, cancel: &CancelToken) -> Result<DirLock, LockError> {
+        #[cfg(unix)]
+        {
+            use rustix::fs::FlockOperation;
+            let Ok(file) = File::open(dir) else {
+                return Ok(DirLock { _dir: None });
+            };
+            loop {
+                if cancel.is_cancelled() {
+                    return Err(LockError::Cancelled);
+                }
+                // Polled, not blocking: a blocking flock restarts after the
+                // signal handler runs (SA_RESTART) and would never see the
+                // cancellation.
+                match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
+                    Ok(()) => return Ok(DirLock { _dir: Some(file) }),
+                    Err(rustix::io::Errno::WOULDBLOCK) | Err(rustix::io::Errno::INTR) => {
+                        std::thread::sleep(LOCK_POLL);
+                    }
+                    Err(e) => return Err(LockError::Io(e.into())),
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = (dir, cancel);
+            Ok(DirLock { _dir: None })
+        }
+    }
+}
+
+/// Why a lock was not taken.
+#[derive(Debug)]
+pub(crate) enum LockError {
+    /// The call was cancelled while waiting.
+    Cancelled,
+    /// The lock failed.
+    Io(io::Error),
+}
+
+/// How long a cancelled in-process lock wait may keep waiting.
+pub(crate) const IN_PROCESS_POLL: Duration = Duration::from_millis(20);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn staging_is_private_and_removed_on_drop() {
+        let tmp = tempfile::tempdir().unwrap();
+        let staging = Staging::fill(tmp.path(), &mut &b"x"[..], &CancelToken::new()).unwrap();
+        let mode = std::fs::metadata(&staging.dir)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+        assert_eq!(std::fs::read(staging.content_path()).unwrap(), b"x");
+        drop(staging);
+        assert!(entries(tmp.path()).is_empty());
+    }
+
+    #[test]
+    fn cancelled_staging_leaves_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cancel = CancelToken::new();
+        cancel.cancel();
+        assert!(matches!(
+            Staging::fill(tmp.path(), &mut &b"x"[..], &cancel),
+            Err(StageError::Cancelled)
+        ));
+        assert!(entries(tmp.path()).is_empty());
+    }
+
+    #[test]
+    fn sweeper_removes_abandoned_keeps_live_and_foreign() {
+        let tmp = tempfile::tempdir().unwrap();
+        // Abandoned: our marker, nobody holds its lock.
+        let dead = tmp
+            .path()
+            .join(format!("{STAGING_PREFIX}4000000.aaaaaaaaaaaa"));
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join(MARKER), MARKER_TEXT).unwrap();
+        std::fs::write(dead.join(CONTENT), "partial").unwrap();
+        // A user's directory with the same prefix and a made-up pid.
+        let user = tmp.path().join(format!("{STAGING_PREFIX}4000000.notes"));
+        std::fs::create_dir(&user).unwrap();
+        std::fs::write(user.join("todo.txt"), "mine").unwrap();
+        // A live writer (this process, another descriptor): locked.
+        let live = Staging::fill(tmp.path(), &mut &b"y"[..], &CancelToken::new()).unwrap();
+        sweep_dead_staging(tmp.path());
+        assert!(!dead.exists());
+        assert_eq!(std::fs::read(user.join("todo.txt")).unwrap(), b"mine");
+        assert_eq!(std::fs::read(live.content_path()).unwrap(), b"y");
+    }
+
+    #[test]
+    fn sweeper_keeps_extra_files_in_a_marked_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(format!("{STAGING_PREFIX}1.bbbbbbbbbbbb"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join(MARKER), MARKER_TEXT).unwrap();
+        std::fs::write(dir.join("other"), "keep").unwrap();
+        sweep_dead_staging(tmp.path());
+        assert_eq!(std::fs::read(dir.join("other")).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn dir_lock_wait_ends_on_cancel() {
+        let tmp = tempfile::tempdir().unwrap();
+        let held = DirLock::acquire(tmp.path(), &CancelToken::new()).unwrap();
+        let cancel = CancelToken::new();
+        let c = cancel.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            c.cancel();
+        });
+        assert!(matches!(
+            DirLock::acquire(tmp.path(), &cancel),
+            Err(LockError::Cancelled)
+        ));
+        t.join().unwrap();
+        drop(held);
+        assert!(DirLock::acquire(tmp.path(), &CancelToken::new()).is_ok());
+    }
+}
