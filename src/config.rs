@@ -182,7 +182,7 @@ const GUARD_KEYS: &[&str] = &["disabled", "maxEditBytes", "zeroResultBlock"];
 impl Config {
     /// Read and validate a JSON configuration file.
     pub fn load(path: &Path) -> Result<Config, String> {
-        let text = std::fs::read_to_string(path)
+        let text = read_config_file(path)
             .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
         let value: Value = serde_json::from_str(&text)
             .map_err(|e| format!("config file {} is not valid JSON: {e}", path.display()))?;
@@ -357,6 +357,42 @@ fn js_string(v: &Value) -> String {
             .join(","),
         Value::Object(_) => "[object Object]".to_string(),
     }
+}
+
+/// The largest configuration file read: far beyond any real one, and a
+/// bound for a path that names `/dev/zero` or a huge file by mistake.
+const CONFIG_MAX_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Read a configuration file: a regular file (symlinks followed) of at most
+/// [`CONFIG_MAX_BYTES`], as UTF-8. Opened without blocking and checked on
+/// the open file, so a FIFO (or a device) is refused at once instead of
+/// waiting for a writer forever.
+fn read_config_file(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(CONFIG_MAX_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > CONFIG_MAX_BYTES {
+        return Err(std::io::Error::other(format!(
+            "larger than {CONFIG_MAX_BYTES} bytes"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
 }
 
 #[cfg(test)]

@@ -27,6 +27,12 @@ mod files;
 // killed mid-write.
 mod files_cli;
 
+// Issue 11's write path through the binary: owners and set-id bits, lost
+// updates across state directories, the staging sweeper, large edits and
+// writes, cancellation, a bare write without a state directory, dangling
+// symlinks, trailing slashes, edit's bytes.
+mod harden_write;
+
 // The search tools over a scripted backend: ladder, rendering, spill, meta,
 // dispatch order, timeout.
 mod tools_fake;

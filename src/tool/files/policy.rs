@@ -36,7 +36,7 @@ impl ObservationPolicy {
         let key = target.key_str();
         self.sessions
             .with(owner, |s| s.observations.get(&key).cloned())
-            .map_err(|e| session_error(target, &e))
+            .map_err(|e| self.session_error(target, &e))
     }
 
     /// The condition of a write: replace the observed version, or create
@@ -105,18 +105,27 @@ impl ObservationPolicy {
             .with(owner, |s| {
                 s.observations.insert(key, obs);
             })
-            .map_err(|e| session_error(target, &e))
+            .map_err(|e| self.session_error(target, &e))
     }
 }
 
-fn session_error(target: &ResolvedPath, e: &std::io::Error) -> FsError {
-    FsError {
-        code: FsErrorCode::IoError,
-        message: format!(
-            "cannot use the session state for \"{}\": {}",
-            target.display_str(),
-            crate::fs::io_message(e)
-        ),
-        path: Some(target.display_str()),
+impl ObservationPolicy {
+    /// A failure of the session store, reported as one: it names the state
+    /// directory (a state-directory problem is never the target's), and the
+    /// target only as what the call was about.
+    fn session_error(&self, target: &ResolvedPath, e: &std::io::Error) -> FsError {
+        let store = match self.sessions.dir() {
+            Some(dir) => format!("the session state directory \"{}\"", dir.display()),
+            None => "the session state".to_string(),
+        };
+        FsError {
+            code: FsErrorCode::IoError,
+            message: format!(
+                "cannot use {store} (for \"{}\"): {}",
+                target.display_str(),
+                crate::fs::io_message(e)
+            ),
+            path: Some(target.display_str()),
+        }
     }
 }
