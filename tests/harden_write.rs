@@ -622,3 +622,36 @@ fn r11_11_edit_bytes_follow_the_seed_rules() {
         );
     }
 }
+
+/// The rules of item 11 at the tool level on every filesystem of the seam
+/// (the disk's two paths, in memory, an overlay), bare and with a session:
+/// a dangling symlink is not written, a trailing slash names a directory.
+#[test]
+fn r11_11_write_rules_on_every_filesystem() {
+    use dsh_search::config::Config;
+    use dsh_search::tool::{CallContext, Tools};
+    use serde_json::json;
+    let ws = Ws::new();
+    std::os::unix::fs::symlink(ws.ws.join("nowhere.txt"), ws.path("link")).unwrap();
+    for way in crate::util::workspaces::ways(&ws.ws, &ws.ws) {
+        for session in [false, true] {
+            let tools =
+                Tools::new(Config::default(), way.backend.clone()).with_filesystem(way.fs.clone());
+            let (tools, ctx) = match session {
+                true => (tools, CallContext::new(&ws.ws).session("s")),
+                false => (tools.without_observation_policy(), CallContext::new(&ws.ws)),
+            };
+            let label = format!("{} session={session}", way.label);
+            for (path, expect) in [
+                ("link", "not a regular file"),
+                ("newdir/", "not a regular file (the path names a directory)"),
+            ] {
+                let r = tools.call("write", &json!({"file_path": path, "content": "x"}), &ctx);
+                assert!(r.is_error, "{label} {path}: {}", r.content);
+                assert!(r.content.contains(expect), "{label} {path}: {}", r.content);
+            }
+            assert!(!ws.path("nowhere.txt").exists(), "{label}");
+            assert!(!ws.path("newdir").exists(), "{label}");
+        }
+    }
+}

@@ -11,8 +11,8 @@
 //! # Versions and concurrent writers
 //!
 //! A mutation is published under a [`WriteGuard`] that the filesystem checks
-//! atomically (on the local disk: under the target's lock, across processes
-//! with a lock directory). `write` publishes under the guard the policy
+//! atomically (on the local disk: under the lock of the target's directory,
+//! which every writer on the machine takes). `write` publishes under the guard the policy
 //! chose; `edit` reads the file with its version and publishes only over
 //! that version. When the caller observed no version (no session, the bare
 //! provider) and another writer got in between the read and the publish,

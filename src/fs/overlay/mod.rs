@@ -322,6 +322,15 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
         let found = self
             .walk(path, Last::Create)
             .map_err(|f| write_failure(path, f))?;
+        // Never through a dangling symlink, nor over it, whatever the guard:
+        // the local disk's rule (`FileSystem::write`).
+        if found.entry.is_none()
+            && self
+                .walk(path, Last::NoFollow)
+                .is_ok_and(|f| matches!(f.entry, Some((m, _)) if m.kind.is_symlink()))
+        {
+            return Err(WriteError::NotRegular(FileType::Symlink));
+        }
         let Some(upper_path) = self.upper_path(&found.path) else {
             return Err(WriteError::Io(
                 path.to_path_buf(),

@@ -758,10 +758,17 @@ fn lower_symlinks_lead_into_upper_only_files() {
         "other\n"
     );
     assert!(!t.upper.join("link_dir").exists());
-    // A dangling lower link comes to life once its target is written
-    // (through the link itself).
+    // A dangling lower link is never written through, nor replaced (the
+    // local disk's rule, issue 11 item 11); it comes to life once its target
+    // is written.
     assert!(fs.metadata(&t.root.join("dangling")).is_err());
-    put(&fs, &t.root.join("dangling"), "target\n");
+    let through = fs.write(&t.root.join("dangling"), b"x", &WriteGuard::None, &none());
+    assert!(
+        matches!(through, Err(WriteError::NotRegular(FileType::Symlink))),
+        "{through:?}"
+    );
+    assert!(!t.upper.join("nowhere.txt").exists());
+    put(&fs, &t.root.join("nowhere.txt"), "target\n");
     assert_eq!(
         std::fs::read_to_string(t.upper.join("nowhere.txt")).unwrap(),
         "target\n"
