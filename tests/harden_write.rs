@@ -71,7 +71,8 @@ impl Ws {
 
     fn write(&self, state: &str, args: &[&str], content: &[u8]) -> (String, i32) {
         let mut child = self.cmd(state, args).stdin(Stdio::piped()).spawn().unwrap();
-        child.stdin.take().unwrap().write_all(content).unwrap();
+        // A write refused before it reads its input closes the pipe early.
+        let _ = child.stdin.take().unwrap().write_all(content);
         text(child.wait_with_output().unwrap())
     }
 }
@@ -466,6 +467,31 @@ fn r11_5_lock_wait_ends_at_the_deadline() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("tool call timed out after 200ms"), "{out}");
     assert_eq!(ws.get("f.txt"), b"old\n");
+}
+
+/// Standard input that arrives slowly is not cut off by `timeoutMs`: it
+/// comes at its producer's pace (`build | dsh-search write log`).
+#[test]
+fn r11_5_slow_stdin_is_not_a_timeout() {
+    let ws = Ws::new();
+    let config = ws.root.join("config.json");
+    std::fs::write(&config, r#"{"timeoutMs": 100}"#).unwrap();
+    let mut child = ws
+        .cmd(
+            "state",
+            &["--config", config.to_str().unwrap(), "write", "log.txt"],
+        )
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"one\n").unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    stdin.write_all(b"two\n").unwrap();
+    drop(stdin);
+    let (out, code) = wait_exit(child);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(ws.get("log.txt"), b"one\ntwo\n");
 }
 
 /// `sleep 30 | dsh-search write x`: TERM, INT and HUP end the wait for

@@ -668,3 +668,54 @@ fn operation(w: &Written) -> WriteOperation {
         WriteOperation::Create
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads `data` through a [`Utf8Reader`] in pieces of `step` bytes.
+    fn through(data: &[u8], step: usize) -> Result<Vec<u8>, bool> {
+        struct Pieces<'a>(&'a [u8], usize);
+        impl Read for Pieces<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = self.0.len().min(self.1).min(buf.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut src = Pieces(data, step);
+        let mut r = Utf8Reader::new(&mut src);
+        let mut out = Vec::new();
+        match r.read_to_end(&mut out) {
+            Ok(_) => Ok(out),
+            Err(_) => Err(r.invalid),
+        }
+    }
+
+    #[test]
+    fn utf8_reader_carries_split_characters() {
+        let text = "a\u{e9}\u{20ac}\u{1f600}z".repeat(3);
+        for step in 1..=7 {
+            assert_eq!(
+                through(text.as_bytes(), step).as_deref(),
+                Ok(text.as_bytes()),
+                "{step}"
+            );
+        }
+    }
+
+    #[test]
+    fn utf8_reader_refuses_invalid_and_truncated_text() {
+        for (name, bytes) in [
+            ("lone continuation", &b"ab\x80cd"[..]),
+            ("bad lead", b"\xff"),
+            ("truncated at the end", b"ab\xe2\x82"),
+            ("overlong", b"\xc0\xaf"),
+        ] {
+            for step in 1..=4 {
+                assert_eq!(through(bytes, step), Err(true), "{name} {step}");
+            }
+        }
+    }
+}

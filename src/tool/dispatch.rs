@@ -323,8 +323,12 @@ impl Tools {
 
     /// `write` with the content read from `content` until its end, one
     /// chunk at a time: [`files::write_stream`] through the dispatch's
-    /// filesystem, policy, deadline and spill policy (the guard has no
-    /// write rule). `dsh-search write` streams its standard input so.
+    /// filesystem, policy and spill policy (the guard has no write rule).
+    /// `dsh-search write` streams its standard input so. The caller's
+    /// cancellation ends it (while the content arrives, or while it waits
+    /// for another writer's lock) with nothing written; `timeoutMs` does
+    /// not, as the content arrives at the caller's pace (`producer |
+    /// dsh-search write log` may take any time).
     pub fn write_stream(
         &self,
         file_path: &str,
@@ -338,10 +342,7 @@ impl Tools {
                 "tool call aborted before dispatch",
             ));
         }
-        let run = |ctx: &CallContext| {
-            files::write_stream(&self.text, self.policy.as_ref(), file_path, content, ctx)
-        };
-        match self.mutation(ctx, run) {
+        match files::write_stream(&self.text, self.policy.as_ref(), file_path, content, ctx) {
             Ok((text, value)) => self.finish("write", text, value, None, ctx),
             Err(e) => ToolResult::error(e),
         }

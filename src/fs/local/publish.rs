@@ -68,6 +68,7 @@ const CONTENT: &str = "content";
 
 /// How often a wait for a lock held by another writer looks at the call's
 /// cancellation.
+#[cfg(unix)]
 const LOCK_POLL: Duration = Duration::from_millis(10);
 
 /// The size of a chunk copied from a streamed source.
@@ -342,6 +343,7 @@ pub(crate) enum LockError {
     /// The call was cancelled while waiting.
     Cancelled,
     /// The lock failed.
+    #[cfg_attr(not(unix), allow(dead_code, reason = "no flock to fail there"))]
     Io(io::Error),
 }
 
