@@ -84,10 +84,9 @@ pub(super) fn write_from(
         StageError::Cancelled => WriteError::Cancelled,
         StageError::Io(e) => io_err(e),
     })?;
-    let _lock = fs.lock(&key, dir, cancel).map_err(|e| match e {
-        LockError::Cancelled => WriteError::Cancelled,
-        LockError::Io(e) => io_err(e),
-    })?;
+    let _lock = fs
+        .lock(&key, dir, cancel)
+        .map_err(|LockError::Cancelled| WriteError::Cancelled)?;
     // The check that counts: under the lock, right before publishing.
     let old = check(&key, guard)?;
     let mode = old.as_ref().map_or(0o600, |m| os::from_std(m).mode);

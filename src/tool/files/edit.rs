@@ -62,8 +62,9 @@ pub fn edit(
     } else {
         format!("The file {p} has been updated successfully.")
     };
-    Ok((
-        content,
-        json!({ "path": p, "before": out.before, "after": out.after }),
-    ))
+    // Moved, not serialized: `json!` would copy texts that may be large.
+    let mut value = json!({ "path": p });
+    value["before"] = Value::String(out.before);
+    value["after"] = Value::String(out.after);
+    Ok((content, value))
 }

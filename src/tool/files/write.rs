@@ -34,12 +34,10 @@ pub fn write(
     }
     let p = target.display_str();
     let said = said(out.operation);
-    let value = json!({
-        "path": p,
-        "operation": out.operation.as_str(),
-        "before": out.before,
-        "after": out.after,
-    });
+    // Moved, not serialized: `json!` would copy texts that may be large.
+    let mut value = json!({ "path": p, "operation": out.operation.as_str() });
+    value["before"] = out.before.map_or(Value::Null, Value::String);
+    value["after"] = Value::String(out.after);
     Ok((envelope(&p, said), value))
 }
 
