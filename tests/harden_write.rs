@@ -125,10 +125,12 @@ fn wait_exit(mut child: Child) -> (String, i32) {
 }
 
 /// Hold the lock every writer of a file in `dir` takes, as another writer
-/// in the middle of its publish would.
+/// in the middle of its publish would. Blocking: a child another test just
+/// forked may hold a copy of the previous holder's descriptor until it
+/// execs.
 fn hold_dir_lock(dir: &Path) -> std::fs::File {
     let f = std::fs::File::open(dir).unwrap();
-    rustix::fs::flock(&f, FlockOperation::NonBlockingLockExclusive).unwrap();
+    rustix::fs::flock(&f, FlockOperation::LockExclusive).unwrap();
     f
 }
 
@@ -314,7 +316,7 @@ fn r11_2_no_lost_update_between_state_directories() {
 /// A user's directory named like a staging directory, with a pid that is not
 /// alive, survives a write into its directory; so does a live writer's
 /// staging directory whose pid is not visible here (another PID namespace:
-/// the writer is this test, holding the marker's lock).
+/// the writer is a process holding the marker's lock under a made-up pid).
 #[test]
 fn r11_3_sweeper_keeps_user_dirs_and_live_writers() {
     let ws = Ws::new();
@@ -330,8 +332,23 @@ fn r11_3_sweeper_keeps_user_dirs_and_live_writers() {
     )
     .unwrap();
     std::fs::write(live.join("content"), "in flight").unwrap();
-    let held = std::fs::File::open(&marker).unwrap();
-    rustix::fs::flock(&held, FlockOperation::NonBlockingLockExclusive).unwrap();
+    // The live writer: a process holding the marker's lock (util-linux
+    // flock) until its standard input closes. A process of its own, so that
+    // no child another test forks meanwhile inherits the lock.
+    let mut writer = Command::new("flock")
+        .arg(&marker)
+        .args(["sh", "-c", "echo locked; exec cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("util-linux flock holds the live writer's lock");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(writer.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line, "locked\n");
 
     let (out, code) = ws.write("state", &["write", "new.txt"], b"x\n");
     assert_eq!(code, 0, "{out}");
@@ -339,7 +356,8 @@ fn r11_3_sweeper_keeps_user_dirs_and_live_writers() {
     assert_eq!(std::fs::read(live.join("content")).unwrap(), b"in flight");
 
     // Once its writer is gone, the next write sweeps it.
-    drop(held);
+    drop(writer.stdin.take());
+    writer.wait().unwrap();
     let (out, code) = ws.write("state", &["write", "new.txt"], b"y\n");
     assert_eq!(code, 0, "{out}");
     assert!(!live.exists());
