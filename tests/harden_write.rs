@@ -395,6 +395,21 @@ fn r11_4_gigabyte_edit_is_refused_up_front() {
     assert_eq!(ws.get("big.txt"), body.as_bytes());
 }
 
+/// A file over the edit limit (a sparse terabyte) is refused before it is
+/// read.
+#[test]
+fn r11_4_terabyte_file_edit_is_refused_unread() {
+    let ws = Ws::new();
+    let f = std::fs::File::create(ws.path("huge.txt")).unwrap();
+    f.set_len(1 << 40).unwrap();
+    let (out, code) = ws.run("state", &["edit", "huge.txt", "--old", "a", "--new", "b"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("the file is 1099511627776 bytes, over the 268435456-byte limit"),
+        "{out}"
+    );
+}
+
 /// A 200 MB `write` streams: the process's peak resident memory stays far
 /// below twice the content (the issue measured 786 MB).
 #[test]

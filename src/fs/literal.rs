@@ -105,8 +105,21 @@ fn result_len(content: &str, old: &str, new: &str, n: usize, crlf: bool) -> u64 
     }
 }
 
-/// The error of an edit over [`EDIT_MAX_BYTES`]: the file, or the result
-/// of `len` bytes.
+/// The error of an edit of a file of `len` bytes, over [`EDIT_MAX_BYTES`]:
+/// refused before it is read.
+pub(crate) fn file_too_large(display: &str, len: u64) -> FsError {
+    FsError::cannot(
+        FsErrorCode::TooLarge,
+        "edit",
+        display,
+        &format!(
+            "the file is {len} bytes, over the {EDIT_MAX_BYTES}-byte limit of an edit; write the new content with write instead"
+        ),
+    )
+}
+
+/// The error of an edit whose result of `len` bytes would be over
+/// [`EDIT_MAX_BYTES`]: refused before the result is built.
 pub(crate) fn too_large(display: &str, len: u64) -> FsError {
     FsError::cannot(
         FsErrorCode::TooLarge,

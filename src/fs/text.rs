@@ -369,7 +369,7 @@ impl TextFs {
             };
             let Some(bytes) = bytes else {
                 return Err(if meta.kind.is_file() {
-                    literal::too_large(&p, meta.len)
+                    literal::file_too_large(&p, meta.len)
                 } else {
                     not_regular("edit", &p)
                 });
