@@ -8,7 +8,10 @@ use crate::util;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use crate::util::rg::{Call, Raw};
 
 use serde_json::json;
 
@@ -155,6 +158,217 @@ fn offset_reported_as_given(backend: &str) {
     }
 }
 
+// ------------------------------------------------------------ item 4
+
+/// Run `call` through the CLI's `--format raw` on `backend`.
+fn raw_cli(backend: &str, call: &Call, cwd: &Path) -> Raw {
+    let o = Command::new(env!("CARGO_BIN_EXE_dsh-search"))
+        .args(call.cli_argv(backend, cwd))
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run dsh-search");
+    let text = String::from_utf8_lossy(&o.stderr);
+    Raw {
+        stdout: o.stdout,
+        stderr: text.lines().map(str::to_string).collect(),
+        status: match o.status.code() {
+            Some(c) => format!("exit {c}"),
+            None => format!("{:?}", o.status),
+        },
+    }
+}
+
+/// `elapsed` objects masked: the one thing rg's output for one file may
+/// differ in from run to run.
+fn mask_elapsed(out: &[u8]) -> Vec<u8> {
+    // `"elapsed":{` and `"elapsed_total":{`.
+    let key = b"\"elapsed";
+    let mut masked = Vec::with_capacity(out.len());
+    let mut rest = out;
+    while let Some(i) = rest.windows(key.len()).position(|w| w == key) {
+        let Some(open) = rest[i..].iter().position(|&b| b == b'{') else {
+            break;
+        };
+        let key = &rest[i..i + open + 1];
+        masked.extend_from_slice(&rest[..i + key.len()]);
+        rest = &rest[i + key.len()..];
+        let close = rest.iter().position(|&b| b == b'}').unwrap_or(rest.len());
+        masked.extend_from_slice(b"MASKED");
+        rest = &rest[close..];
+    }
+    masked.extend_from_slice(rest);
+    masked
+}
+
+/// [`util::rg::diff`] for one explicit file, whose events have one order:
+/// the elapsed times masked, the rest compared as bytes (its JSON
+/// normalisation takes seconds on the 17 MiB lines here).
+fn single_file_diff(call: &Call, want: &Raw, got: &Raw) -> Option<String> {
+    let (w, g) = (mask_elapsed(&want.stdout), mask_elapsed(&got.stdout));
+    if w == g && want.stderr == got.stderr && want.status == got.status {
+        return None;
+    }
+    let small = |r: &Raw, out: Vec<u8>| Raw {
+        stdout: if out.len() > 1 << 20 {
+            out[..1 << 20].to_vec()
+        } else {
+            out
+        },
+        ..r.clone()
+    };
+    util::rg::diff(call, &small(want, w), &small(got, g))
+        .or_else(|| Some("the outputs differ past their first MiB".to_string()))
+}
+
+/// Large explicit files, built once: everything the windowed search of an
+/// explicit file must get right, in files past the whole-file limit.
+fn big_tree() -> &'static Path {
+    static TREE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    TREE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let mib = 1 << 20;
+        // All NUL, one line of 80 MiB (`truncate -s`: no disk used).
+        let sparse = std::fs::File::create(dir.path().join("sparse.bin")).unwrap();
+        sparse.set_len(80 * mib).unwrap();
+        // 17 MiB of lines: matches around the 8 MiB window edge, a matched
+        // line with a NUL past the first 64 KiB, a last line without a
+        // terminator. (A long line without a match: sparse.bin.)
+        let mut t = Vec::with_capacity(48 * mib as usize);
+        let mut i = 0;
+        while t.len() < 8 * mib as usize + 4096 {
+            let near = (8 * mib as usize).abs_diff(t.len()) < 2048;
+            if near || i % 40_000 == 0 {
+                t.extend_from_slice(format!("needle {i} here\n").as_bytes());
+            } else {
+                t.extend_from_slice(format!("line {i} with some words\n").as_bytes());
+            }
+            i += 1;
+        }
+        t.extend_from_slice(b"a needle\0with a NUL\n");
+        t.extend_from_slice(b"after the NUL, needle\n");
+        while t.len() < 17 * mib as usize {
+            t.extend_from_slice(format!("line {i} with some words\n").as_bytes());
+            i += 1;
+        }
+        for j in 0..1000 {
+            t.extend_from_slice(format!("tail {j} needle\n").as_bytes());
+        }
+        t.extend_from_slice(b"last needle, no terminator");
+        std::fs::write(dir.path().join("lines.txt"), &t).unwrap();
+        // A matching line past the held-line limit, between short ones.
+        let mut l = b"one needle\n".repeat(1000);
+        l.extend(std::iter::repeat_n(b'b', 17 * mib as usize));
+        l.extend_from_slice(b" needle\n");
+        l.extend_from_slice(&b"two needle\n".repeat(1000));
+        std::fs::write(dir.path().join("longmatch.txt"), &l).unwrap();
+        // Binary data in the first 64 KiB: bytes_searched stops there.
+        let mut h = b"head\0er\n".to_vec();
+        h.extend_from_slice(&t);
+        std::fs::write(dir.path().join("binhead.bin"), &h).unwrap();
+        // A byte-order mark: the searcher transcodes it as a stream.
+        let mut b = b"\xEF\xBB\xBF".to_vec();
+        b.extend_from_slice(&t);
+        std::fs::write(dir.path().join("bom.txt"), &b).unwrap();
+        dir
+    })
+    .path()
+}
+
+/// `grep <pattern> <explicit file>` for files over the whole-file limit
+/// (16 MiB), the windows (8 MiB) and the held-line limit (16 MiB), sparse
+/// and not: the CLI's raw output is rg's, byte for byte.
+fn big_explicit_files_as_rg(backend: &str) {
+    let env = util::rg::env().unwrap();
+    let root = big_tree();
+    let cases = [
+        ("x", "sparse.bin"),
+        ("a.*b", "sparse.bin"),
+        ("needle", "lines.txt"),
+        ("^needle", "lines.txt"),
+        ("needle$", "lines.txt"),
+        (r"\bneedle\b", "lines.txt"),
+        ("absent", "lines.txt"),
+        ("b needle", "longmatch.txt"),
+        ("needle.*", "longmatch.txt"),
+        ("needle", "binhead.bin"),
+        ("needle", "bom.txt"),
+    ];
+    // The rg backend passes rg's output through: two cases show it.
+    let mut failed = Vec::new();
+    for (i, &(pattern, path)) in cases.iter().enumerate() {
+        if backend == "rg" && ![0, 7].contains(&i) {
+            continue;
+        }
+        let call = Call::Grep {
+            pattern: pattern.into(),
+            path: Some(path.into()),
+            include: None,
+        };
+        let want = util::rg::run_rg(env, &call, root);
+        let got = raw_cli(backend, &call, root);
+        if let Some(d) = single_file_diff(&call, &want, &got) {
+            failed.push(format!("grep {pattern:?} {path}:\n{d}"));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// `truncate -s 1T huge.bin; dsh-search grep x huge.bin` aborted reading
+/// the file whole. Under an address-space limit far below the file, the
+/// search of a 2 GiB sparse file (its first 64 MiB are enough to show the
+/// memory stays bounded) must run in bounded memory.
+fn huge_sparse_file_in_bounded_memory(backend: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let f = std::fs::File::create(dir.path().join("huge.bin")).unwrap();
+    f.set_len(1 << 40).unwrap();
+    let mut cli = Command::new("prlimit")
+        .arg("--as=1073741824")
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_dsh-search"))
+        .args([
+            "grep",
+            "--format",
+            "raw",
+            "--backend",
+            backend,
+            "x",
+            "huge.bin",
+        ])
+        .current_dir(dir.path())
+        .env("DSH_SEARCH_THREADS", "2")
+        .env("MALLOC_ARENA_MAX", "2")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("prlimit (util-linux)");
+    // Past the first windows (a 1 TiB file takes minutes to read): still
+    // searching, not aborted. Then stop it.
+    let start = Instant::now();
+    let mut read = 0;
+    while start.elapsed() < Duration::from_secs(60) && read < 200 << 20 {
+        if let Some(st) = cli.try_wait().unwrap() {
+            panic!("ended early: {st:?}");
+        }
+        read = std::fs::read_to_string(format!("/proc/{}/io", cli.id()))
+            .ok()
+            .and_then(|io| {
+                io.lines().find_map(|l| {
+                    l.strip_prefix("rchar: ")
+                        .map(|n| n.trim().parse().unwrap_or(0))
+                })
+            })
+            .unwrap_or(0);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let alive = cli.try_wait().unwrap().is_none();
+    let _ = cli.kill();
+    let out = cli.wait_with_output().unwrap();
+    assert!(alive, "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(read >= 200 << 20, "read only {read} bytes in a minute");
+}
+
 // ------------------------------------------------------------ item 6
 
 /// The pids of `parent`'s children, from /proc.
@@ -261,6 +475,16 @@ fn harden_search() {
             name: "offset 1e308 is reported as given",
             backends: &["native"],
             run: offset_reported_as_given,
+        },
+        Case {
+            name: "explicit files past 16 MiB: rg's output, in windows",
+            backends: both,
+            run: big_explicit_files_as_rg,
+        },
+        Case {
+            name: "a 1 TiB sparse explicit file is searched in bounded memory",
+            backends: &["native"],
+            run: huge_sparse_file_in_bounded_memory,
         },
         Case {
             name: "rg dies with a CLI killed by SIGKILL",
