@@ -76,6 +76,12 @@ pub trait SpillStore: Send + Sync {
     fn is_reference(&self, _owner: &str, _path: &Path) -> bool {
         false
     }
+
+    /// Remove a text this store saved for `owner` and nobody will be told
+    /// about (the inline cap's replacement did not fit, so the caller keeps
+    /// the original text: `seed-reference.md` §3.9). Best effort; the
+    /// default keeps it.
+    fn discard(&self, _owner: &str, _saved: &SpillRef) {}
 }
 
 /// A spill store in a local directory:
@@ -153,6 +159,13 @@ impl SpillStore for LocalSpillStore {
         let dir = lexical_join(&root, Path::new(&session_dir(owner)));
         let path = lexical_join(Path::new("/"), path);
         path.parent() == Some(dir.as_path())
+    }
+
+    fn discard(&self, owner: &str, saved: &SpillRef) {
+        let path = Path::new(&saved.locator);
+        if self.is_reference(owner, path) {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -264,6 +277,14 @@ pub fn apply_inline_cap(
         return None;
     }
     let (owner, store) = (owner?, store?);
+    // A notice with an empty locator is the shortest there can be: when
+    // even it does not fit, the replacement cannot, the original text stays
+    // (§3.9 "a replacement that would itself exceed the cap") and nothing
+    // is saved that no text would point to.
+    let shortest = format!("(Omitted {total} bytes. Full formatted result stored at: . )").len();
+    if shortest as u64 + 2 > max_inline {
+        return None;
+    }
     let source = SpillSource {
         tool_name: tool.to_string(),
         call_id: None,
@@ -281,12 +302,20 @@ pub fn apply_inline_cap(
     // The budget reserves the notice as long as it can get (N = the whole
     // text) plus the blank line before it.
     let reserve = notice(total).len() as u64 + 2;
-    let budget = max_inline.checked_sub(reserve)? as usize;
+    let Some(budget) = max_inline.checked_sub(reserve) else {
+        store.discard(owner, &saved);
+        return None;
+    };
+    let budget = budget as usize;
     let head = utf8_head(text, budget.div_ceil(2));
     let tail = utf8_tail(text, budget / 2);
     let omitted = total - head.len() - tail.len();
     let out = format!("{head}{tail}\n\n{}", notice(omitted));
-    (out.len() as u64 <= max_inline).then_some(out)
+    if out.len() as u64 > max_inline {
+        store.discard(owner, &saved);
+        return None;
+    }
+    Some(out)
 }
 
 #[cfg(test)]

@@ -62,7 +62,7 @@ fn check(ws: &Ws, tool: &str, args: Value) -> Option<String> {
 }
 
 fn no_matches() -> ToolResult {
-    ToolResult::ok("No matches found".to_string(), json!({"matches": []}))
+    ToolResult::empty_search("No matches found".to_string(), json!({"matches": []}))
 }
 
 fn some_matches() -> ToolResult {

@@ -70,3 +70,7 @@ mod serve;
 // The MCP server as a process, over raw JSON-RPC lines: malformed and
 // hostile messages, results, cancellation, roots, timeout, EOF, signals.
 mod mcp;
+
+// Issue 11, the search half: hostile inputs and kills, each reproduction
+// as a real process on both backends.
+mod harden_search;

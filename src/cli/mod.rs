@@ -217,6 +217,9 @@ impl Common {
 
 /// Parse the process's arguments and run; returns the process exit code.
 pub fn run() -> ExitCode {
+    // Before anything else: this process may be the trampoline that starts
+    // an rg which dies with its parent (`backend::rg::orphan`).
+    crate::backend::rg::orphan::intercept();
     let cli = Cli::parse();
     cancel_on_signals(&cli.common.cancel);
     let code = match &cli.command {

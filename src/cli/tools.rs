@@ -131,7 +131,7 @@ pub(crate) fn context(common: &Common) -> Result<CallContext, String> {
 pub fn exit_code(result: &ToolResult) -> u8 {
     if result.is_error {
         2
-    } else if result.content == "No files found" || result.content == "No matches found" {
+    } else if result.empty {
         1
     } else {
         0

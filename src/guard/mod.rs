@@ -42,9 +42,6 @@ pub use counters::{MemoryCounters, ZeroResultStore};
 
 use resolve::{Presence, Workdir};
 
-/// What a grep that found nothing renders (`seed-reference.md` §3.2).
-const NO_MATCHES: &str = "No matches found";
-
 /// The search-path guard. Cheap to share: `check` and `after` take `&self`.
 #[derive(Clone)]
 pub struct Guard {
@@ -119,7 +116,7 @@ impl Guard {
         let Some((session, target)) = grep_target(args, ctx, fs) else {
             return;
         };
-        if result.content == NO_MATCHES {
+        if result.empty {
             self.counters.bump(session, &target.key);
         } else {
             self.counters.reset(session, &target.key);

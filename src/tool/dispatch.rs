@@ -269,7 +269,10 @@ impl Tools {
         };
         let content = render::render_glob(&value, cfg, spilled.as_ref());
         let meta = ctx.direct.then(|| render::glob_meta(&value, cfg));
-        self.finish("glob", content, value.into_json(), meta, ctx)
+        let empty = value.paths.is_empty();
+        let mut result = self.finish("glob", content, value.into_json(), meta, ctx);
+        result.empty = empty;
+        result
     }
 
     fn grep(&self, obj: &serde_json::Map<String, Value>, ctx: &CallContext) -> ToolResult {
@@ -296,7 +299,10 @@ impl Tools {
         };
         let content = render::render_grep(&value, cfg, spilled.as_ref());
         let meta = ctx.direct.then(|| render::grep_meta(&value, cfg));
-        self.finish("grep", content, value.into_json(), meta, ctx)
+        let empty = value.matches.is_empty();
+        let mut result = self.finish("grep", content, value.into_json(), meta, ctx);
+        result.empty = empty;
+        result
     }
 
     /// read, write or edit; for read no spill (spill-policy skips it,

@@ -75,6 +75,12 @@ pub struct ToolResult {
     /// Presentation metadata (direct calls only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub meta: Option<serde_json::Value>,
+    /// Whether the call was a glob or grep that found nothing (it renders
+    /// `No files found` / `No matches found`). The CLI's exit status and the
+    /// guard's zero-result counter read this, never the text: a file may be
+    /// named `No files found`.
+    #[serde(skip)]
+    pub empty: bool,
 }
 
 impl ToolResult {
@@ -86,6 +92,15 @@ impl ToolResult {
             error: None,
             value: Some(value),
             meta: None,
+            empty: false,
+        }
+    }
+
+    /// A successful glob or grep result that found nothing.
+    pub fn empty_search(content: String, value: serde_json::Value) -> ToolResult {
+        ToolResult {
+            empty: true,
+            ..ToolResult::ok(content, value)
         }
     }
 
@@ -97,6 +112,7 @@ impl ToolResult {
             error: Some(err),
             value: None,
             meta: None,
+            empty: false,
         }
     }
 }

@@ -16,11 +16,12 @@ use crate::outcome::{GrepResults, Outcome, Status};
 use crate::request::GrepRequest;
 
 use super::dirwalk::{self, Dir, Haystack};
+use super::explicit;
 use super::matcher;
 use super::messages::{walk_error, Messages, NOTHING_SEARCHED};
 use super::parwalk::dir_error;
 use super::paths::Root;
-use super::reader::{cancelled, is_clean_miss, preloadable, read_whole, FileReader, PRELOAD_KEEP};
+use super::reader::{cancelled, is_clean_miss, preloadable, FileReader, PRELOAD_KEEP};
 use super::rgignore::RgIgnore;
 use super::sink::{FileBlock, JsonSink};
 use super::walk::overrides;
@@ -34,10 +35,14 @@ struct Ctx<'a, F: FileSystem> {
     budget: Budget,
     /// The kind of the one explicit path (after following links), when the
     /// root is not a directory. rg memory-maps it when it is a regular file
-    /// (`hiargs.rs: mmap_choice`); we read it whole and search the slice.
+    /// (`hiargs.rs: mmap_choice`) and searches the slice; `explicit.rs` does
+    /// the same in bounded memory.
     explicit: Option<FileType>,
     /// Its size when stat'ed.
     explicit_len: u64,
+    /// The longest match of the pattern, when bounded: a line too long to
+    /// hold is then checked in chunks (`explicit.rs`).
+    max_match_len: Option<usize>,
     /// Whether a walked file read whole without a match in its bytes can be
     /// counted without running the searcher ([`matcher::whole_file_prefilter`]).
     prefilter: bool,
@@ -199,6 +204,7 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResul
             Err(_) => None,
         },
         explicit_len: meta.as_ref().map_or(0, |m| m.len),
+        max_match_len: explicit::max_match_len(&req.pattern),
         prefilter: matcher::whole_file_prefilter(&req.pattern),
         root,
         matcher,
@@ -610,8 +616,23 @@ impl<'a, F: FileSystem> Worker<'a, F> {
         let fs = self.ctx.fs;
         let kind = self.ctx.explicit.filter(|_| explicit);
         if kind == Some(FileType::File) {
-            let data = read_whole(fs.open(path, &cancel)?, self.ctx.explicit_len, &cancel)?;
-            searcher.search_slice(&*matcher, &data, &mut sink)?;
+            // As rg searches its memory map, in bounded memory (`explicit.rs`).
+            let file = fs.open(path, &cancel)?;
+            if let Some(data) = fs.contents(&file) {
+                searcher.search_slice(&*matcher, data, &mut sink)?;
+            } else {
+                let mut reopen = || fs.open(path, &cancel);
+                explicit::search(
+                    searcher,
+                    matcher,
+                    file,
+                    &mut reopen,
+                    self.ctx.explicit_len,
+                    self.ctx.max_match_len,
+                    &mut sink,
+                    &cancel,
+                )?;
+            }
         } else if kind == Some(FileType::Fifo) {
             // Read as it comes, as rg reads it.
             searcher.search_reader(&*matcher, fs.open(path, &cancel)?, &mut sink)?;

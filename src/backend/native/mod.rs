@@ -29,6 +29,7 @@
 //! - `messages`: rg's stderr texts, and which of them make it exit 2.
 
 mod dirwalk;
+mod explicit;
 
 mod glob;
 mod grep;

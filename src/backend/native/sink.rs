@@ -51,6 +51,25 @@ pub(crate) struct JsonSink<'a> {
     /// the length of its JSON form.
     shared_path: std::sync::Arc<[u8]>,
     path_len: usize,
+    /// Set while a large explicit file is searched window by window
+    /// (`explicit.rs`).
+    windowed: Option<Windowed>,
+}
+
+/// Where the current window lies in the file, and the binary offset found
+/// so far (the searcher's own detection is off in windowed mode).
+#[derive(Clone, Copy, Debug, Default)]
+struct Windowed {
+    binary: Option<u64>,
+    /// The `\n`s before the window's first real line.
+    lines: u64,
+    /// The file offset of the window's byte 0.
+    base: u64,
+    /// Bytes of the window before its first real line (the `\n` kept as
+    /// look-behind), and where its real lines end (look-ahead follows).
+    fake: usize,
+    end: usize,
+    began: bool,
 }
 
 /// A match whose line and submatches are in the sink's buffers.
@@ -85,7 +104,50 @@ impl<'a> JsonSink<'a> {
             pending: Vec::new(),
             shared_path: std::sync::Arc::from(&[][..]),
             path_len: 0,
+            windowed: None,
         }
+    }
+
+    /// Search the file window by window from now on (`explicit.rs`): the
+    /// searcher's begin and finish of each window are one file's, and
+    /// `binary` is the binary offset found in the file's first 64 KiB.
+    pub(crate) fn windowed(&mut self, binary: Option<u64>) {
+        self.windowed = Some(Windowed {
+            binary,
+            ..Windowed::default()
+        });
+    }
+
+    /// The next window: its real lines are `buf[fake..end]`, starting at
+    /// file offset `start` after `lines` line terminators.
+    pub(crate) fn window(&mut self, lines: u64, start: u64, fake: usize, end: usize) {
+        if let Some(w) = &mut self.windowed {
+            w.lines = lines;
+            w.base = start - fake as u64;
+            w.fake = fake;
+            w.end = end;
+        }
+    }
+
+    /// The end of a windowed file of `total` bytes: `SliceByLine::run`'s
+    /// `finish` with `byte_count` cut at the binary offset.
+    pub(crate) fn finish_windowed(&mut self, total: u64) {
+        let binary = self.windowed.take().and_then(|w| w.binary);
+        let byte_count = match binary {
+            Some(offset) if offset < total => offset,
+            _ => total,
+        };
+        self.finish_file(byte_count, binary);
+    }
+
+    /// Count `n` bytes toward the raw budget; false once it is crossed.
+    pub(crate) fn spend(&self, n: u64) -> bool {
+        self.budget.spend(n)
+    }
+
+    /// Whether the search must stop (budget crossed or call cancelled).
+    pub(crate) fn stopped(&self) -> bool {
+        self.budget.stopped()
     }
 
     /// The pending matches as events, sharing two buffers.
@@ -165,6 +227,22 @@ impl Sink for JsonSink<'_> {
         if self.budget.stopped() {
             return Ok(false);
         }
+        let mut line_number = mat.line_number().unwrap_or(0);
+        let mut absolute_offset = mat.absolute_byte_offset();
+        if let Some(w) = &mut self.windowed {
+            let local = absolute_offset as usize;
+            if local < w.fake || local >= w.end {
+                // The look-behind line or the look-ahead: another window's.
+                return Ok(true);
+            }
+            line_number = line_number + w.lines - w.fake as u64;
+            absolute_offset += w.base;
+            // `core.rs: sink_matched` looks for binary data in every
+            // matched line of a slice.
+            if w.binary.is_none() {
+                w.binary = memchr::memchr(0, mat.bytes()).map(|i| absolute_offset + i as u64);
+            }
+        }
         self.match_count += 1;
         if self.block.events.is_empty() {
             self.block.path = self.root.printed(self.walked, self.walked_is_rg);
@@ -185,8 +263,6 @@ impl Sink for JsonSink<'_> {
         self.block.stats.matches += subs.len() as u64;
         self.block.stats.matched_lines += mat.lines().count() as u64;
         let line = mat.bytes();
-        let line_number = mat.line_number().unwrap_or(0);
-        let absolute_offset = mat.absolute_byte_offset();
         // Counted, not written: the length is all `bytes_printed` needs.
         let n = match_json_len(self.path_len, line, line_number, absolute_offset, subs) as u64;
         let start = self.lines.len();
@@ -202,25 +278,40 @@ impl Sink for JsonSink<'_> {
     }
 
     fn begin(&mut self, _searcher: &Searcher) -> Result<bool, io::Error> {
+        if let Some(w) = &mut self.windowed {
+            if std::mem::replace(&mut w.began, true) {
+                return Ok(true);
+            }
+        }
         self.start = Instant::now();
         self.match_count = 0;
         Ok(true)
     }
 
     fn finish(&mut self, _searcher: &Searcher, finish: &SinkFinish) -> Result<(), io::Error> {
+        if self.windowed.is_none() {
+            self.finish_file(finish.byte_count(), finish.binary_byte_offset());
+        }
+        Ok(())
+    }
+}
+
+impl JsonSink<'_> {
+    /// The file's statistics and its `end` event.
+    fn finish_file(&mut self, byte_count: u64, binary_offset: Option<u64>) {
         let stats = &mut self.block.stats;
         stats.elapsed += self.start.elapsed();
         stats.searches += 1;
         if self.match_count > 0 {
             stats.searches_with_match += 1;
         }
-        stats.bytes_searched += finish.byte_count();
+        stats.bytes_searched += byte_count;
         self.flush_matches();
         let stats = &mut self.block.stats;
         if !self.block.events.is_empty() {
             let end = Event::End(End {
                 path: self.block.path.clone(),
-                binary_offset: finish.binary_byte_offset(),
+                binary_offset,
                 stats: *stats,
             });
             self.scratch.clear();
@@ -228,6 +319,5 @@ impl Sink for JsonSink<'_> {
             self.budget.spend(self.scratch.len() as u64);
             self.block.events.push(end);
         }
-        Ok(())
     }
 }

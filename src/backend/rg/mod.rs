@@ -23,6 +23,7 @@
 
 mod command;
 mod json;
+pub mod orphan;
 mod process;
 
 use std::path::PathBuf;

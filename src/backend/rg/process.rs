@@ -143,6 +143,10 @@ pub(crate) fn run(
                 Stop::OverBudget => Status::OverBudget,
             }
         }
+        (None, Ok(status)) if status.code() == Some(127) && exec_failed(&stderr).is_some() => {
+            let err = std::io::Error::from_raw_os_error(exec_failed(&stderr).unwrap_or(0));
+            Status::LaunchFailed(format!("could not start `{cmd}`: {err}"))
+        }
         (None, Ok(status)) => exit_status(status),
         (None, Err(e)) => Status::LaunchFailed(format!("could not wait for `{cmd}`: {e}")),
     };
@@ -153,8 +157,18 @@ pub(crate) fn run(
     }
 }
 
+/// The OS error the trampoline could not exec rg with, from its one stderr
+/// line (`orphan::EXEC_FAILED`).
+fn exec_failed(stderr: &[String]) -> Option<i32> {
+    match stderr {
+        [line] => line.strip_prefix(super::orphan::EXEC_FAILED)?.parse().ok(),
+        _ => None,
+    }
+}
+
 fn spawn(cmd: &RgCommand) -> Result<Child, String> {
-    let mut command = Command::new(&cmd.program);
+    // Through the trampoline where there is one, so rg dies with us.
+    let mut command = super::orphan::command(&cmd.program);
     command
         .args(cmd.os_args())
         .current_dir(&cmd.cwd)
@@ -246,6 +260,7 @@ fn isolate(command: &mut Command) {
         use std::os::unix::process::CommandExt as _;
         command.process_group(0);
     }
+
     #[cfg(windows)]
     {
         use std::os::windows::process::CommandExt as _;

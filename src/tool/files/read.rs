@@ -71,7 +71,10 @@ pub fn read(
     if !window.capped && offset > total && !(total == 0 && offset == 1) {
         return Err(fs_error(FsError {
             code: FsErrorCode::NotFound,
-            message: format!("offset {offset} is out of range for \"{p}\" ({total} lines)"),
+            message: format!(
+                "offset {} is out of range for \"{p}\" ({total} lines)",
+                js_number(args.get("offset").and_then(Value::as_f64).unwrap_or(1.0))
+            ),
             path: Some(p),
         }));
     }
@@ -106,6 +109,38 @@ fn positive_int(args: &Value, name: &str) -> Result<Option<u64>, ToolError> {
     } else {
         n as u64
     }))
+}
+
+/// `n` as JavaScript's `String(n)` writes it (ECMA-262 `Number::toString`),
+/// as the original's template literal shows the offset given: the shortest
+/// digits that round-trip, padded with zeros below 1e21 (`1e20` is
+/// `100000000000000000000`, 2^64 is `18446744073709552000`), exponent form
+/// from there on (`1e308` is `1e+308`). The offset is held as a saturated
+/// `u64`, which must not leak into the text (`18446744073709551615`).
+fn js_number(n: f64) -> String {
+    // Rust's `{:e}` gives the same shortest round-trip digits: `d[.ddd]eX`.
+    let sci = format!("{n:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    if (0..21).contains(&exp) {
+        let int_len = exp as usize + 1;
+        if digits.len() <= int_len {
+            return format!("{sign}{digits}{}", "0".repeat(int_len - digits.len()));
+        }
+        return format!("{sign}{}.{}", &digits[..int_len], &digits[int_len..]);
+    }
+    if exp >= 21 {
+        let rest = &digits[1..];
+        let dot = if rest.is_empty() { "" } else { "." };
+        return format!("{sign}{}{dot}{rest}e+{exp}", &digits[..1]);
+    }
+    // Below 1 (not reachable for an offset of at least 1).
+    format!("{n}")
 }
 
 /// The rendered envelope (`seed-reference.md` §6.1 "Rendering").
@@ -273,6 +308,22 @@ fn truncate_utf16(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn offsets_are_shown_as_javascript_writes_them() {
+        let cases = [
+            (1.0, "1"),
+            (12345.0, "12345"),
+            (1e20, "100000000000000000000"),
+            (18446744073709551615.0, "18446744073709552000"),
+            (1e21, "1e+21"),
+            (1.5e300, "1.5e+300"),
+            (1e308, "1e+308"),
+        ];
+        for (n, want) in cases {
+            assert_eq!(super::js_number(n), want, "{n}");
+        }
+    }
 
     fn window(cfg: &FilesConfig, chunks: &[&str], offset: u64, limit: u64) -> ReadWindow {
         let mut w = ReadWindow::new(cfg, offset, limit);
