@@ -283,15 +283,7 @@ impl RawRun {
     /// Why there is no exit code to mirror, for a run that did not exit:
     /// cancelled, over its budget, not started, killed, malformed output.
     pub fn failure(&self) -> Option<String> {
-        Some(match self.status() {
-            Status::Exited(_) => return None,
-            Status::Cancelled => "the search was cancelled".into(),
-            Status::OverBudget => "the search was stopped at its output budget".into(),
-            Status::Signaled(Some(sig)) => format!("rg was killed by {sig}"),
-            Status::Signaled(None) => "rg was killed by a signal".into(),
-            Status::LaunchFailed(why) => why.clone(),
-            Status::Malformed(why) => format!("malformed ripgrep --json output ({why})"),
-        })
+        failure(self.status())
     }
 
     /// The run as bytes.
@@ -310,6 +302,31 @@ impl RawRun {
             status: self.status().clone(),
         }
     }
+}
+
+impl RawOutput {
+    /// rg's exit code, when the search ran to one.
+    pub fn exit_code(&self) -> Option<i32> {
+        self.status.exit_code()
+    }
+
+    /// Why there is no exit code, as [`RawRun::failure`].
+    pub fn failure(&self) -> Option<String> {
+        failure(&self.status)
+    }
+}
+
+/// Why a run that ended with `status` has no exit code to mirror.
+fn failure(status: &Status) -> Option<String> {
+    Some(match status {
+        Status::Exited(_) => return None,
+        Status::Cancelled => "the search was cancelled".into(),
+        Status::OverBudget => "the search was stopped at its output budget".into(),
+        Status::Signaled(Some(sig)) => format!("rg was killed by {sig}"),
+        Status::Signaled(None) => "rg was killed by a signal".into(),
+        Status::LaunchFailed(why) => why.clone(),
+        Status::Malformed(why) => format!("malformed ripgrep --json output ({why})"),
+    })
 }
 
 #[cfg(test)]
