@@ -24,7 +24,10 @@
 //!    ([`fs::LocalFs`]), a tree in memory ([`fs::MemFs`]) and an overlay
 //!    ([`fs::OverlayFs`]); the tools' text semantics over it once
 //!    ([`fs::TextFs`]).
-//! 6. [`cli`] and [`bench`](mod@bench): the `dsh-search` command line and the
+//! 6. [`invocation`]: rg's own argv for the two invocations, recognized
+//!    by shape and answered with the bytes and exit code of the rg binary
+//!    (the command line's `--format raw`, the Node binding's `rg()`).
+//! 7. [`cli`] and [`bench`](mod@bench): the `dsh-search` command line and the
 //!    benchmark harness; [`server`]: the tools served over MCP and JSON
 //!    lines to other processes.
 //!
@@ -91,6 +94,7 @@ pub mod config;
 pub mod event;
 pub mod fs;
 pub mod guard;
+pub mod invocation;
 pub mod outcome;
 pub mod request;
 pub mod server;
@@ -101,5 +105,6 @@ pub mod tool;
 pub use backend::{BackendKind, NativeBackend, RgBackend, SearchBackend};
 pub use cancel::CancelToken;
 pub use event::Event;
+pub use invocation::{Invocation, InvocationError, RawOutput, RawRun};
 pub use outcome::{GlobResults, GrepResults, Outcome, Status};
 pub use request::{GlobRequest, GrepRequest};

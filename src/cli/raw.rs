@@ -4,15 +4,15 @@
 //! A search that did not run to an exit code (cancelled, over a budget, not
 //! started, killed by a signal, malformed `--json`) has no rg output to
 //! mirror: it prints `dsh-search: <why>` on stderr, after any stderr lines
-//! rg did print, and exits 2.
+//! rg did print, and exits 2. The bytes and the reason come from
+//! [`RawRun`], which the Node binding's `rg()` shares.
 
 use std::io::{self, BufWriter, Write};
-
 use std::sync::Arc;
 
 use super::{Common, GlobArgs, GrepArgs};
 use crate::backend::SearchBackend;
-use crate::outcome::{Outcome, Status};
+use crate::invocation::{Invocation, RawRun};
 use crate::request::{GlobRequest, GrepRequest};
 
 /// `dsh-search glob --format raw`.
@@ -23,13 +23,7 @@ pub fn glob(common: &Common, args: &GlobArgs) -> u8 {
     };
     let mut req = GlobRequest::new(args.pattern.clone(), workdir);
     req.path = args.path.clone();
-    req.cancel = common.cancel.clone();
-    let backend = match backend(common) {
-        Ok(b) => b,
-        Err(e) => return super::fail(e),
-    };
-    let outcome = backend.glob(&req);
-    finish(&outcome, |w| outcome.results.write_raw(w))
+    run(common, Invocation::Glob(req))
 }
 
 /// `dsh-search grep --format raw`.
@@ -41,13 +35,15 @@ pub fn grep(common: &Common, args: &GrepArgs) -> u8 {
     let mut req = GrepRequest::new(args.pattern.clone(), workdir);
     req.path = args.path.clone();
     req.include = args.include.clone();
-    req.cancel = common.cancel.clone();
+    run(common, Invocation::Grep(req))
+}
+
+fn run(common: &Common, invocation: Invocation) -> u8 {
     let backend = match backend(common) {
         Ok(b) => b,
         Err(e) => return super::fail(e),
     };
-    let outcome = backend.grep(&req);
-    finish(&outcome, |w| outcome.results.write_raw(w))
+    finish(&invocation.cancel(common.cancel.clone()).run(&*backend))
 }
 
 /// The backend the common options name, over their workspace, with the
@@ -60,42 +56,26 @@ fn backend(common: &Common) -> Result<Arc<dyn SearchBackend>, String> {
 
 /// Print stdout (only for a run that exited), then stderr, and return the
 /// exit code.
-fn finish<T>(
-    outcome: &Outcome<T>,
-    write_stdout: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> u8 {
-    let code = match &outcome.status {
-        Status::Exited(code) => Some(*code),
-        _ => None,
-    };
-    if code.is_some() {
-        match print_stdout(write_stdout) {
-            Ok(()) => {}
-            // rg exits 0 quietly when its reader goes away
-            // (ripgrep `core/main.rs`: "broken pipe" → exit 0).
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return 0,
-            Err(e) => return super::fail(format_args!("cannot write to standard output: {e}")),
-        }
+fn finish(run: &RawRun) -> u8 {
+    match print_stdout(run) {
+        Ok(()) => {}
+        // rg exits 0 quietly when its reader goes away
+        // (ripgrep `core/main.rs`: "broken pipe" → exit 0).
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return 0,
+        Err(e) => return super::fail(format_args!("cannot write to standard output: {e}")),
     }
-    print_stderr(&outcome.stderr);
-    match (code, &outcome.status) {
+    print_stderr(run.stderr_lines());
+    match (run.exit_code(), run.failure()) {
         // rg's codes are 0, 1 and 2; anything else is clamped to an error.
         (Some(code), _) => u8::try_from(code).unwrap_or(2),
-        (None, Status::Cancelled) => super::fail("the search was cancelled"),
-        (None, Status::OverBudget) => super::fail("the search was stopped at its output budget"),
-        (None, Status::Signaled(Some(sig))) => super::fail(format_args!("rg was killed by {sig}")),
-        (None, Status::Signaled(None)) => super::fail("rg was killed by a signal"),
-        (None, Status::LaunchFailed(why)) => super::fail(why),
-        (None, Status::Malformed(why)) => {
-            super::fail(format_args!("malformed ripgrep --json output ({why})"))
-        }
-        (None, Status::Exited(_)) => unreachable!("an exit code is Some"),
+        (None, Some(why)) => super::fail(why),
+        (None, None) => unreachable!("a run without an exit code has a failure"),
     }
 }
 
-fn print_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+fn print_stdout(run: &RawRun) -> io::Result<()> {
     let mut out = BufWriter::with_capacity(64 * 1024, io::stdout().lock());
-    write(&mut out)?;
+    run.write_stdout(&mut out)?;
     out.flush()
 }
 

@@ -71,7 +71,12 @@ pub(crate) fn load_config(common: &Common) -> Result<Config, String> {
 /// The deployment's tools for the common options: the configured backend,
 /// a local spill store, the guard.
 pub fn make_tools(common: &Common) -> Result<Tools, String> {
-    let config = load_config(common)?;
+    make_tools_with(common, load_config(common)?)
+}
+
+/// [`make_tools`] with the configuration given as a value instead of
+/// `--config` (the Node binding's `new Tools({config})`).
+pub fn make_tools_with(common: &Common, config: Config) -> Result<Tools, String> {
     let store = LocalSpillStore::new(config.spill.root.clone())
         .map_err(|e| format!("cannot use the spill root: {e}"))?;
     let workspace = super::workspace::Workspace::open(common, super::files::local_fs())?;

@@ -1,0 +1,144 @@
+/// <reference types="node" />
+// Types of @dsh-search/node (contract.md §12, "Node").
+
+/** What the rg binary printed and exited with. */
+export interface RgOutput {
+  /** rg's stdout bytes. */
+  stdout: Buffer
+  /** rg's stderr bytes, each line with its `\n`. */
+  stderr: Buffer
+  /** rg's exit code: 0 (found), 1 (nothing found), 2 (an error). */
+  exitCode: number
+}
+
+export interface RgOptions {
+  /** The directory rg runs in (relative: against `process.cwd()`); must exist. */
+  cwd: string
+  /** Aborting rejects the call with an `AbortError` and stops the search. */
+  signal?: AbortSignal
+}
+
+/**
+ * rg's answer to `argv` (its arguments without the program name), computed
+ * in-process, byte for byte as rg 15.2.0 prints it. `argv` must be one of
+ * the two invocations:
+ *
+ * - glob: `--no-config --files --glob=<pattern> --sort=modified --no-ignore --hidden`,
+ *   the twelve `--glob=!**\/<vcs>` and `--glob=!**\/<vcs>/**` excludes, `[-- <path>]`;
+ * - grep: `--no-config --json --regexp=<pattern> [--glob=<include>] [-- <path>]`.
+ *
+ * Any other argv, a missing or non-directory `cwd`, or a NUL byte rejects
+ * with an error that says what was expected.
+ */
+export function rg(argv: readonly string[], options: RgOptions): Promise<RgOutput>
+
+/** The configuration keys of `docs/contract.md` §3 and §6 (e.g. `globMaxResults`). */
+export type Config = Record<string, unknown>
+
+export interface ToolsOptions {
+  /** The tools' and the guard's configuration keys. */
+  config?: Config
+  /** The search backend: the in-process engine (default) or a real `rg` on the PATH or `DSH_SEARCH_RG`. */
+  backend?: 'native' | 'rg'
+  /**
+   * The workspace's filesystem: the local disk (default), or `mem` / `mem:ROOT`,
+   * a copy in memory of ROOT (default: `root`) at the same path.
+   */
+  fs?: 'local' | 'mem' | `mem:${string}`
+  /** An overlay directory: write and edit change only it; every tool sees the merged view. */
+  overlay?: string
+  /** The directory `mem` loads and the overlay covers (default: `process.cwd()`). */
+  root?: string
+}
+
+export interface CallOptions {
+  /** The session's working directory: the base of relative paths; must exist. */
+  cwd: string
+  /** The session id: owner of read observations, guard counters and spills. */
+  session?: string
+  /** Aborting ends the call with the tool's aborted error. */
+  signal?: AbortSignal
+}
+
+/** The `--format json` object of a tool call. */
+export interface ToolResult {
+  /** What the model reads. */
+  content: string
+  isError: boolean
+  /** The error, when the call failed; `info` for the harness's coded errors. */
+  error?: { message: string; info?: { name: string; code: string } }
+  value?: unknown
+  meta?: unknown
+}
+
+/** A tool definition, as `dsh-search definitions` prints it. */
+export interface ToolDefinition {
+  name: string
+  description: string
+  /** The input schema (a JSON Schema object). */
+  parameters: Record<string, unknown>
+  /** The tool timeout the definition declares (glob and grep). */
+  timeoutMs?: number
+  /** The system-prompt section. */
+  prompt: { [key: string]: unknown }
+}
+
+/** The model-facing tools glob, grep, read, write and edit over one workspace. */
+export class Tools {
+  constructor(options?: ToolsOptions)
+  definitions(): ToolDefinition[]
+  call(name: string, args: Record<string, unknown>, options: CallOptions): Promise<ToolResult>
+}
+
+/** What a collected stream's reader returns. */
+export interface ReadResult {
+  /** The bytes from the offset on (or from the oldest one kept), as lossy UTF-8. */
+  text: string
+  /** The byte offset after everything the stream produced. */
+  nextOffset: number
+  /** Whether bytes at or after the offset were dropped (the stream kept its last `maxBytes`). */
+  lossy: boolean
+  spillPath?: string
+}
+
+export interface CollectedReader {
+  readFrom(offset: number): ReadResult
+}
+
+export interface Exit {
+  exitCode: number | null
+  signal: string | null
+}
+
+/** A spawned process as the subprocess seam hands it out. */
+export interface SubprocessHandle {
+  pid: number | undefined
+  collected: { stdout: CollectedReader; stderr: CollectedReader }
+  done: Promise<Exit>
+  terminate(): Promise<void> | void
+  waitForExit(signal?: AbortSignal): Promise<Exit>
+}
+
+/** The parts of a spawn spec the in-process answer reads. */
+export interface SpawnSpec {
+  /** The program first, then its arguments. */
+  argv: string[]
+  cwd?: string
+  stdin?: 'ignore' | unknown
+  stdout?: { maxBytes?: number; [key: string]: unknown }
+  stderr?: { maxBytes?: number; [key: string]: unknown }
+  graceMs?: number
+  signal?: AbortSignal
+  [key: string]: unknown
+}
+
+export interface SubprocessService<H = SubprocessHandle> {
+  spawn(spec: SpawnSpec): H
+}
+
+/**
+ * The same service, except that a spawn of rg with one of the two
+ * invocations (recognized by the argv's shape, never by the program's path,
+ * stdin ignored) is answered in-process on a handle of the seam's shape.
+ */
+export function wrapSubprocess<S extends SubprocessService<any>>(service: S): S

@@ -1,0 +1,159 @@
+'use strict'
+// The public surface of the package (contract.md §12, "Node"): rg(),
+// Tools and wrapSubprocess(), on the addon's primitives (src/lib.rs).
+// Everything JavaScript hands in is checked here first, so that bad input
+// is a rejected promise with a message that names the argument, never an
+// exception from a type conversion deep in the addon.
+
+const path = require('node:path')
+const native = require('./dsh-search.node')
+
+/** An AbortError like the one Node's own APIs reject with. */
+function abortError(signal) {
+  const reason = signal && signal.reason
+  if (reason instanceof Error && reason.name === 'AbortError') return reason
+  const err = new Error('The operation was aborted', reason === undefined ? undefined : { cause: reason })
+  err.name = 'AbortError'
+  err.code = 'ABORT_ERR'
+  return err
+}
+
+function describe(value) {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`
+}
+
+function checkSignal(who, signal) {
+  if (signal === undefined || signal === null) return undefined
+  if (typeof signal !== 'object' || typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
+    throw new TypeError(`${who}: signal must be an AbortSignal, got ${describe(signal)}`)
+  }
+  return signal
+}
+
+function checkCwd(who, cwd) {
+  if (typeof cwd !== 'string' || cwd.length === 0) {
+    throw new TypeError(`${who}: cwd must be a non-empty string (the directory to run in), got ${cwd === undefined ? 'nothing' : describe(cwd)}`)
+  }
+  if (cwd.includes('\0')) throw new TypeError(`${who}: cwd contains a NUL byte`)
+  // The addon never uses the process's current directory; a relative cwd
+  // means what it means to child_process: relative to it.
+  return path.resolve(cwd)
+}
+
+function checkArgv(who, argv) {
+  if (!Array.isArray(argv)) throw new TypeError(`${who}: argv must be an array of strings, got ${describe(argv)}`)
+  argv.forEach((a, i) => {
+    if (typeof a !== 'string') throw new TypeError(`${who}: argv[${i}] must be a string, got ${describe(a)}`)
+  })
+  return argv
+}
+
+/**
+ * Run `start(cancel)` (a native promise) so that `signal` cancels it: the
+ * native work is told to stop, and the returned promise rejects with an
+ * AbortError at once (the search stops at its next check, on its thread).
+ */
+function cancellable(signal, start) {
+  if (signal && signal.aborted) return Promise.reject(abortError(signal))
+  const cancel = new native.Cancel()
+  const work = start(cancel)
+  if (!signal) return work
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      cancel.cancel()
+      reject(abortError(signal))
+    }
+    signal.addEventListener('abort', onAbort, { once: true })
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
+  })
+}
+
+/**
+ * rg's own answer to `argv` (its arguments without the program name, one of
+ * the two invocations of contract.md §2), computed in-process.
+ */
+async function rg(argv, options) {
+  checkArgv('rg', argv)
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`rg: options must be an object with cwd, got ${options === undefined ? 'nothing' : describe(options)}`)
+  }
+  const cwd = checkCwd('rg', options.cwd)
+  const signal = checkSignal('rg', options.signal)
+  return cancellable(signal, (cancel) => native.rg(argv, cwd, cancel))
+}
+
+/** The model-facing tools (glob, grep, read, write, edit) over one workspace. */
+class Tools {
+  #native
+
+  constructor(options = {}) {
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+      throw new TypeError(`Tools: options must be an object, got ${describe(options)}`)
+    }
+    const o = { ...options }
+    for (const key of ['backend', 'fs', 'overlay', 'root']) {
+      if (o[key] !== undefined && typeof o[key] !== 'string') {
+        throw new TypeError(`Tools: options.${key} must be a string, got ${describe(o[key])}`)
+      }
+    }
+    if (o.overlay !== undefined) o.overlay = path.resolve(o.overlay)
+    if (o.root !== undefined) o.root = path.resolve(o.root)
+    // mem and an overlay cover a directory: the root, else the current one.
+    if (o.root === undefined && (o.overlay !== undefined || (o.fs || '').startsWith('mem'))) {
+      o.root = process.cwd()
+    }
+    let json
+    try {
+      json = JSON.stringify(o)
+    } catch (e) {
+      throw new TypeError(`Tools: options must be JSON-serializable: ${e.message}`)
+    }
+    this.#native = new native.NativeTools(json)
+  }
+
+  /** The tool definitions: name, description, input schema, prompt. */
+  definitions() {
+    return JSON.parse(this.#native.definitionsJson())
+  }
+
+  /** Call tool `name`; resolves to the `--format json` result object. */
+  async call(name, args, options) {
+    if (typeof name !== 'string') throw new TypeError(`Tools.call: name must be a string, got ${describe(name)}`)
+    if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+      throw new TypeError(`Tools.call: args must be an object, got ${args === undefined ? 'nothing' : describe(args)}`)
+    }
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`Tools.call: options must be an object with cwd, got ${options === undefined ? 'nothing' : describe(options)}`)
+    }
+    const cwd = checkCwd('Tools.call', options.cwd)
+    const { session } = options
+    if (session !== undefined && session !== null && typeof session !== 'string') {
+      throw new TypeError(`Tools.call: session must be a string, got ${describe(session)}`)
+    }
+    const signal = checkSignal('Tools.call', options.signal)
+    let json
+    try {
+      json = JSON.stringify(args)
+    } catch (e) {
+      throw new TypeError(`Tools.call: args must be JSON-serializable: ${e.message}`)
+    }
+    // A cancelled call resolves with the tool's aborted error (as the
+    // servers answer a cancelled call), so the native call is awaited; a
+    // signal aborted already gets that answer without a search.
+    const cancel = new native.Cancel()
+    const onAbort = () => cancel.cancel()
+    if (signal && signal.aborted) cancel.cancel()
+    else if (signal) signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      return JSON.parse(await this.#native.call(name, json, cwd, session ?? null, cancel))
+    } finally {
+      if (signal) signal.removeEventListener('abort', onAbort)
+    }
+  }
+}
+
+const wrapSubprocess = require('./subprocess.js').makeWrapSubprocess(rg, native.checkRgArgv)
+
+module.exports = { rg, Tools, wrapSubprocess }

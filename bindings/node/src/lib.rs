@@ -1,0 +1,285 @@
+//! The Node addon of dsh-search (`contract.md` §12, "Node").
+//!
+//! The native half of the npm package: the JavaScript in `index.js`
+//! validates what JavaScript hands it, turns an `AbortSignal` into a
+//! [`Cancel`], and builds the public `rg()`, `Tools` and
+//! `wrapSubprocess()` on these primitives:
+//!
+//! - [`rg`]: one of rg's two argv vectors (`dsh_search::Invocation`) run on
+//!   the native engine, resolving to rg's stdout, stderr and exit code;
+//! - [`NativeTools`]: the tools over the workspace its options name, the
+//!   way the servers build them (`dsh_search::server::tools_with`), with one
+//!   call resolving to the `--format json` object as JSON text;
+//! - [`check_rg_argv`]: whether an argv is one of the two, without running
+//!   it (the subprocess wrapper's recognition).
+//!
+//! Every search and tool call runs in an [`AsyncTask`] on libuv's thread
+//! pool, so the JavaScript thread keeps turning; a panic there becomes a
+//! rejected promise, not a dead Node process.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use dsh_search::cli::workspace::FsArg;
+use dsh_search::cli::{BackendArg, Common};
+use dsh_search::config::Config;
+use dsh_search::tool::{CallContext, Tools};
+use dsh_search::{CancelToken, Invocation, NativeBackend};
+use napi::bindgen_prelude::{AsyncTask, Buffer};
+use napi::{Env, Error, Result, Task};
+use napi_derive::napi;
+use serde_json::Value;
+
+/// A cancellation flag JavaScript sets (from an `AbortSignal`'s `abort`
+/// event) and a running search or call checks.
+#[napi]
+pub struct Cancel {
+    token: CancelToken,
+}
+
+#[napi]
+impl Cancel {
+    /// A flag that is not set.
+    #[napi(constructor)]
+    #[allow(clippy::new_without_default, reason = "a JavaScript constructor")]
+    pub fn new() -> Cancel {
+        Cancel {
+            token: CancelToken::new(),
+        }
+    }
+
+    /// Set the flag: the search or call stops at its next check.
+    #[napi]
+    pub fn cancel(&self) {
+        self.token.cancel();
+    }
+}
+
+/// What the rg binary would have printed and exited with.
+#[napi(object)]
+pub struct RgOutput {
+    /// rg's stdout bytes.
+    pub stdout: Buffer,
+    /// rg's stderr bytes (each line with its `\n`).
+    pub stderr: Buffer,
+    /// rg's exit code: 0, 1 or 2.
+    pub exit_code: i32,
+}
+
+/// `rg(argv, cwd, cancel)`: run one of the two invocations in `cwd`.
+pub struct RgTask {
+    invocation: Invocation,
+}
+
+impl Task for RgTask {
+    type Output = (Vec<u8>, Vec<u8>, i32);
+    type JsValue = RgOutput;
+
+    fn compute(&mut self) -> Result<Self::Output> {
+        let run = guarded(|| self.invocation.run(&NativeBackend::new()).into_output())?;
+        match run.exit_code() {
+            Some(code) => Ok((run.stdout, run.stderr, code)),
+            // A cancelled search was already rejected on the JavaScript
+            // side (with an AbortError) when its signal fired.
+            None => Err(Error::from_reason(format!(
+                "rg: {}",
+                run.failure().unwrap_or_default()
+            ))),
+        }
+    }
+
+    fn resolve(
+        &mut self,
+        _env: Env,
+        (stdout, stderr, exit_code): Self::Output,
+    ) -> Result<RgOutput> {
+        Ok(RgOutput {
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+            exit_code,
+        })
+    }
+}
+
+/// Run `argv` (rg's arguments without the program name, one of the two
+/// invocations of `contract.md` §2) in the directory `cwd`, off the
+/// JavaScript thread. Rejects an argv of another shape and a `cwd` that is
+/// not an existing directory.
+#[napi]
+pub fn rg(argv: Vec<String>, cwd: String, cancel: &Cancel) -> Result<AsyncTask<RgTask>> {
+    let workdir = existing_dir(&cwd, "rg")?;
+    let invocation = Invocation::parse(&argv, workdir)
+        .map_err(|e| Error::from_reason(format!("rg: {e}")))?
+        .cancel(cancel.token.clone());
+    Ok(AsyncTask::new(RgTask { invocation }))
+}
+
+/// `null` when `argv` (without the program name) is one of the two
+/// invocations, else why it is not.
+#[napi]
+pub fn check_rg_argv(argv: Vec<String>) -> Option<String> {
+    Invocation::parse(&argv, ".").err().map(|e| e.to_string())
+}
+
+/// `new Tools(options)` on the native side.
+#[napi]
+pub struct NativeTools {
+    tools: Arc<Tools>,
+}
+
+/// The options of `new Tools(options)`, as JSON text: `config` (the
+/// configuration keys), `backend` (`native` | `rg`), `fs` (`local` | `mem`
+/// | `mem:ROOT`), `overlay` (a directory), `root` (the directory `mem` loads
+/// and the overlay covers).
+#[napi]
+impl NativeTools {
+    /// Build the tools, the way `dsh-search serve` builds them for its
+    /// options: the backend, the configuration, a local spill store, the
+    /// workspace's filesystem, the guard, and the sessions (read
+    /// observations, guard counters) in memory for the life of the object.
+    #[napi(constructor)]
+    pub fn new(options_json: String) -> Result<NativeTools> {
+        let options: Value = serde_json::from_str(&options_json)
+            .map_err(|e| Error::from_reason(format!("Tools: options are not JSON: {e}")))?;
+        let tools = guarded(|| make_tools(&options))?.map_err(Error::from_reason)?;
+        Ok(NativeTools {
+            tools: Arc::new(tools),
+        })
+    }
+
+    /// The tool definitions, as `dsh-search definitions` prints them.
+    #[napi]
+    pub fn definitions_json(&self) -> String {
+        let defs: Vec<String> = self
+            .tools
+            .definitions()
+            .iter()
+            .map(|d| d.to_json())
+            .collect();
+        format!("[{}]", defs.join(","))
+    }
+
+    /// Call tool `name` with `args_json` (a JSON object) in `cwd`, for
+    /// `session` when given; resolves to the result object as JSON text.
+    #[napi]
+    pub fn call(
+        &self,
+        name: String,
+        args_json: String,
+        cwd: String,
+        session: Option<String>,
+        cancel: &Cancel,
+    ) -> Result<AsyncTask<CallTask>> {
+        let args: Value = serde_json::from_str(&args_json)
+            .map_err(|e| Error::from_reason(format!("Tools.call: args are not JSON: {e}")))?;
+        let workdir = existing_dir(&cwd, "Tools.call")?;
+        let mut ctx = CallContext::new(workdir);
+        ctx.session_id = session;
+        ctx.cancel = cancel.token.clone();
+        Ok(AsyncTask::new(CallTask {
+            tools: self.tools.clone(),
+            name,
+            args,
+            ctx,
+        }))
+    }
+}
+
+/// One tool call on the thread pool.
+pub struct CallTask {
+    tools: Arc<Tools>,
+    name: String,
+    args: Value,
+    ctx: CallContext,
+}
+
+impl Task for CallTask {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> Result<String> {
+        let result = guarded(|| self.tools.call(&self.name, &self.args, &self.ctx))?;
+        serde_json::to_string(&result).map_err(|e| Error::from_reason(e.to_string()))
+    }
+
+    fn resolve(&mut self, _env: Env, json: String) -> Result<String> {
+        Ok(json)
+    }
+}
+
+/// The tools for the options object (see [`NativeTools`]).
+fn make_tools(options: &Value) -> std::result::Result<Tools, String> {
+    let Value::Object(obj) = options else {
+        return Err("Tools: options must be an object".into());
+    };
+    for key in obj.keys() {
+        if !["config", "backend", "fs", "overlay", "root"].contains(&key.as_str()) {
+            return Err(format!(
+                "Tools: unknown option {key:?}: use config, backend, fs, overlay or root"
+            ));
+        }
+    }
+    let config = match obj.get("config") {
+        None | Some(Value::Null) => Config::default(),
+        Some(v) => Config::from_json(v)?,
+    };
+    let backend = match obj.get("backend").and_then(Value::as_str) {
+        None | Some("native") => BackendArg::Native,
+        Some("rg") => BackendArg::Rg,
+        Some(other) => return Err(format!("Tools: backend {other:?}: use native or rg")),
+    };
+    let fs = match obj.get("fs").and_then(Value::as_str) {
+        None => FsArg::Local,
+        Some(s) => s.parse::<FsArg>().map_err(|e| format!("Tools: fs: {e}"))?,
+    };
+    let text = |key: &str| obj.get(key).and_then(Value::as_str).map(PathBuf::from);
+    let root = match text("root") {
+        Some(root) => Some(existing_dir_path(&root).map_err(|e| format!("Tools: root: {e}"))?),
+        None => None,
+    };
+    let common = Common {
+        backend,
+        cwd: root,
+        config: None,
+        session: None,
+        fs,
+        overlay: text("overlay"),
+        cancel: CancelToken::new(),
+    };
+    dsh_search::server::tools_with(&common, config).map_err(|e| format!("Tools: {e}"))
+}
+
+/// `dir` as a path, when it names an existing directory.
+fn existing_dir(dir: &str, who: &str) -> Result<PathBuf> {
+    existing_dir_path(Path::new(dir)).map_err(|e| Error::from_reason(format!("{who}: cwd {e}")))
+}
+
+fn existing_dir_path(dir: &Path) -> std::result::Result<PathBuf, String> {
+    if dir.as_os_str().is_empty() {
+        return Err("is empty: pass an existing directory".into());
+    }
+    if !dir.is_absolute() {
+        return Err(format!(
+            "{:?} is relative: pass an absolute directory (the addon never uses the process's current directory)",
+            dir
+        ));
+    }
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(dir.to_path_buf()),
+        Ok(_) => Err(format!("{dir:?} is not a directory")),
+        Err(e) => Err(format!("{dir:?} is not an existing directory ({e})")),
+    }
+}
+
+/// `f`, with a panic turned into an error instead of unwinding into Node.
+fn guarded<T>(f: impl FnOnce() -> T) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Error::from_reason(format!("dsh-search: internal error: {what}"))
+    })
+}

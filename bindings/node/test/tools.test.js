@@ -1,0 +1,197 @@
+'use strict'
+// new Tools(options): definitions, calls on both backends (byte-identical
+// results), sessions (the observation policy), cancellation (the tool's
+// aborted error), the workspaces (mem, an overlay), bad options and
+// arguments (contract.md §12, "Node").
+
+const { test } = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+
+const { Tools } = require('..')
+const h = require('./helpers.js')
+
+h.rgBinary()
+h.controlEnvironment()
+
+const TREE = [
+  h.file('src/lib.rs', 'pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n'),
+  h.file('src/main.rs', 'fn main() { println!("{}", add(1, 2)); }\n'),
+  h.file('README.md', '# demo\nadd numbers\n'),
+  h.file('.gitignore', 'target/\n'),
+  h.file('target/x.rs', 'fn add() {}\n'),
+]
+
+const BACKENDS = ['native', 'rg']
+
+test('definitions: the five tools with their schemas', () => {
+  const defs = new Tools().definitions()
+  assert.deepEqual(defs.map((d) => d.name).sort(), ['edit', 'glob', 'grep', 'read', 'write'])
+  const grep = defs.find((d) => d.name === 'grep')
+  assert.equal(grep.parameters.type, 'object')
+  assert.deepEqual(grep.parameters.required, ['pattern'])
+  assert.ok(grep.description.length > 0)
+})
+
+test('definitions follow the config', () => {
+  const defs = new Tools({ config: { sampleOverCapGlobResults: false } }).definitions()
+  assert.match(defs.find((d) => d.name === 'glob').description, /first 100 paths in modification-time order/)
+})
+
+const SEARCHES = [
+  ['grep with an include', 'grep', { pattern: 'add', include: '*.rs' }],
+  ['grep over a path', 'grep', { pattern: 'a \\+ b', path: 'src' }],
+  ['grep with no match', 'grep', { pattern: 'nothing_here' }],
+  ['grep with a bad regex', 'grep', { pattern: '(' }],
+  ['glob', 'glob', { pattern: '**/*.rs' }],
+  ['glob of a missing path', 'glob', { pattern: '*', path: 'missing' }],
+]
+
+for (const [name, tool, args] of SEARCHES) {
+  test(`both backends give the same result: ${name}`, async () => {
+    const tree = h.buildTree(TREE)
+    try {
+      const results = {}
+      for (const backend of BACKENDS) {
+        results[backend] = await new Tools({ backend }).call(tool, args, { cwd: tree.root })
+      }
+      assert.deepEqual(results.native, results.rg)
+      assert.equal(typeof results.native.content, 'string')
+    } finally {
+      tree.cleanup()
+    }
+  })
+}
+
+test('a grep answers what the model reads', async () => {
+  const tree = h.buildTree(TREE)
+  try {
+    const r = await new Tools().call('grep', { pattern: 'a \\+ b' }, { cwd: tree.root })
+    assert.equal(r.content, 'Found 1 match\n\nsrc/lib.rs\nLine 2:     a + b')
+    assert.equal(r.isError, false)
+  } finally {
+    tree.cleanup()
+  }
+})
+
+test('a session: edit needs a read first, then applies', async () => {
+  const tree = h.buildTree(TREE)
+  try {
+    const tools = new Tools()
+    const ctx = { cwd: tree.root, session: 's1' }
+    const edit = { file_path: 'src/lib.rs', old_string: 'a + b', new_string: 'a.wrapping_add(b)' }
+    const refused = await tools.call('edit', edit, ctx)
+    assert.equal(refused.isError, true, refused.content)
+    assert.equal((await tools.call('read', { file_path: 'src/lib.rs' }, ctx)).isError, false)
+    const applied = await tools.call('edit', edit, ctx)
+    assert.equal(applied.isError, false, applied.content)
+    assert.match(fs.readFileSync(path.join(tree.root, 'src/lib.rs'), 'utf8'), /a\.wrapping_add\(b\)/)
+    // Another session has read nothing.
+    const other = await tools.call('edit', { ...edit, old_string: 'fn add' }, { cwd: tree.root, session: 's2' })
+    assert.equal(other.isError, true)
+  } finally {
+    tree.cleanup()
+  }
+})
+
+for (const backend of BACKENDS) {
+  test(`an AbortSignal ends the call with the tool's aborted error (${backend})`, async () => {
+    const large = h.largeTree(1000)
+    try {
+      const ac = new AbortController()
+      const call = new Tools({ backend }).call('grep', { pattern: 'amet\\s+\\w+ X' }, { cwd: large.root, signal: ac.signal })
+      setTimeout(() => ac.abort(), 20)
+      const r = await call
+      assert.equal(r.isError, true)
+      assert.equal(r.error.info.code, 'SEARCH_ABORTED', r.content)
+      const before = new AbortController()
+      before.abort()
+      const r2 = await new Tools({ backend }).call('grep', { pattern: 'x' }, { cwd: large.root, signal: before.signal })
+      // seed-reference.md §8.1: a call aborted before it starts is never dispatched.
+      assert.equal(r2.error.info.code, 'ABORTED_BEFORE_DISPATCH', r2.content)
+    } finally {
+      large.cleanup()
+    }
+  })
+}
+
+test('fs mem: the tools on a copy in memory leave the disk alone', async () => {
+  const tree = h.buildTree(TREE)
+  try {
+    const tools = new Tools({ fs: 'mem', root: tree.root })
+    fs.writeFileSync(path.join(tree.root, 'later.txt'), 'add later\n')
+    const g = await tools.call('grep', { pattern: 'add later' }, { cwd: tree.root })
+    assert.equal(g.content, 'No matches found', 'the copy was taken at construction')
+    const w = await tools.call('write', { file_path: 'new.txt', content: 'add in memory\n' }, { cwd: tree.root, session: 'm' })
+    assert.equal(w.isError, false, w.content)
+    assert.equal(fs.existsSync(path.join(tree.root, 'new.txt')), false)
+    const found = await tools.call('grep', { pattern: 'in memory' }, { cwd: tree.root })
+    assert.match(found.content, /new\.txt/)
+  } finally {
+    tree.cleanup()
+  }
+})
+
+test('an overlay directory takes the writes; every tool sees the merged view', async () => {
+  const tree = h.buildTree(TREE)
+  const overlay = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-node-overlay-'))
+  try {
+    const tools = new Tools({ overlay, root: tree.root })
+    const ctx = { cwd: tree.root, session: 'o' }
+    await tools.call('write', { file_path: 'staged.txt', content: 'add staged\n' }, ctx)
+    assert.equal(fs.existsSync(path.join(tree.root, 'staged.txt')), false)
+    const found = await tools.call('grep', { pattern: 'add staged' }, ctx)
+    assert.match(found.content, /staged\.txt/)
+  } finally {
+    tree.cleanup()
+    fs.rmSync(overlay, { recursive: true, force: true })
+  }
+})
+
+const BAD_OPTIONS = [
+  ['options not an object', () => new Tools('mem'), /Tools: options must be an object, got string mem/],
+  ['an unknown option', () => new Tools({ speed: 1 }), /Tools: unknown option "speed"/],
+  ['an unknown backend', () => new Tools({ backend: 'grep' }), /Tools: backend "grep": use native or rg/],
+  ['an unknown filesystem', () => new Tools({ fs: 'zip' }), /unknown filesystem "zip"/],
+  ['sftp (not in this build)', () => new Tools({ fs: 'sftp://host/dir' }), /sftp:\/\/ workspaces are not supported/],
+  ['rg over memory', () => new Tools({ backend: 'rg', fs: 'mem', root: os.tmpdir() }), /searches the local disk only/],
+  ['a bad config value', () => new Tools({ config: { globMaxResults: 0 } }), /globMaxResults must be a positive integer/],
+  ['an unknown config key', () => new Tools({ config: { nope: 1 } }), /nope/],
+  ['a root that does not exist', () => new Tools({ fs: 'mem', root: '/nonexistent/dsh' }), /Tools: root: .*not an existing directory/],
+]
+
+for (const [name, make, message] of BAD_OPTIONS) {
+  test(`bad options throw a clear error: ${name}`, () => {
+    assert.throws(make, message)
+  })
+}
+
+const BAD_CALLS = [
+  ['name not a string', (t) => t.call(1, {}, { cwd: '/' }), /Tools.call: name must be a string/],
+  ['args missing', (t) => t.call('grep', undefined, { cwd: '/' }), /Tools.call: args must be an object, got nothing/],
+  ['args an array', (t) => t.call('grep', [], { cwd: '/' }), /Tools.call: args must be an object, got an array/],
+  ['options missing', (t) => t.call('grep', {}), /Tools.call: options must be an object with cwd/],
+  ['cwd missing', (t) => t.call('grep', { pattern: 'x' }, {}), /Tools.call: cwd must be a non-empty string/],
+  ['cwd does not exist', (t) => t.call('grep', { pattern: 'x' }, { cwd: '/nonexistent/dsh' }), /not an existing directory/],
+  ['session a number', (t) => t.call('grep', { pattern: 'x' }, { cwd: '/', session: 5 }), /session must be a string/],
+  ['args not serializable', (t) => t.call('grep', { pattern: 1n }, { cwd: '/' }), /args must be JSON-serializable/],
+]
+
+for (const [name, call, message] of BAD_CALLS) {
+  test(`bad call input is a rejected promise: ${name}`, async () => {
+    const p = call(new Tools())
+    assert.ok(p instanceof Promise)
+    await assert.rejects(p, message)
+  })
+}
+
+test('a tool-level mistake is a tool result, not a rejection', async () => {
+  const tools = new Tools()
+  const unknown = await tools.call('grepp', { pattern: 'x' }, { cwd: os.tmpdir() })
+  assert.equal(unknown.isError, true)
+  const missing = await tools.call('grep', {}, { cwd: os.tmpdir() })
+  assert.equal(missing.isError, true)
+  assert.match(missing.content, /pattern/)
+})
