@@ -7,10 +7,17 @@
 //! - **Mutual exclusion between every writer of a file on the machine.** The
 //!   lock is an exclusive `flock` on the target's directory itself (see
 //!   [`DirLock`]): every process that writes through this code takes it,
-//!   whatever its state directory, and it leaves nothing behind (a lock file
-//!   beside the target would be a leftover in the user's tree). The guard
-//!   (`WriteGuard::ReplaceIfVersion`) is checked inside it, immediately
-//!   before the rename, so no update is lost between two processes.
+//!   whatever its state directory. The guard (`WriteGuard::ReplaceIfVersion`)
+//!   is checked inside it, immediately before the rename, so no update is
+//!   lost between two processes. Why the directory: a lock on the target
+//!   itself does not survive the publish (the rename puts a new inode under
+//!   the name, and a writer that opened the new one is not excluded by a
+//!   lock on the old one), and a lock file beside the target is a leftover
+//!   in the user's tree (rg lists it; removing it races with the next
+//!   writer that opened it). The directory is the one inode every writer of
+//!   the name shares for as long as the name exists; the price is that
+//!   writers of different files in one directory take turns, for the
+//!   moment of a check and a rename. The lock dies with its process.
 //! - **The slow part runs outside the lock.** The content (possibly hundreds
 //!   of megabytes, possibly still arriving on a pipe) is staged and synced
 //!   first; the lock is held only for the check, the owner and mode, and

@@ -43,7 +43,7 @@ pub fn write(
 
 /// Run `write` with the content read from `content` until its end, held one
 /// chunk at a time (`dsh-search write` streams its standard input so): the
-/// same checks, policy and result text as [`write`]; the value has no
+/// same checks, policy and result text as [`write()`]; the value has no
 /// `before` or `after` text (both `null`).
 pub fn write_stream(
     fs: &TextFs,
