@@ -142,8 +142,10 @@ impl Staging {
         // From here on the directory is removed on every way out.
         let cleanup = RemoveOnDrop(Some(dir.clone()));
         let mut marker = new_file(&dir.join(MARKER))?;
+        // Best effort: where the filesystem cannot lock (NFS without a lock
+        // daemon), a sweeper cannot lock the marker either, and leaves it.
         #[cfg(unix)]
-        rustix::fs::flock(&marker, rustix::fs::FlockOperation::LockExclusive)?;
+        let _ = rustix::fs::flock(&marker, rustix::fs::FlockOperation::LockExclusive);
         marker.write_all(MARKER_TEXT)?;
         let file = new_file(&dir.join(CONTENT))?;
         let dir = cleanup.disarm();
@@ -270,8 +272,10 @@ pub(crate) fn sweep_dead_staging(dir: &Path) {
 fn remove_if_abandoned(dir: &Path) {
     use rustix::fs::{FlockOperation, OFlags};
     let marker_path = dir.join(MARKER);
+    // Read-write: NFS maps flock to a write lock, which needs it.
     let Ok(mut marker) = OpenOptions::new()
         .read(true)
+        .write(true)
         .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
         .open(&marker_path)
     else {
