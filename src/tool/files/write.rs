@@ -86,7 +86,7 @@ fn prepare(
     refuse_directory_path("write", file_path, &target)?;
     let intent = match policy {
         Some(policy) => policy
-            .write_intent(ctx.session_id.as_deref(), &target)
+            .write_intent(ctx.session_id.as_deref(), &target, &ctx.cancel)
             .map_err(|e| fs_error(with_remedy(e)))?,
         None => WriteGuard::None,
     };
