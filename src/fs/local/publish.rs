@@ -135,10 +135,10 @@ impl Staging {
         getrandom::fill(&mut rnd).map_err(|e| io::Error::other(e.to_string()))?;
         let hex: String = rnd.iter().map(|b| format!("{b:02x}")).collect();
         let dir = parent.join(format!("{STAGING_PREFIX}{}.{hex}", std::process::id()));
-        let mut builder = std::fs::DirBuilder::new();
         #[cfg(unix)]
-        builder.mode(0o700);
-        builder.create(&dir)?;
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        #[cfg(not(unix))]
+        std::fs::DirBuilder::new().create(&dir)?;
         // From here on the directory is removed on every way out.
         let cleanup = RemoveOnDrop(Some(dir.clone()));
         let mut marker = new_file(&dir.join(MARKER))?;
