@@ -28,6 +28,8 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cancel::CancelToken;
+
 /// What a session last saw of one file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "camelCase")]
@@ -124,6 +126,19 @@ impl Sessions {
     /// store, processes). A persistent state is written back only when `f`
     /// changed it.
     pub fn with<R>(&self, id: &str, f: impl FnOnce(&mut SessionState) -> R) -> io::Result<R> {
+        self.with_cancel(id, &CancelToken::new(), f)
+    }
+
+    /// [`Sessions::with`], with the wait for another process's lock of the
+    /// session ended by `cancel`: it then fails with the cancellation
+    /// error ([`crate::cancel`]) and `f` does not run. For what comes
+    /// before a mutation; recording what a mutation did waits (`with`).
+    pub fn with_cancel<R>(
+        &self,
+        id: &str,
+        cancel: &CancelToken,
+        f: impl FnOnce(&mut SessionState) -> R,
+    ) -> io::Result<R> {
         let mut memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
         let Some(dir) = &self.dir else {
             return Ok(f(memory.entry(id.to_string()).or_default()));
@@ -135,7 +150,7 @@ impl Sessions {
         builder.mode(0o700);
         builder.create(&sessions)?;
         let name = file_stem(id);
-        let _lock = lock(&sessions.join(format!("{name}.lock")))?;
+        let _lock = lock(&sessions.join(format!("{name}.lock")), cancel)?;
         let path = sessions.join(format!("{name}.json"));
         let mut state = match std::fs::read(&path) {
             Ok(bytes) => serde_json::from_slice::<StateFile>(&bytes)
@@ -185,14 +200,27 @@ fn file_stem(id: &str) -> String {
 /// the file opened with no sharing at all: while one process holds it
 /// open, another's open fails with a sharing violation, and it retries
 /// every `LOCK_RETRY`.
-fn lock(path: &Path) -> io::Result<File> {
+fn lock(path: &Path, cancel: &CancelToken) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]
     {
+        use rustix::fs::FlockOperation;
         let file = options.mode(0o600).open(path)?;
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
-        Ok(file)
+        // Polled, not blocking: a blocking flock restarts after a signal
+        // handler runs and would never see the cancellation.
+        loop {
+            if cancel.is_cancelled() {
+                return Err(crate::cancel::cancelled_error());
+            }
+            match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => return Ok(file),
+                Err(rustix::io::Errno::WOULDBLOCK) | Err(rustix::io::Errno::INTR) => {
+                    std::thread::sleep(LOCK_POLL);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
     #[cfg(windows)]
     {
@@ -201,6 +229,9 @@ fn lock(path: &Path) -> io::Result<File> {
         const ERROR_SHARING_VIOLATION: i32 = 32;
         options.share_mode(0);
         loop {
+            if cancel.is_cancelled() {
+                return Err(crate::cancel::cancelled_error());
+            }
             match options.open(path) {
                 Err(e) if e.raw_os_error() == Some(ERROR_SHARING_VIOLATION) => {
                     std::thread::sleep(LOCK_RETRY);
@@ -211,10 +242,15 @@ fn lock(path: &Path) -> io::Result<File> {
     }
     #[cfg(not(any(unix, windows)))]
     {
+        let _ = cancel;
         // No file lock here: the store is safe for one process only.
         options.open(path)
     }
 }
+
+/// How long a Unix process waits before it tries a held lock again.
+#[cfg(unix)]
+const LOCK_POLL: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// How long a Windows process waits before it tries a held lock again.
 #[cfg(windows)]

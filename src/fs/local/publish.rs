@@ -7,10 +7,17 @@
 //! - **Mutual exclusion between every writer of a file on the machine.** The
 //!   lock is an exclusive `flock` on the target's directory itself (see
 //!   [`DirLock`]): every process that writes through this code takes it,
-//!   whatever its state directory, and it leaves nothing behind (a lock file
-//!   beside the target would be a leftover in the user's tree). The guard
-//!   (`WriteGuard::ReplaceIfVersion`) is checked inside it, immediately
-//!   before the rename, so no update is lost between two processes.
+//!   whatever its state directory. The guard (`WriteGuard::ReplaceIfVersion`)
+//!   is checked inside it, immediately before the rename, so no update is
+//!   lost between two processes. Why the directory: a lock on the target
+//!   itself does not survive the publish (the rename puts a new inode under
+//!   the name, and a writer that opened the new one is not excluded by a
+//!   lock on the old one), and a lock file beside the target is a leftover
+//!   in the user's tree (rg lists it; removing it races with the next
+//!   writer that opened it). The directory is the one inode every writer of
+//!   the name shares for as long as the name exists; the price is that
+//!   writers of different files in one directory take turns, for the
+//!   moment of a check and a rename. The lock dies with its process.
 //! - **The slow part runs outside the lock.** The content (possibly hundreds
 //!   of megabytes, possibly still arriving on a pipe) is staged and synced
 //!   first; the lock is held only for the check, the owner and mode, and
@@ -128,15 +135,17 @@ impl Staging {
         getrandom::fill(&mut rnd).map_err(|e| io::Error::other(e.to_string()))?;
         let hex: String = rnd.iter().map(|b| format!("{b:02x}")).collect();
         let dir = parent.join(format!("{STAGING_PREFIX}{}.{hex}", std::process::id()));
-        let mut builder = std::fs::DirBuilder::new();
         #[cfg(unix)]
-        builder.mode(0o700);
-        builder.create(&dir)?;
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        #[cfg(not(unix))]
+        std::fs::DirBuilder::new().create(&dir)?;
         // From here on the directory is removed on every way out.
         let cleanup = RemoveOnDrop(Some(dir.clone()));
         let mut marker = new_file(&dir.join(MARKER))?;
+        // Best effort: where the filesystem cannot lock (NFS without a lock
+        // daemon), a sweeper cannot lock the marker either, and leaves it.
         #[cfg(unix)]
-        rustix::fs::flock(&marker, rustix::fs::FlockOperation::LockExclusive)?;
+        let _ = rustix::fs::flock(&marker, rustix::fs::FlockOperation::LockExclusive);
         marker.write_all(MARKER_TEXT)?;
         let file = new_file(&dir.join(CONTENT))?;
         let dir = cleanup.disarm();
@@ -263,8 +272,10 @@ pub(crate) fn sweep_dead_staging(dir: &Path) {
 fn remove_if_abandoned(dir: &Path) {
     use rustix::fs::{FlockOperation, OFlags};
     let marker_path = dir.join(MARKER);
+    // Read-write: NFS maps flock to a write lock, which needs it.
     let Ok(mut marker) = OpenOptions::new()
         .read(true)
+        .write(true)
         .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
         .open(&marker_path)
     else {

@@ -311,11 +311,11 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
         }
     }
 
-    /// [`FileSystem::write`] with the write lock held.
+    /// [`FileSystem::write_from`] with the write lock held.
     fn write_locked(
         &self,
         path: &Path,
-        content: &[u8],
+        content: &mut dyn Read,
         guard: &WriteGuard,
         cancel: &CancelToken,
     ) -> Result<Written, WriteError> {
@@ -357,7 +357,7 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
         self.upper_used.store(true, Ordering::Release);
         let written = self
             .upper
-            .write(&upper_path, content, &WriteGuard::None, cancel)
+            .write_from(&upper_path, content, &WriteGuard::None, cancel)
             .map_err(|e| self.upper_error(path, e))?;
         let metadata = match found.entry {
             // A copied-up file keeps its mode, as a replaced one does.
@@ -592,6 +592,21 @@ impl<L: FileSystem, U: FileSystem> FileSystem for OverlayFs<L, U> {
         &self,
         path: &Path,
         content: &[u8],
+        guard: &WriteGuard,
+        cancel: &CancelToken,
+    ) -> Result<Written, WriteError> {
+        let _lock = self
+            .lock_writes()
+            .map_err(|e| WriteError::Io(path.to_path_buf(), e))?;
+        self.write_locked(path, &mut &content[..], guard, cancel)
+    }
+
+    /// Streamed into the upper layer (on disk: one chunk at a time), under
+    /// the overlay's write lock.
+    fn write_from(
+        &self,
+        path: &Path,
+        content: &mut dyn Read,
         guard: &WriteGuard,
         cancel: &CancelToken,
     ) -> Result<Written, WriteError> {

@@ -38,7 +38,7 @@ pub fn edit(
     refuse_directory_path("edit", file_path, &target)?;
     let guard = match policy {
         Some(policy) => policy
-            .edit_intent(owner, &target)
+            .edit_intent(owner, &target, &ctx.cancel)
             .map_err(|e| fs_error(with_remedy(e)))?,
         None => None,
     };

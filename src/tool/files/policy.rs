@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 
+use crate::cancel::CancelToken;
 use crate::fs::{FsError, FsErrorCode, ResolvedPath, Version, WriteGuard};
 use crate::session::{Observation, Sessions};
 
@@ -32,24 +33,37 @@ impl ObservationPolicy {
         &self.sessions
     }
 
-    fn get(&self, owner: &str, target: &ResolvedPath) -> Result<Option<Observation>, FsError> {
+    /// What `owner` observed of `target`, before a `verb` (write, edit);
+    /// a wait for the session's lock ends when `cancel` is set.
+    fn get(
+        &self,
+        owner: &str,
+        target: &ResolvedPath,
+        verb: &str,
+        cancel: &CancelToken,
+    ) -> Result<Option<Observation>, FsError> {
         let key = target.key_str();
         self.sessions
-            .with(owner, |s| s.observations.get(&key).cloned())
-            .map_err(|e| self.session_error(target, &e))
+            .with_cancel(owner, cancel, |s| s.observations.get(&key).cloned())
+            .map_err(|e| match crate::cancel::is_cancelled_error(&e) {
+                true => FsError::new(FsErrorCode::Aborted, format!("{verb} aborted")),
+                false => self.session_error(target, &e),
+            })
     }
 
     /// The condition of a write: replace the observed version, or create
-    /// only.
+    /// only. A wait for the session's lock ends when `cancel` is set
+    /// (`write aborted`).
     pub fn write_intent(
         &self,
         owner: Option<&str>,
         target: &ResolvedPath,
+        cancel: &CancelToken,
     ) -> Result<WriteGuard, FsError> {
         let Some(owner) = owner else {
             return Ok(WriteGuard::CreateIfAbsent);
         };
-        Ok(match self.get(owner, target)? {
+        Ok(match self.get(owner, target, "write", cancel)? {
             Some(Observation::Present { version }) => {
                 WriteGuard::ReplaceIfVersion(Version(version))
             }
@@ -57,15 +71,17 @@ impl ObservationPolicy {
         })
     }
 
-    /// The version guard of an edit, or why it may not happen.
+    /// The version guard of an edit, or why it may not happen. A wait for
+    /// the session's lock ends when `cancel` is set (`edit aborted`).
     pub fn edit_intent(
         &self,
         owner: Option<&str>,
         target: &ResolvedPath,
+        cancel: &CancelToken,
     ) -> Result<Option<Version>, FsError> {
         let p = target.display_str();
         let observed = match owner {
-            Some(owner) => self.get(owner, target)?,
+            Some(owner) => self.get(owner, target, "edit", cancel)?,
             None => None,
         };
         match observed {

@@ -43,7 +43,7 @@ pub fn write(
 
 /// Run `write` with the content read from `content` until its end, held one
 /// chunk at a time (`dsh-search write` streams its standard input so): the
-/// same checks, policy and result text as [`write`]; the value has no
+/// same checks, policy and result text as [`write()`]; the value has no
 /// `before` or `after` text (both `null`).
 pub fn write_stream(
     fs: &TextFs,
@@ -86,7 +86,7 @@ fn prepare(
     refuse_directory_path("write", file_path, &target)?;
     let intent = match policy {
         Some(policy) => policy
-            .write_intent(ctx.session_id.as_deref(), &target)
+            .write_intent(ctx.session_id.as_deref(), &target, &ctx.cancel)
             .map_err(|e| fs_error(with_remedy(e)))?,
         None => WriteGuard::None,
     };
