@@ -25,30 +25,37 @@ struct Case {
     run: fn(backend: &str),
 }
 
-/// Run every case on its backends; a failure names the case and the backend
-/// and the others still run.
+/// Run every case on its backends, each on a thread of its own (most of
+/// the time is spent waiting for processes); a failure names the case and
+/// the backend, and the others still run.
 fn run_table(cases: &[Case]) {
     // The reference rg: missing or wrong, the test fails here.
     util::rg::env().expect("the reference rg 15.2.0 (scripts/test installs it)");
-    let mut failed = Vec::new();
-    for case in cases {
-        for backend in case.backends {
-            let label = format!("{} [{backend}]", case.name);
-            if !util::selected(&label) {
-                continue;
+    let failed: Vec<String> = std::thread::scope(|scope| {
+        let mut running = Vec::new();
+        for case in cases {
+            for backend in case.backends {
+                let label = format!("{} [{backend}]", case.name);
+                if !util::selected(&label) {
+                    continue;
+                }
+                let run = case.run;
+                running.push((label, scope.spawn(move || run(backend))));
             }
-            let run = case.run;
-            let b = backend.to_string();
-            if let Err(e) = std::panic::catch_unwind(move || run(&b)) {
+        }
+        running
+            .into_iter()
+            .filter_map(|(label, t)| {
+                let e = t.join().err()?;
                 let msg = e
                     .downcast_ref::<String>()
                     .cloned()
                     .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_default();
-                failed.push(format!("{label}: {msg}"));
-            }
-        }
-    }
+                Some(format!("{label}: {msg}"))
+            })
+            .collect()
+    });
     assert!(
         failed.is_empty(),
         "{} failed:\n{}",
@@ -369,6 +376,59 @@ fn huge_sparse_file_in_bounded_memory(backend: &str) {
     assert!(read >= 200 << 20, "read only {read} bytes in a minute");
 }
 
+// ------------------------------------------------------------ item 5
+
+/// The names of `pid`'s threads (`/proc/<pid>/task/*/comm`).
+fn thread_names(pid: u32) -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|c| c.trim().to_string())
+        .collect()
+}
+
+/// Compiling `\w{3000}` takes seconds (and then fails with rg's size-limit
+/// text); under `timeoutMs` 100 the call ends with the timeout while the
+/// compile still runs. Shown without a clock: when the server answers, the
+/// native engine's compile thread is still alive, so the answer did not
+/// wait for it. The rg backend stops rg the same way.
+fn regex_compile_honours_the_deadline(backend: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "word\n").unwrap();
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, r#"{"timeoutMs": 100}"#).unwrap();
+    let cfg = config.to_str().unwrap();
+    let cwd = dir.path().to_str().unwrap();
+    let mut server = util::served::Served::start(
+        dir.path(),
+        &["--backend", backend, "--config", cfg, "--cwd", cwd, "serve"],
+    );
+    server.send(&json!({"id": 1, "tool": "grep", "arguments": {"pattern": "\\w{3000}"}}));
+    let answer = server.recv();
+    let threads = thread_names(server.pid());
+    assert_eq!(
+        answer["result"]["content"], "Error: tool call timed out after 100ms",
+        "{answer}"
+    );
+    if backend == "native" {
+        assert!(
+            threads.iter().any(|t| t.starts_with("dsh-search-rege")),
+            "the answer waited for the compile: threads {threads:?}"
+        );
+    }
+    // Without a deadline, the compile's own error is rg's, on both.
+    server.close();
+    let _ = server.wait();
+    let o = dsh(backend, dir.path(), &["grep", "\\w{3000}", "a.txt"]);
+    assert_eq!(
+        text(&o),
+        "Error: grep search failed (exit 2): rg: compiled regex exceeds size limit of 104857600\n"
+    );
+}
+
 // ------------------------------------------------------------ item 6
 
 /// The pids of `parent`'s children, from /proc.
@@ -485,6 +545,11 @@ fn harden_search() {
             name: "a 1 TiB sparse explicit file is searched in bounded memory",
             backends: &["native"],
             run: huge_sparse_file_in_bounded_memory,
+        },
+        Case {
+            name: "compiling \\w{3000} stops at timeoutMs 100",
+            backends: both,
+            run: regex_compile_honours_the_deadline,
         },
         Case {
             name: "rg dies with a CLI killed by SIGKILL",

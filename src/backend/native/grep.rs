@@ -190,9 +190,16 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResul
         Ok(ov) => ov,
         Err(e) => return arg_error(e),
     };
-    let matcher = match matcher::build(&req.pattern) {
+    let matcher = match matcher::build_cancellable(&req.pattern, &req.cancel) {
         Ok(m) => m,
-        Err(e) => return arg_error(e),
+        Err(Some(e)) => return arg_error(e),
+        Err(None) => {
+            return Outcome {
+                status: Status::Cancelled,
+                stderr: Vec::new(),
+                results: GrepResults::default(),
+            }
+        }
     };
     let root = Root::new(&wc, req.path.as_deref());
     let meta = super::stat_root(fs, &root);
