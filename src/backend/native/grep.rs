@@ -644,6 +644,9 @@ impl<'a, F: FileSystem> Worker<'a, F> {
             // Read as it comes, as rg reads it.
             searcher.search_reader(&*matcher, fs.open(path, &cancel)?, &mut sink)?;
         } else {
+            if source.is_rg_path() && dirwalk::too_long_for_rg(path) {
+                return Err(dirwalk::name_too_long());
+            }
             let file = match source {
                 Source::InDir(dir, name) => fs.open_at(dir.handle(), dir.path(), name)?,
                 Source::Explicit => fs.open(path, &cancel)?,

@@ -67,5 +67,6 @@ pub(crate) fn with_remedy(e: FsError) -> FsError {
 
 /// The `<path>…</path>` envelope shared by the three tools.
 fn envelope(display: &str, body: &str) -> String {
+    let display = super::names::shown(display);
     format!("<path>{display}</path>\n<type>file</type>\n<content>\n{body}\n</content>")
 }
