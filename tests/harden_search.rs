@@ -264,6 +264,29 @@ fn paths_past_path_max_as_rg(backend: &str) {
     );
 }
 
+/// An `.ignore` that is a symlink to `/dev/zero` makes rg read forever;
+/// the engine reads it as absent (README, with the FIFO case): its output
+/// is rg's on the same tree without that file. rg itself cannot be run on
+/// it, so this is the native engine's alone.
+fn ignore_file_on_dev_zero_reads_as_absent(backend: &str) {
+    let env = util::rg::env().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "x\n").unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(dir.path().join("sub/b.txt"), "x\n").unwrap();
+    let call = Call::Grep {
+        pattern: "x".into(),
+        path: None,
+        include: None,
+    };
+    let want = util::rg::run_rg(env, &call, dir.path());
+    std::os::unix::fs::symlink("/dev/zero", dir.path().join("sub/.ignore")).unwrap();
+    let got = raw_cli(backend, &call, dir.path());
+    if let Some(d) = util::rg::diff(&call, &want, &got) {
+        panic!("{d}");
+    }
+}
+
 // ------------------------------------------------------------ item 10
 
 /// The name of the forging file: a match block of its own making.
@@ -720,6 +743,11 @@ fn harden_search() {
             name: "paths past PATH_MAX fail as rg fails",
             backends: both,
             run: paths_past_path_max_as_rg,
+        },
+        Case {
+            name: "an .ignore symlinked to /dev/zero reads as absent",
+            backends: &["native"],
+            run: ignore_file_on_dev_zero_reads_as_absent,
         },
         Case {
             name: "file names cannot forge results (shown escaped, reachable escaped)",
