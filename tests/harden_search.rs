@@ -346,6 +346,19 @@ fn file_names_cannot_forge_results(backend: &str) {
     // No raw control character anywhere in what the model was shown.
     let o = dsh(backend, dir.path(), &["grep", "needle"]);
     assert!(!text(&o).contains('\u{1b}'));
+    // Nor in a file tool's error about such a name.
+    let fifo = dir.path().join("\u{1b}[1mpipe");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let args = json!({"file_path": r#""\u001b[1mpipe""#}).to_string();
+    let o = dsh(backend, dir.path(), &["call", "read", &args]);
+    assert_eq!(
+        text(&o),
+        format!("Error: cannot read \"{root}/\\u001b[1mpipe\": not a regular file\n")
+    );
 }
 
 /// rg's messages quote names raw; the tool's `search failed` text escapes

@@ -53,7 +53,10 @@ fn file_path_arg(args: &Value) -> Result<&str, ToolError> {
 
 /// An `FsError` as the tool result's error (`info.name` = `FsError`).
 pub(crate) fn fs_error(e: FsError) -> ToolError {
-    ToolError::coded("FsError", e.code.as_str(), e.message)
+    // The message quotes the path raw: a name's control, bidi and
+    // zero-width characters are escaped in place (D6).
+    let message = super::names::escaped_line(&e.message).into_owned();
+    ToolError::coded("FsError", e.code.as_str(), message)
 }
 
 /// The remedy wrapper of write and edit (`seed-reference.md` §6.5).
