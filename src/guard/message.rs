@@ -8,45 +8,9 @@
 
 use super::resolve::Nearest;
 
-/// A JSON string literal for `s` that escapes, besides what JSON requires,
-/// every other character that could hide or reorder text: C1 controls, bidi
-/// controls, zero-width characters and line/paragraph separators.
-/// See: fd's `src/sanitize.rs` for the same concern.
-pub(crate) fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if needs_escape(c) => {
-                let mut buf = [0u16; 2];
-                for unit in c.encode_utf16(&mut buf) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Characters that must not reach the model raw.
-fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{200B}'..='\u{200F}'   // zero-width space/joiners, LRM, RLM
-            | '\u{2028}'..='\u{202E}' // line/paragraph separators, bidi embeddings
-            | '\u{2060}'..='\u{2064}' // word joiner, invisible operators
-            | '\u{2066}'..='\u{2069}' // bidi isolates
-            | '\u{FEFF}'              // BOM / zero-width no-break space
-        )
-}
+/// The quoting of file names and model strings, shared with the tools'
+/// texts (`tool::names`).
+pub(crate) use crate::tool::names::quote;
 
 /// The glob call that lists directory `dir` (display form): the `path`
 /// argument is left out for the workdir itself.

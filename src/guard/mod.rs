@@ -42,6 +42,8 @@ pub use counters::{MemoryCounters, ZeroResultStore};
 
 use resolve::{Presence, Workdir};
 
+use crate::cancel::CancelToken;
+
 /// The search-path guard. Cheap to share: `check` and `after` take `&self`.
 #[derive(Clone)]
 pub struct Guard {
@@ -135,7 +137,7 @@ impl Guard {
             let wd = Workdir::usable(fs, &ctx.workdir)?;
             match resolve::search_target(&wd, raw) {
                 Presence::Exists => {}
-                Presence::Absent => return missing(&wd, "path", raw),
+                Presence::Absent => return missing(&wd, "path", raw, &ctx.cancel),
                 Presence::Unknown => return None,
             }
         }
@@ -210,15 +212,15 @@ fn check_read(args: &Value, ctx: &CallContext, fs: &dyn DynFileSystem) -> Option
     let raw = path_arg(args, "file_path")??;
     let wd = Workdir::usable(fs, &ctx.workdir)?;
     match resolve::file_target(&wd, raw).1 {
-        Presence::Absent => missing(&wd, "file_path", raw),
+        Presence::Absent => missing(&wd, "file_path", raw, &ctx.cancel),
         Presence::Exists | Presence::Unknown => None,
     }
 }
 
 /// The denial for `raw`, which does not exist; `None` (allow) when no
 /// ancestor can be found to point at.
-fn missing(wd: &Workdir<'_>, arg: &str, raw: &str) -> Option<String> {
-    let near = resolve::nearest(wd, &wd.resolve(raw))?;
+fn missing(wd: &Workdir<'_>, arg: &str, raw: &str, cancel: &CancelToken) -> Option<String> {
+    let near = resolve::nearest(wd, &wd.resolve(raw), cancel)?;
     Some(message::missing_path(arg, raw, &near))
 }
 

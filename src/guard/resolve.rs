@@ -20,6 +20,7 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+use crate::cancel::CancelToken;
 use crate::fs::resolve::lexical_path;
 use crate::fs::{DynFileSystem, FileType};
 
@@ -135,7 +136,7 @@ const MAX_SCANNED: usize = 100_000;
 /// does not exist as such). `None` when no ancestor stats, or when the
 /// lexical path itself exists as a directory (the operating system resolved
 /// the raw path differently, through a symlink): the guard then allows.
-pub(crate) fn nearest(wd: &Workdir<'_>, resolved: &Path) -> Option<Nearest> {
+pub(crate) fn nearest(wd: &Workdir<'_>, resolved: &Path, cancel: &CancelToken) -> Option<Nearest> {
     let mut missing: Option<&std::ffi::OsStr> = None;
     for anc in resolved.ancestors() {
         let Ok(meta) = wd.fs.metadata(anc) else {
@@ -146,7 +147,7 @@ pub(crate) fn nearest(wd: &Workdir<'_>, resolved: &Path) -> Option<Nearest> {
             // The lexical path itself is a directory: nothing to point at.
             let name = missing?.to_string_lossy();
             let dir = wd.display(anc);
-            let closest = closest_entries(wd.fs, anc, &name)
+            let closest = closest_entries(wd.fs, anc, &name, cancel)
                 .into_iter()
                 .map(|(entry, is_dir)| {
                     let slash = if is_dir { "/" } else { "" };
@@ -168,40 +169,95 @@ pub(crate) fn nearest(wd: &Workdir<'_>, resolved: &Path) -> Option<Nearest> {
     None
 }
 
+/// How many edit-distance cells a denial computes at most (a cell is one
+/// step of the Levenshtein table): 60,000 entries of 240 characters were
+/// 3.5 billion cells, 11.5 s. Past the budget the scan stops and the names
+/// seen so far are ranked; a denial is a hint, not a search.
+const MAX_CELLS: u64 = 20_000_000;
+
+/// How many entries are scored between two looks at the cancellation flag.
+const CANCEL_EVERY: usize = 256;
+
 /// The entries of `dir` closest to `name` by normalized edit distance
 /// (case-insensitive), ties by name; each with whether it is a directory
-/// (symlinks followed).
-fn closest_entries(fs: &dyn DynFileSystem, dir: &Path, name: &str) -> Vec<(String, bool)> {
+/// (symlinks followed). Bounded: at most [`MAX_SCANNED`] entries and
+/// [`MAX_CELLS`] cells, a candidate that cannot beat the third best so far
+/// is dropped as soon as that is certain (its length difference, or a row
+/// of its table, already exceeds the edits it could afford), and the scan
+/// stops when the call is cancelled.
+fn closest_entries(
+    fs: &dyn DynFileSystem,
+    dir: &Path,
+    name: &str,
+    cancel: &CancelToken,
+) -> Vec<(String, bool)> {
+    scan_closest(fs, dir, name, cancel).0
+}
+
+/// [`closest_entries`], with the number of cells it computed.
+fn scan_closest(
+    fs: &dyn DynFileSystem,
+    dir: &Path,
+    name: &str,
+    cancel: &CancelToken,
+) -> (Vec<(String, bool)>, u64) {
     let Ok(entries) = fs.read_dir(dir) else {
-        return Vec::new();
+        return (Vec::new(), 0);
     };
     let target: Vec<char> = name.to_lowercase().chars().collect();
-    let mut scored: Vec<(f64, String, bool)> = entries
+    // The best so far, sorted: (distance, name, its bytes, kind).
+    let mut best: Vec<(f64, String, Vec<u8>, FileType)> = Vec::with_capacity(MAX_CLOSEST + 1);
+    let mut cells = 0u64;
+    let mut cand = Vec::new();
+    for (i, (raw, kind)) in entries.into_iter().take(MAX_SCANNED).enumerate() {
+        if (i % CANCEL_EVERY == 0 && cancel.is_cancelled()) || cells > MAX_CELLS {
+            break;
+        }
+        let entry = String::from_utf8_lossy(&raw).into_owned();
+        cand.clear();
+        cand.extend(entry.to_lowercase().chars());
+        let longest = target.len().max(cand.len());
+        let d = if longest == 0 {
+            0.0
+        } else {
+            // Only a distance no worse than the third best can be kept.
+            let limit = match best.get(MAX_CLOSEST - 1) {
+                Some(worst) => (worst.0 * longest as f64).floor() as usize + 1,
+                None => usize::MAX,
+            };
+            let (edits, used) = bounded_levenshtein(&target, &cand, limit);
+            cells += used;
+            match edits {
+                Some(e) => e as f64 / longest as f64,
+                None => continue,
+            }
+        };
+        let at = best.partition_point(|b| b.0.total_cmp(&d).then_with(|| b.1.cmp(&entry)).is_lt());
+        if at < MAX_CLOSEST {
+            best.insert(at, (d, entry, raw, kind));
+            best.truncate(MAX_CLOSEST);
+        }
+    }
+    let found = best
         .into_iter()
-        .take(MAX_SCANNED)
-        .map(|(entry, kind)| {
+        .map(|(_, entry, raw, kind)| {
             let is_dir = match kind {
                 FileType::Dir => true,
                 FileType::Symlink | FileType::Unknown => fs
-                    .metadata(&dir.join(crate::fs::bytes::os_str(&entry)))
+                    .metadata(&dir.join(crate::fs::bytes::os_str(&raw)))
                     .is_ok_and(|m| m.kind.is_dir()),
                 _ => false,
             };
-            let entry = String::from_utf8_lossy(&entry).into_owned();
-            (similarity_distance(&target, &entry), entry, is_dir)
+            (entry, is_dir)
         })
         .collect();
-    scored.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-    scored
-        .into_iter()
-        .take(MAX_CLOSEST)
-        .map(|(_, e, d)| (e, d))
-        .collect()
+    (found, cells)
 }
 
 /// Levenshtein distance between `target` (already lowercased) and
 /// `candidate` lowercased, divided by the longer length: 0 is equal, 1 is
 /// nothing in common.
+#[cfg(test)]
 fn similarity_distance(target: &[char], candidate: &str) -> f64 {
     let cand: Vec<char> = candidate.to_lowercase().chars().collect();
     let longest = target.len().max(cand.len());
@@ -211,7 +267,38 @@ fn similarity_distance(target: &[char], candidate: &str) -> f64 {
     levenshtein(target, &cand) as f64 / longest as f64
 }
 
+/// The Levenshtein distance of `a` and `b` when it is at most `limit`
+/// (`None` when it is more), and how many cells were computed. A row's
+/// minimum never decreases further down the table, so a row whose minimum
+/// is past `limit` ends the computation; a length difference past `limit`
+/// ends it before the first row.
+fn bounded_levenshtein(a: &[char], b: &[char], limit: usize) -> (Option<usize>, u64) {
+    if a.len().abs_diff(b.len()) > limit {
+        return (None, 0);
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    let mut cells = 0u64;
+    for (i, ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        let mut row_min = cur[0];
+        for (j, cb) in b.iter().enumerate() {
+            let subst = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = subst.min(prev[j + 1] + 1).min(cur[j] + 1);
+            row_min = row_min.min(cur[j + 1]);
+        }
+        cells += b.len() as u64 + 1;
+        if row_min > limit {
+            return (None, cells);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    let d = prev[b.len()];
+    ((d <= limit).then_some(d), cells.max(1))
+}
+
 /// Classic two-row Levenshtein distance over chars.
+#[cfg(test)]
 fn levenshtein(a: &[char], b: &[char]) -> usize {
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     let mut cur = vec![0; b.len() + 1];
@@ -232,6 +319,60 @@ mod tests {
 
     fn chars(s: &str) -> Vec<char> {
         s.chars().collect()
+    }
+
+    #[test]
+    fn bounded_levenshtein_agrees_within_its_limit() {
+        let words = [
+            "",
+            "a",
+            "kitten",
+            "sitting",
+            "main.rs",
+            "mian.rs",
+            "README.md",
+            "readme",
+        ];
+        for a in words {
+            for b in words {
+                let d = levenshtein(&chars(a), &chars(b));
+                for limit in 0..12 {
+                    let (got, _) = bounded_levenshtein(&chars(a), &chars(b), limit);
+                    assert_eq!(got, (d <= limit).then_some(d), "{a:?} {b:?} {limit}");
+                }
+            }
+        }
+    }
+
+    /// 60,000 entries of 240 characters took 11.5 s and ignored SIGTERM:
+    /// the scan computes a bounded number of cells and stops at once when
+    /// the call is cancelled.
+    #[test]
+    fn closest_name_search_is_bounded_and_cancellable() {
+        let fs = crate::fs::MemFs::new();
+        for i in 0..60_000u32 {
+            let name = format!("{i:08}{}", "x".repeat(232));
+            fs.write_file(format!("/w/{name}"), b"").unwrap();
+        }
+        let target = format!("{}zz", "y".repeat(238));
+        let cancel = CancelToken::new();
+        let (found, cells) = scan_closest(&fs, Path::new("/w"), &target, &cancel);
+        assert_eq!(found.len(), MAX_CLOSEST);
+        assert!(cells <= MAX_CELLS + 241 * 241, "{cells} cells");
+        cancel.cancel();
+        let (found, cells) = scan_closest(&fs, Path::new("/w"), &target, &cancel);
+        assert_eq!((found.len(), cells), (0, 0));
+    }
+
+    #[test]
+    fn closest_names_rank_as_before() {
+        let fs = crate::fs::MemFs::new();
+        for name in ["main.rs", "mian.rs", "lib.rs", "Main.RS", "zzz", "ma"] {
+            fs.write_file(format!("/w/{name}"), b"").unwrap();
+        }
+        let (found, _) = scan_closest(&fs, Path::new("/w"), "main.rs", &CancelToken::new());
+        let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["Main.RS", "main.rs", "mian.rs"]);
     }
 
     #[test]

@@ -183,6 +183,8 @@ impl Tools {
                 )))
             }
         };
+        let unshown = self.unshown_path(name, args, ctx);
+        let args = unshown.as_ref().unwrap_or(args);
         let obj = match validate(&def.params, args) {
             Ok(obj) => obj,
             Err(e) => return ToolResult::error(e),
@@ -206,6 +208,27 @@ impl Tools {
             guard.after(name, args, ctx, fs, &result);
         }
         result
+    }
+
+    /// The arguments with the path argument replaced by the name it
+    /// stands for, when it is the escaped form the tools show a name in
+    /// (`names::unshown`, D6) and no file is literally named so; `None`
+    /// leaves the arguments as they are.
+    fn unshown_path(&self, name: &str, args: &Value, ctx: &CallContext) -> Option<Value> {
+        let key = match name {
+            "glob" | "grep" => "path",
+            "read" | "write" | "edit" => "file_path",
+            _ => return None,
+        };
+        let raw = args.get(key)?.as_str()?;
+        let unshown = super::names::unshown(raw)?;
+        let fs = self.text.filesystem();
+        if fs.symlink_metadata(&ctx.workdir.join(raw)).is_ok() {
+            return None;
+        }
+        let mut args = args.clone();
+        args[key] = Value::String(unshown);
+        Some(args)
     }
 
     /// The filesystem a call works on: the workspace's, except for a `read`

@@ -12,6 +12,7 @@ pub mod context;
 pub mod definitions;
 pub mod dispatch;
 pub mod files;
+pub mod names;
 pub mod render;
 pub mod result;
 pub mod search;

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use crate::config::SearchConfig;
 use crate::spill::SpillRef;
+use crate::tool::names::shown;
 use crate::tool::search::{GlobValue, GrepMatch, GrepValue};
 use crate::tool::text::preview_line;
 
@@ -88,7 +89,8 @@ fn format_previewed(matches: &[Previewed<'_>]) -> String {
         if i > 0 {
             s.push_str("\n\n");
         }
-        s.push_str(path);
+        // A name that could forge text is shown escaped (D6).
+        s.push_str(&shown(path));
         for m in ms {
             let _ = write!(s, "\nLine {}: ", m.line_number);
             s.push_str(&m.line);
@@ -117,7 +119,19 @@ pub fn grep_artifact(value: &GrepValue, config: &SearchConfig) -> String {
 
 /// The complete glob artifact: every path in full order, no footer.
 pub fn glob_artifact(value: &GlobValue) -> String {
-    value.paths.join("\n")
+    shown_lines(value.paths.iter().map(String::as_str))
+}
+
+/// Paths one per line, each [`shown`] (D6).
+fn shown_lines<'a>(paths: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    for (i, p) in paths.into_iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&shown(p));
+    }
+    out
 }
 
 /// grep's text (§3.2). `spill` is where the complete result went, if it
@@ -258,7 +272,7 @@ pub fn render_glob(value: &GlobValue, config: &SearchConfig, spill: Option<&Spil
         return "No files found".to_string();
     }
     if !glob_over_cap(value, config) {
-        return value.paths.join("\n");
+        return shown_lines(value.paths.iter().map(String::as_str));
     }
     let (page, basis) = glob_page(value, config);
     let recovery = match spill {
@@ -267,7 +281,7 @@ pub fn render_glob(value: &GlobValue, config: &SearchConfig, spill: Option<&Spil
     };
     format!(
         "{}\n\n(Showing {} of {n} paths{basis} {recovery})",
-        page.join("\n"),
+        shown_lines(page.iter().copied()),
         page.len()
     )
 }

@@ -116,7 +116,8 @@ fn any_cancelled(tokens: &[&CancelToken]) -> bool {
 pub fn stderr_excerpt(lines: &[String], max_bytes: u64) -> Option<String> {
     let mut text = String::new();
     for l in lines {
-        text.push_str(l);
+        // rg's messages quote file names raw: escaped here (D6).
+        text.push_str(&super::names::escaped_line(l));
         text.push('\n');
     }
     let max = usize::try_from(max_bytes).unwrap_or(usize::MAX);

@@ -132,6 +132,39 @@ fn note_names(listing: &Listing) -> Listed {
 }
 
 /// rg's error for `path` (`Error::from(err).with_path(path).with_depth(depth)`).
+/// Linux's `PATH_MAX`, counting the terminating NUL: rg opens and lists by
+/// path (`std::fs::read_dir`, `File::open` of the path it walks), so a path
+/// of 4,096 bytes or more fails there with `ENAMETOOLONG`, where the
+/// engine's descriptor-relative walk would go on. Elsewhere the engine does
+/// not reproduce the limit.
+#[cfg(target_os = "linux")]
+const RG_PATH_MAX: usize = 4096;
+
+/// Whether rg's `open(2)` of its path `rg_path` fails as too long.
+pub(crate) fn too_long_for_rg(rg_path: &Path) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        rg_path.as_os_str().len() >= RG_PATH_MAX
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = rg_path;
+        false
+    }
+}
+
+/// The error rg gets for such a path: `File name too long (os error 36)`.
+pub(crate) fn name_too_long() -> std::io::Error {
+    #[cfg(target_os = "linux")]
+    {
+        std::io::Error::from_raw_os_error(36)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        std::io::Error::other("File name too long")
+    }
+}
+
 fn path_error(err: std::io::Error, path: &Path, depth: usize) -> Error {
     Error::WithDepth {
         depth,
@@ -190,6 +223,10 @@ pub(crate) fn walk<F: FileSystem>(
             break;
         }
         while live.load(Ordering::Relaxed) >= MAX_LIVE_DIRS && out.relieve() {}
+        if too_long_for_rg(&p.rg_dir) {
+            out.error(path_error(name_too_long(), &p.abs, p.depth));
+            continue;
+        }
         let name = p.abs.file_name().unwrap_or_default();
         let handle = match fs.open_dir_at(p.parent.handle(), p.parent.path(), name) {
             Ok(h) => h,

@@ -190,9 +190,16 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResul
         Ok(ov) => ov,
         Err(e) => return arg_error(e),
     };
-    let matcher = match matcher::build(&req.pattern) {
+    let matcher = match matcher::build_cancellable(&req.pattern, &req.cancel) {
         Ok(m) => m,
-        Err(e) => return arg_error(e),
+        Err(Some(e)) => return arg_error(e),
+        Err(None) => {
+            return Outcome {
+                status: Status::Cancelled,
+                stderr: Vec::new(),
+                results: GrepResults::default(),
+            }
+        }
     };
     let root = Root::new(&wc, req.path.as_deref());
     let meta = super::stat_root(fs, &root);
@@ -637,6 +644,9 @@ impl<'a, F: FileSystem> Worker<'a, F> {
             // Read as it comes, as rg reads it.
             searcher.search_reader(&*matcher, fs.open(path, &cancel)?, &mut sink)?;
         } else {
+            if source.is_rg_path() && dirwalk::too_long_for_rg(path) {
+                return Err(dirwalk::name_too_long());
+            }
             let file = match source {
                 Source::InDir(dir, name) => fs.open_at(dir.handle(), dir.path(), name)?,
                 Source::Explicit => fs.open(path, &cancel)?,

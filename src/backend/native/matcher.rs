@@ -23,6 +23,56 @@ pub(crate) fn build(pattern: &str) -> Result<RegexMatcher, String> {
         .map_err(|e| regex_error(&e.to_string()))
 }
 
+/// A pattern this short without a counted repetition compiles in well
+/// under a millisecond: it is built on the calling thread.
+const CHEAP_PATTERN: usize = 256;
+
+/// How often a compile on its own thread looks at the cancellation flag.
+const COMPILE_POLL: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// [`build`], abandoned once `cancel` is set: `Err(None)`. Compiling is not
+/// interruptible and can take seconds (`\w{3000}`: Unicode classes
+/// repeated into a large NFA), which would ignore the tool's deadline
+/// while the rg backend's timeout stops rg at once. So a pattern that may
+/// be costly compiles on a thread of its own that the call stops waiting
+/// for; the thread ends when its compile does and its result is dropped.
+/// rg keeps no limit stricter than the regex crate's own size limits here
+/// (an over-limit pattern errors with rg's text either way).
+pub(crate) fn build_cancellable(
+    pattern: &str,
+    cancel: &crate::cancel::CancelToken,
+) -> Result<RegexMatcher, Option<String>> {
+    if cancel.is_cancelled() {
+        return Err(None);
+    }
+    if pattern.len() <= CHEAP_PATTERN && !pattern.contains('{') {
+        return build(pattern).map_err(Some);
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let owned = pattern.to_string();
+    let spawned = std::thread::Builder::new()
+        .name("dsh-search-regex".into())
+        .spawn(move || {
+            let _ = tx.send(build(&owned));
+        });
+    if spawned.is_err() {
+        // No thread to be had: compile here, as before.
+        return build(pattern).map_err(Some);
+    }
+    loop {
+        match rx.recv_timeout(COMPILE_POLL) {
+            Ok(built) => return built.map_err(Some),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if cancel.is_cancelled() => {
+                return Err(None)
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(Some(regex_error("the regex compiler stopped")))
+            }
+        }
+    }
+}
+
 /// Whether "no match anywhere in a file's bytes" implies "no match from the
 /// searcher", so that a small clean file can be answered without running
 /// the searcher over it (`grep::Worker::search`).

@@ -75,7 +75,10 @@ fn refuse_directory_path(
 
 /// An `FsError` as the tool result's error (`info.name` = `FsError`).
 pub(crate) fn fs_error(e: FsError) -> ToolError {
-    ToolError::coded("FsError", e.code.as_str(), e.message)
+    // The message quotes the path raw: a name's control, bidi and
+    // zero-width characters are escaped in place (D6).
+    let message = super::names::escaped_line(&e.message).into_owned();
+    ToolError::coded("FsError", e.code.as_str(), message)
 }
 
 /// The remedy wrapper of write and edit (`seed-reference.md` §6.5).
@@ -89,5 +92,6 @@ pub(crate) fn with_remedy(e: FsError) -> FsError {
 
 /// The `<path>…</path>` envelope shared by the three tools.
 fn envelope(display: &str, body: &str) -> String {
+    let display = super::names::shown(display);
     format!("<path>{display}</path>\n<type>file</type>\n<content>\n{body}\n</content>")
 }
