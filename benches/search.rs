@@ -2,8 +2,14 @@
 //! callgrind): `dsh-search bench` measures, this only repeats.
 //!
 //! ```text
-//! cargo bench --bench search -- <glob|grep|tool-glob|tool-grep> PATTERN DIR [N] [native|rg]
+//! cargo bench --bench search -- <glob|grep|tool-glob|tool-grep|raw-glob|raw-grep> PATTERN DIR [N] [native|rg]
+//! cargo bench --bench search -- corpus small DIR
 //! ```
+//!
+//! `raw-glob` and `raw-grep` run rg's own argv through
+//! [`Invocation`](dsh_search::Invocation) to rg's stdout bytes, the call
+//! under the Node binding's `rg()`; `corpus small DIR` writes the 100-file
+//! tier there (the Node benchmark's workspace).
 //!
 //! Prints the median wall time and what the last call found. With
 //! `DSH_SEARCH_PAUSE_MS=<ms>` it pauses that long before each call, so the
@@ -31,6 +37,12 @@ fn main() {
         std::process::exit(2);
     }
     let (what, pattern, dir) = (&args[0], &args[1], PathBuf::from(&args[2]));
+    if what == "corpus" {
+        let tier = dsh_search::bench::corpus::Tier::parse(pattern)
+            .expect("a tier: small, medium or large");
+        dsh_search::bench::corpus::generate(&dir, tier, 1).expect("write the corpus");
+        return;
+    }
     let n: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(10);
     let kind = match args.get(4).map(String::as_str) {
         Some("rg") => BackendKind::Rg,
@@ -63,6 +75,20 @@ fn main() {
                 r.include = include.clone();
                 let o = backend.grep(&r);
                 format!("{} matches, {:?}", o.results.matches().count(), o.status)
+            }
+            "raw-glob" | "raw-grep" => {
+                let argv = if what == "raw-glob" {
+                    dsh_search::backend::rg::glob_args(&GlobRequest::new(pattern.clone(), &dir))
+                } else {
+                    let mut r = GrepRequest::new(pattern.clone(), &dir);
+                    r.include = include.clone();
+                    dsh_search::backend::rg::grep_args(&r)
+                };
+                let run = dsh_search::Invocation::parse(&argv, &dir)
+                    .expect("the backend's own argv")
+                    .run(&*backend)
+                    .into_output();
+                format!("{} bytes of stdout, {:?}", run.stdout.len(), run.status)
             }
             "tool-glob" | "tool-grep" => {
                 let mut a = serde_json::json!({ "pattern": pattern });

@@ -115,6 +115,26 @@ pub fn rg(argv: Vec<String>, cwd: String, cancel: &Cancel) -> Result<AsyncTask<R
     Ok(AsyncTask::new(RgTask { invocation }))
 }
 
+/// The median wall time, in microseconds, of `n` runs of `argv` in `cwd`
+/// made in-process from Rust on this thread, as [`rg`] makes each run on
+/// the pool: the baseline of the binding's per-call overhead
+/// (`bench/bench.js`; not part of the package's JavaScript surface).
+#[napi]
+pub fn time_in_process(argv: Vec<String>, cwd: String, n: u32) -> Result<f64> {
+    let invocation = Invocation::parse(&argv, existing_dir(&cwd, "timeInProcess")?)
+        .map_err(|e| Error::from_reason(e.to_string()))?;
+    let mut times: Vec<f64> = (0..n.max(1))
+        .map(|_| {
+            let start = std::time::Instant::now();
+            let out = invocation.run(&NativeBackend::new()).into_output();
+            std::hint::black_box(out);
+            start.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
 /// `null` when `argv` (without the program name) is one of the two
 /// invocations, else why it is not.
 #[napi]
