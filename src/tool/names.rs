@@ -5,7 +5,7 @@
 //! holds, an ANSI escape recolours a terminal, a bidi override reorders
 //! what the reader sees. The original package prints names raw. Here a name
 //! holding any character that could do that is shown as a JSON string
-//! literal with those characters escaped ([`quote`], the same quoting the
+//! literal with those characters escaped (`quote`, the same quoting the
 //! guard's denials use), and every other name is shown as it is. The
 //! escaped form given back as a path argument names the file again
 //! ([`unshown`]), so a shown file stays reachable.
@@ -61,7 +61,7 @@ pub(crate) fn needs_escape(c: char) -> bool {
 }
 
 /// How a file name (or a path) is shown to the model: as it is, or
-/// [`quote`]d when it holds a character that [`needs_escape`].
+/// `quote`d when it holds a character that `needs_escape`.
 pub fn shown(name: &str) -> Cow<'_, str> {
     if name.chars().any(needs_escape) {
         Cow::Owned(quote(name))

@@ -48,7 +48,7 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 /// Call first in `main`. When this process was started as the trampoline,
 /// this sets the death signal, checks the parent is still the one that
 /// started it and `exec`s rg: it never returns then (it exits 127 with
-/// [`EXEC_FAILED`] when rg cannot be executed, 1 when the parent died
+/// `EXEC_FAILED` when rg cannot be executed, 1 when the parent died
 /// already). Otherwise it returns, and later rg processes of this process
 /// are started through the trampoline.
 pub fn intercept() {
