@@ -1,9 +1,18 @@
 //! What a backend returns for a request: rg's exit status, its stderr lines
 //! and the results (`contract.md` §2, raw level).
 
+use std::cmp::Ordering;
 use std::io::{self, Write};
 
 use crate::event::Event;
+
+/// Contract D2, the one order of grep results: by path (byte order), then
+/// line number. rg's file order changes from run to run; the native engine
+/// sorts its file blocks with it (each block's lines already ascend) and
+/// the grep tool sorts the matches of either backend with it.
+pub(crate) fn d2_order(a: (&[u8], u64), b: (&[u8], u64)) -> Ordering {
+    a.0.cmp(b.0).then(a.1.cmp(&b.1))
+}
 
 /// How a search ended.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,6 +8,21 @@ use crate::cancel::CancelToken;
 /// before the call is stopped (`rawOutputMaxBytes`, `seed-reference.md` §9.1).
 pub const DEFAULT_RAW_OUTPUT_MAX_BYTES: u64 = 20_000_000;
 
+/// The VCS directories the glob invocation excludes, in the seed's order
+/// (`seed-reference.md` §1.1 step 6). The one list both backends read: the
+/// rg argv spells each as two globs ([`vcs_exclude_globs`]), the native
+/// walk builds the same globs and scans for the names.
+pub(crate) const VCS_DIRS: [&str; 6] = [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
+
+/// The twelve `--glob` values of the VCS excludes, in argv order: for each
+/// directory, `!**/X` prunes it while walking and `!**/X/**` keeps its
+/// contents out when the root is that directory (§1.1 step 6).
+pub(crate) fn vcs_exclude_globs() -> impl Iterator<Item = String> {
+    VCS_DIRS
+        .iter()
+        .flat_map(|name| [format!("!**/{name}"), format!("!**/{name}/**")])
+}
+
 /// A glob request: what `rg --files --glob=<pattern> --sort=modified
 /// --no-ignore --hidden <vcs excludes> [-- <path>]` run in `workdir` lists.
 #[derive(Clone, Debug)]
@@ -42,7 +57,24 @@ pub struct GrepRequest {
     pub raw_budget: Option<u64>,
 }
 
+/// The first of `args` (name, value) whose value holds a NUL. No argv can
+/// carry one, so no rg can be started with it: the one check both the
+/// native backend and the tools make (`contract.md` §3).
+fn first_nul(args: &[(&'static str, Option<&str>)]) -> Option<&'static str> {
+    args.iter()
+        .find(|(_, v)| v.is_some_and(|v| v.contains('\0')))
+        .map(|(name, _)| *name)
+}
+
 impl GlobRequest {
+    /// The name of the first argument (`pattern`, `path`) that holds a NUL.
+    pub(crate) fn nul_argument(&self) -> Option<&'static str> {
+        first_nul(&[
+            ("pattern", Some(&self.pattern)),
+            ("path", self.path.as_deref()),
+        ])
+    }
+
     /// A request with no path, no cancellation and no budget.
     pub fn new(pattern: impl Into<String>, workdir: impl Into<PathBuf>) -> GlobRequest {
         GlobRequest {
@@ -62,6 +94,16 @@ impl GlobRequest {
 }
 
 impl GrepRequest {
+    /// The name of the first argument (`pattern`, `path`, `include`) that
+    /// holds a NUL.
+    pub(crate) fn nul_argument(&self) -> Option<&'static str> {
+        first_nul(&[
+            ("pattern", Some(&self.pattern)),
+            ("path", self.path.as_deref()),
+            ("include", self.include.as_deref()),
+        ])
+    }
+
     /// A request with no path, no include, no cancellation and no budget.
     pub fn new(pattern: impl Into<String>, workdir: impl Into<PathBuf>) -> GrepRequest {
         GrepRequest {

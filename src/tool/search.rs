@@ -8,7 +8,7 @@ use crate::backend::SearchBackend;
 use crate::cancel::CancelToken;
 use crate::config::SearchConfig;
 use crate::event::Event;
-use crate::outcome::{Outcome, Status};
+use crate::outcome::{d2_order, Outcome, Status};
 use crate::request::{GlobRequest, GrepRequest};
 use crate::tool::args::{GlobArgs, GrepArgs};
 use crate::tool::result::ToolError;
@@ -225,12 +225,6 @@ fn ladder<T>(
     }
 }
 
-/// Node's spawn refuses an argv element holding NUL before any process
-/// exists: the launch failure, on both backends, without asking them.
-fn has_nul(values: &[Option<&str>]) -> bool {
-    values.iter().flatten().any(|v| v.contains('\0'))
-}
-
 /// Run glob on `backend`. `cancel` is the call's own token (handed to the
 /// backend); `caller` is the caller's.
 pub fn run_glob(
@@ -244,9 +238,6 @@ pub fn run_glob(
     if any_cancelled(&tokens) {
         return Err(aborted("glob"));
     }
-    if has_nul(&[Some(&args.pattern), args.path.as_deref()]) {
-        return Err(launch_failed("glob"));
-    }
     let req = GlobRequest {
         pattern: args.pattern.clone(),
         path: args.path.clone(),
@@ -254,6 +245,11 @@ pub fn run_glob(
         cancel: cancel.clone(),
         raw_budget: Some(config.raw_output_max_bytes),
     };
+    // Node's spawn refuses an argv element holding NUL before any process
+    // exists: the launch failure, on both backends, without asking them.
+    if req.nul_argument().is_some() {
+        return Err(launch_failed("glob"));
+    }
     let outcome = backend.glob(&req);
     let root = match &args.path {
         Some(p) => display_path(p, &ctx.workdir),
@@ -304,13 +300,6 @@ pub fn run_grep(
     if any_cancelled(&tokens) {
         return Err(aborted("grep"));
     }
-    if has_nul(&[
-        Some(&args.pattern),
-        args.path.as_deref(),
-        args.include.as_deref(),
-    ]) {
-        return Err(launch_failed("grep"));
-    }
     let req = GrepRequest {
         pattern: args.pattern.clone(),
         path: args.path.clone(),
@@ -319,6 +308,10 @@ pub fn run_grep(
         cancel: cancel.clone(),
         raw_budget: Some(config.raw_output_max_bytes),
     };
+    // As for glob: no process could be started with a NUL in its argv.
+    if req.nul_argument().is_some() {
+        return Err(launch_failed("grep"));
+    }
     let outcome = backend.grep(&req);
     if !ladder("grep", &outcome, &tokens, config)? {
         return Ok(GrepValue::default());
@@ -353,10 +346,10 @@ pub fn run_grep(
         .collect();
     // Contract D2: rg's file order varies from run to run; ours does not.
     matches.sort_by(|a, b| {
-        a.path
-            .as_bytes()
-            .cmp(b.path.as_bytes())
-            .then(a.line_number.cmp(&b.line_number))
+        d2_order(
+            (a.path.as_bytes(), a.line_number),
+            (b.path.as_bytes(), b.line_number),
+        )
     });
     Ok(GrepValue { matches })
 }

@@ -9,7 +9,7 @@ use super::messages::Messages;
 use super::parwalk::{self, dir_error};
 use super::paths::Root;
 use super::walk::GlobFilter;
-use super::{canonical_workdir, check_arg, exit_code, Budget};
+use super::{canonical_workdir, exit_code, nul_launch_failure, Budget};
 
 /// One walk, whatever the root: walkdir stats a root following links
 /// (`DirEntry::from_path` with `follow_root_links`), reports an error
@@ -22,10 +22,8 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GlobRequest) -> Outcome<GlobResul
         stderr: Vec::new(),
         results: GlobResults::default(),
     };
-    if let Err(why) =
-        check_arg("pattern", Some(&req.pattern)).and(check_arg("path", req.path.as_deref()))
-    {
-        return fail(why);
+    if let Some(name) = req.nul_argument() {
+        return fail(nul_launch_failure(name));
     }
     let wc = match canonical_workdir(fs, &req.workdir) {
         Ok(wc) => wc,

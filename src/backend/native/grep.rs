@@ -12,7 +12,7 @@ use grep_searcher::Searcher;
 
 use crate::event::{Event, Stats, Summary};
 use crate::fs::{FileSystem, FileType};
-use crate::outcome::{GrepResults, Outcome, Status};
+use crate::outcome::{d2_order, GrepResults, Outcome, Status};
 use crate::request::GrepRequest;
 
 use super::dirwalk::{self, Dir, Haystack};
@@ -25,7 +25,7 @@ use super::reader::{cancelled, is_clean_miss, preloadable, FileReader, PRELOAD_K
 use super::rgignore::RgIgnore;
 use super::sink::{FileBlock, JsonSink};
 use super::walk::overrides;
-use super::{canonical_workdir, check_arg, exit_code, Budget};
+use super::{canonical_workdir, exit_code, nul_launch_failure, Budget};
 
 /// Everything one call shares between its threads.
 struct Ctx<'a, F: FileSystem> {
@@ -164,11 +164,8 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResul
         stderr: Vec::new(),
         results: GrepResults::default(),
     };
-    if let Err(why) = check_arg("pattern", Some(&req.pattern))
-        .and(check_arg("path", req.path.as_deref()))
-        .and(check_arg("include", req.include.as_deref()))
-    {
-        return fail(why);
+    if let Some(name) = req.nul_argument() {
+        return fail(nul_launch_failure(name));
     }
     let wc = match canonical_workdir(fs, &req.workdir) {
         Ok(wc) => wc,
@@ -532,8 +529,9 @@ fn finish<F: FileSystem>(ctx: Ctx<'_, F>, started: Instant) -> Outcome<GrepResul
     if ctx.root.is_implicit() && !searched {
         msgs.error(NOTHING_SEARCHED);
     }
-    // rg's file order is nondeterministic; path order makes ours stable.
-    blocks.sort_by(|a, b| a.path.cmp(&b.path));
+    // rg's file order is nondeterministic; D2's path order makes ours
+    // stable. A block holds one file's lines, in ascending order already.
+    blocks.sort_by(|a, b| d2_order((&a.path, 0), (&b.path, 0)));
     let mut stats = unmatched;
     let mut matched = false;
     let mut events = Vec::with_capacity(blocks.iter().map(|b| b.events.len()).sum::<usize>() + 1);

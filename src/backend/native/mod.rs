@@ -175,12 +175,10 @@ fn pool() -> &'static rayon::ThreadPool {
     })
 }
 
-/// A NUL cannot be passed in an argv: rg could not be started with it.
-fn check_arg(name: &str, value: Option<&str>) -> Result<(), String> {
-    match value {
-        Some(v) if v.contains('\0') => Err(format!("{name} contains a NUL byte")),
-        _ => Ok(()),
-    }
+/// What the launch failure says when an argument holds a NUL (see
+/// `GlobRequest::nul_argument`): rg could not be started with it.
+fn nul_launch_failure(name: &str) -> String {
+    format!("{name} contains a NUL byte")
 }
 
 /// The raw-output budget and the cancellation flag, shared by every thread

@@ -6,22 +6,7 @@ use std::path::Path;
 use ignore::overrides::{Override, OverrideBuilder};
 
 use crate::fs::bytes::path_bytes;
-
-/// rg's VCS excludes, added after the user glob in the glob argv.
-const VCS_EXCLUDES: [&str; 12] = [
-    "!**/.git",
-    "!**/.git/**",
-    "!**/.svn",
-    "!**/.svn/**",
-    "!**/.hg",
-    "!**/.hg/**",
-    "!**/.bzr",
-    "!**/.bzr/**",
-    "!**/.jj",
-    "!**/.jj/**",
-    "!**/.sl",
-    "!**/.sl/**",
-];
+use crate::request::{vcs_exclude_globs, VCS_DIRS};
 
 /// `hiargs.rs: globs` (L1213): one `OverrideBuilder` rooted at the CWD, the
 /// globs added in argv order. The error is the text rg prints.
@@ -38,13 +23,12 @@ pub(crate) fn overrides(wc: &Path, globs: &[&str]) -> Result<Override, String> {
 
 /// The glob invocation's globs: the user's first, then the VCS excludes.
 pub(crate) fn glob_overrides(wc: &Path, pattern: &str) -> Result<Override, String> {
+    // rg's VCS excludes come after the user glob in the glob argv.
+    let excludes: Vec<String> = vcs_exclude_globs().collect();
     let mut globs = vec![pattern];
-    globs.extend(VCS_EXCLUDES);
+    globs.extend(excludes.iter().map(String::as_str));
     overrides(wc, &globs)
 }
-
-/// The directory names the VCS excludes are about.
-const VCS_NAMES: [&[u8]; 6] = [b".git", b".svn", b".hg", b".bzr", b".jj", b".sl"];
 
 /// The glob invocation's override decision, made in two steps where that
 /// is exact: the twelve VCS excludes come last, so when one matches the
@@ -109,5 +93,5 @@ impl GlobFilter {
 
 fn has_vcs_segment(path: &[u8]) -> bool {
     path.split(|&b| b == b'/')
-        .any(|seg| VCS_NAMES.contains(&seg))
+        .any(|seg| VCS_DIRS.iter().any(|name| name.as_bytes() == seg))
 }

@@ -6,10 +6,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::request::{GlobRequest, GrepRequest};
-
-/// The VCS directories glob excludes, in the seed's order (§1.1 step 6).
-const VCS_DIRS: [&str; 6] = [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
+use crate::request::{vcs_exclude_globs, GlobRequest, GrepRequest};
 
 /// One rg invocation: the binary, its argv (without argv\[0\]) and its
 /// working directory. Stdin is always `/dev/null`.
@@ -35,12 +32,7 @@ pub fn glob_args(req: &GlobRequest) -> Vec<String> {
         "--no-ignore".to_string(),
         "--hidden".to_string(),
     ];
-    for name in VCS_DIRS {
-        // The first form prunes the directory while walking; the second keeps
-        // its contents out when the root is that directory (§1.1 step 6).
-        args.push(format!("--glob=!**/{name}"));
-        args.push(format!("--glob=!**/{name}/**"));
-    }
+    args.extend(vcs_exclude_globs().map(|g| format!("--glob={g}")));
     push_path(&mut args, req.path.as_deref());
     args
 }
