@@ -3,20 +3,16 @@
 //! Without `--session` the tools run on the bare provider: no observation
 //! policy, unconditional writes and edits. With `--session ID` the policy
 //! applies and the session's observations persist in the state directory
-//! (`$DSH_SEARCH_STATE_DIR`, `$XDG_STATE_HOME/dsh-search` or
-//! `~/.local/state/dsh-search`), so `read` then `edit` as two commands
-//! behaves like two calls of one session.
+//! ([`super::setup`]), so `read` then `edit` as two commands behaves like
+//! two calls of one session.
 
 use std::io::{self, Read};
-use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use super::setup::{context, exit_code, make_tools, print, run_call};
 use super::{Common, EditArgs, Format, ReadArgs, WriteArgs};
 use crate::cancel::CancelToken;
-use crate::fs::LocalFs;
-use crate::session::Sessions;
-use crate::tool::Tools;
 
 /// `dsh-search read`.
 pub fn read(common: &Common, args: &ReadArgs) -> u8 {
@@ -35,18 +31,18 @@ pub fn read(common: &Common, args: &ReadArgs) -> u8 {
 /// held at a time, whatever its size), and the wait for it ends at SIGINT,
 /// SIGTERM or SIGHUP with nothing written.
 pub fn write(common: &Common, args: &WriteArgs) -> u8 {
-    let tools = match super::tools::make_tools(common) {
+    let tools = match make_tools(common) {
         Ok(t) => t,
         Err(e) => return super::fail(e),
     };
-    let ctx = match super::tools::context(common) {
+    let ctx = match context(common) {
         Ok(c) => c,
         Err(e) => return super::fail(e),
     };
     let mut stdin = CancellableStdin::new(common.cancel.clone());
     let result = tools.write_stream(&args.file, &mut stdin, &ctx);
-    super::tools::print(&result.content);
-    super::tools::exit_code(&result)
+    print(&result.content);
+    exit_code(&result)
 }
 
 /// `dsh-search edit`.
@@ -65,30 +61,7 @@ pub fn edit(common: &Common, args: &EditArgs) -> u8 {
 /// One call through the tools' dispatch (schema, guard, the tool), printed
 /// as text.
 fn run(common: &Common, tool: &str, args: &Value) -> u8 {
-    super::tools::run(common, tool, args, Format::Text)
-}
-
-/// The command line's local disk. Writers lock the target's directory,
-/// so concurrent invocations serialize whatever their state directories
-/// (a bare write needs none).
-pub fn local_fs() -> LocalFs {
-    LocalFs::new()
-}
-
-/// The file tools' side of the command line's [`Tools`]: for `--session`
-/// the observation policy over the persistent session store (without it:
-/// the bare provider).
-pub fn configure(tools: Tools, common: &Common) -> Result<Tools, String> {
-    let state_dir = Sessions::default_state_dir();
-    Ok(match &common.session {
-        Some(_) => {
-            let dir = state_dir.ok_or(
-                "--session needs a state directory: set DSH_SEARCH_STATE_DIR, XDG_STATE_HOME or HOME",
-            )?;
-            tools.with_sessions(Arc::new(Sessions::persistent(dir)))
-        }
-        None => tools.without_observation_policy(),
-    })
+    run_call(common, tool, args, Format::Text)
 }
 
 /// Standard input, read so that a cancellation (a signal) ends a wait for

@@ -4,12 +4,15 @@
 //! layer: [`raw`] (rg's own output), [`tools`] (the model-facing glob, grep
 //! and `call`), [`files`] (read, write, edit), [`changes`] (an overlay's
 //! changes), [`bench`](mod@bench); the servers (`mcp`, `serve`) live in
-//! [`crate::server`].
+//! [`crate::server`]. What they all set up (configuration, workspace,
+//! backend, sessions, tools, printing) is [`setup`]'s, so that none of
+//! them imports another.
 
 pub mod bench;
 pub mod changes;
 pub mod files;
 pub mod raw;
+pub mod setup;
 pub mod tools;
 pub mod workspace;
 

@@ -8,10 +8,8 @@
 //! [`RawRun`], which the Node binding's `rg()` shares.
 
 use std::io::{self, BufWriter, Write};
-use std::sync::Arc;
 
 use super::{Common, GlobArgs, GrepArgs};
-use crate::backend::SearchBackend;
 use crate::invocation::{Invocation, RawRun};
 use crate::request::{GlobRequest, GrepRequest};
 
@@ -39,19 +37,11 @@ pub fn grep(common: &Common, args: &GrepArgs) -> u8 {
 }
 
 fn run(common: &Common, invocation: Invocation) -> u8 {
-    let backend = match backend(common) {
+    let backend = match super::setup::backend(common) {
         Ok(b) => b,
         Err(e) => return super::fail(e),
     };
     finish(&invocation.cancel(common.cancel.clone()).run(&*backend))
-}
-
-/// The backend the common options name, over their workspace, with the
-/// configuration's `graceMs` for rg.
-fn backend(common: &Common) -> Result<Arc<dyn SearchBackend>, String> {
-    let config = super::tools::load_config(common)?;
-    let workspace = super::workspace::Workspace::open(common, super::files::local_fs())?;
-    workspace.backend(common.backend, &config)
 }
 
 /// Print stdout (only for a run that exited), then stderr, and return the

@@ -6,7 +6,7 @@
 //! is not protocol:
 //!
 //! - the [`Tools`] come from the command line's common setup
-//!   ([`crate::cli::tools::make_tools`]: backend, configuration, spill
+//!   ([`crate::cli::setup::make_tools`]: backend, configuration, spill
 //!   store, filesystem, guard), so every common option applies as it does to
 //!   one CLI call; a server keeps its sessions (read observations, guard
 //!   counters) in memory for its life unless `--session` names a persistent
@@ -47,14 +47,14 @@ pub(crate) const SIGNAL_DRAIN: Duration = Duration::from_secs(5);
 /// so it applies the policy, with the sessions held in its memory. (The
 /// command line's guard already counts in memory without `--session`.)
 pub fn tools_for(common: &Common) -> Result<Tools, String> {
-    tools_with(common, crate::cli::tools::load_config(common)?)
+    tools_with(common, crate::cli::setup::load_config(common)?)
 }
 
 /// [`tools_for`] with the configuration given as a value (the Node
 /// binding's `new Tools({config})`, which serves many sessions from one
 /// process the way a server does).
 pub fn tools_with(common: &Common, config: crate::config::Config) -> Result<Tools, String> {
-    let tools = crate::cli::tools::make_tools_with(common, config)?;
+    let tools = crate::cli::setup::make_tools_with(common, config)?;
     if common.session.is_some() {
         return Ok(tools);
     }

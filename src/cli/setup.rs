@@ -1,0 +1,144 @@
+//! The command line's setup, in one place: the configuration, the
+//! workspace and its backend, the session store, the tools, the call
+//! context, and how a result is printed and becomes an exit status. The
+//! subcommand modules ([`super::tools`], [`super::files`], [`super::raw`])
+//! and the servers build on it and never on each other.
+//!
+//! With `--session ID` one persistent session store (the state directory:
+//! `$DSH_SEARCH_STATE_DIR`, `$XDG_STATE_HOME/dsh-search` or
+//! `~/.local/state/dsh-search`) holds both the observation policy's reads
+//! and the guard's counters, so that separate invocations add up.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use super::{Common, Format};
+use crate::backend::SearchBackend;
+use crate::config::Config;
+use crate::fs::LocalFs;
+use crate::guard::Guard;
+use crate::session::Sessions;
+use crate::spill::LocalSpillStore;
+use serde_json::Value;
+
+use crate::tool::{CallContext, ToolResult, Tools};
+
+/// The configuration `--config` names, or the defaults.
+pub(crate) fn load_config(common: &Common) -> Result<Config, String> {
+    match &common.config {
+        Some(path) => Config::load(path),
+        None => Ok(Config::default()),
+    }
+}
+
+/// The command line's local disk. Writers lock the target's directory,
+/// so concurrent invocations serialize whatever their state directories
+/// (a bare write needs none).
+pub fn local_fs() -> LocalFs {
+    LocalFs::new()
+}
+
+/// The backend the common options name, over their workspace, with the
+/// configuration's `graceMs` for rg (`--format raw`).
+pub(crate) fn backend(common: &Common) -> Result<Arc<dyn SearchBackend>, String> {
+    let config = load_config(common)?;
+    let workspace = super::workspace::Workspace::open(common, local_fs())?;
+    workspace.backend(common.backend, &config)
+}
+
+/// The deployment's tools for the common options: the configured backend,
+/// a local spill store, the guard.
+pub fn make_tools(common: &Common) -> Result<Tools, String> {
+    make_tools_with(common, load_config(common)?)
+}
+
+/// [`make_tools`] with the configuration given as a value instead of
+/// `--config` (the Node binding's `new Tools({config})`).
+pub fn make_tools_with(common: &Common, config: Config) -> Result<Tools, String> {
+    let store = LocalSpillStore::new(config.spill.root.clone())
+        .map_err(|e| format!("cannot use the spill root: {e}"))?;
+    let workspace = super::workspace::Workspace::open(common, local_fs())?;
+    let backend = workspace.backend(common.backend, &config)?;
+    let tools = Tools::new(config, backend)
+        .with_spill_store(Arc::new(store))
+        .with_filesystem(workspace.filesystem());
+    let guard = tools.config().guard.clone();
+    // The search-path guard is on by default (`contract.md` §7).
+    Ok(match session_store(common)? {
+        // The observation policy and the guard's counters over the one
+        // persistent store.
+        Some(sessions) => tools
+            .with_sessions(sessions.clone())
+            .with_guard(Arc::new(Guard::with_counters(guard, sessions))),
+        // The bare provider: no observation policy, unconditional writes
+        // and edits; the guard counts in memory.
+        None => tools
+            .without_observation_policy()
+            .with_guard(Arc::new(Guard::new(guard))),
+    })
+}
+
+/// The persistent session store for `--session`, `None` without it.
+fn session_store(common: &Common) -> Result<Option<Arc<Sessions>>, String> {
+    if common.session.is_none() {
+        return Ok(None);
+    }
+    let dir = Sessions::default_state_dir().ok_or(
+        "--session needs a state directory: set DSH_SEARCH_STATE_DIR, XDG_STATE_HOME or HOME",
+    )?;
+    Ok(Some(Arc::new(Sessions::persistent(dir))))
+}
+
+/// One call through the tools' dispatch, printed in `format`.
+pub(crate) fn run_call(common: &Common, tool: &str, args: &Value, format: Format) -> u8 {
+    let tools = match make_tools(common) {
+        Ok(t) => t,
+        Err(e) => return super::fail(e),
+    };
+    let ctx = match context(common) {
+        Ok(c) => c,
+        Err(e) => return super::fail(e),
+    };
+    let result = tools.call(tool, args, &ctx);
+    match format {
+        Format::Json => match serde_json::to_string(&result) {
+            Ok(s) => print(&s),
+            Err(e) => return super::fail(e),
+        },
+        _ => print(&result.content),
+    }
+    exit_code(&result)
+}
+
+/// The call context of the common options: the workdir, the session, the
+/// signals' cancellation.
+pub(crate) fn context(common: &Common) -> Result<CallContext, String> {
+    let workdir = common
+        .workdir()
+        .and_then(std::path::absolute)
+        .map_err(|e| format!("cannot determine the working directory: {e}"))?;
+    let mut ctx = CallContext::new(workdir);
+    ctx.session_id = common.session.clone();
+    ctx.cancel = common.cancel.clone();
+    Ok(ctx)
+}
+
+/// 2 for an error result, 1 for an empty search, 0 otherwise.
+pub fn exit_code(result: &ToolResult) -> u8 {
+    if result.is_error {
+        2
+    } else if result.empty {
+        1
+    } else {
+        0
+    }
+}
+
+/// Print `text` and a newline; a closed stdout is not an error worth a
+/// message.
+pub(crate) fn print(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.write_all(b"\n");
+    let _ = out.flush();
+}
