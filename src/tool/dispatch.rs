@@ -5,7 +5,7 @@
 //! of an over-cap result and the presentation meta.
 
 use std::path::Path;
-use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -454,190 +454,17 @@ impl Tools {
     ) -> Result<T, ToolError> {
         let timeout_ms = self.config.search.timeout_ms;
         let deadline = Instant::now().checked_add(Duration::from_millis(timeout_ms));
-        let token = CancelToken::new();
-        let timed_out = match timer() {
-            // The shared timer: registering costs a lock, not a thread.
-            Some(t) => {
-                let id = t.register(deadline, ctx.cancel.clone(), token.clone());
-                let out = work(&token);
-                (out, t.unregister(id))
-            }
-            // No timer thread could be started: a watcher for this call.
-            None => {
-                let (done_tx, done_rx) = mpsc::channel::<()>();
-                std::thread::scope(|scope| {
-                    let (caller, own) = (&ctx.cancel, &token);
-                    let watcher = scope.spawn(move || watch(caller, own, deadline, done_rx));
-                    let out = work(&token);
-                    drop(done_tx);
-                    let timed_out = watcher.join().unwrap_or(false);
-                    (out, timed_out)
-                })
-            }
-        };
-        match timed_out {
+        // The call's own token: the caller's cancellation and the deadline
+        // reach the work through it, with no thread watching either.
+        let token = CancelToken::child(&ctx.cancel, deadline);
+        let out = work(&token);
+        match (out, token.timed_out()) {
             (_, true) => Err(ToolError::coded(
                 "ToolTimeoutError",
                 "TOOL_TIMEOUT",
                 format!("tool call timed out after {timeout_ms}ms"),
             )),
             (out, false) => out,
-        }
-    }
-}
-
-/// How often the watcher looks at the caller's token. The caller's token is
-/// a plain flag with no wakeup, so it is polled; the deadline and the end
-/// of the work wake the watcher at once.
-const CALLER_POLL: Duration = Duration::from_millis(10);
-
-/// Cancel `token` when `caller` is cancelled or `deadline` passes, until
-/// `done` disconnects. Returns whether the deadline fired first.
-fn watch(
-    caller: &CancelToken,
-    token: &CancelToken,
-    deadline: Option<Instant>,
-    done: mpsc::Receiver<()>,
-) -> bool {
-    loop {
-        if caller.is_cancelled() {
-            token.cancel();
-            return false;
-        }
-        let now = Instant::now();
-        let wait = match deadline {
-            Some(d) if d <= now => {
-                token.cancel();
-                return true;
-            }
-            Some(d) => (d - now).min(CALLER_POLL),
-            None => CALLER_POLL,
-        };
-        match done.recv_timeout(wait) {
-            Err(mpsc::RecvTimeoutError::Timeout) => continue,
-            _ => return false,
-        }
-    }
-}
-
-/// One call the timer watches.
-struct Watched {
-    id: u64,
-    deadline: Option<Instant>,
-    caller: CancelToken,
-    token: CancelToken,
-    /// `None` while running; then whether the deadline fired first.
-    settled: Option<bool>,
-}
-
-#[derive(Default)]
-struct TimerState {
-    next_id: u64,
-    /// The calls running now: a handful at most, so a scan is cheaper than
-    /// keeping a heap in order.
-    calls: Vec<Watched>,
-    /// When the timer thread wakes next; `None` while it waits for work.
-    wake_at: Option<Instant>,
-}
-
-/// One long-lived thread (`dsh-timer`) that does for every call what a
-/// watcher thread per call did (`watch`): cancel the call's token when its
-/// deadline passes or its caller cancels, so a call spawns no thread.
-struct Timer {
-    state: Mutex<TimerState>,
-    wake: Condvar,
-}
-
-/// The process's timer, started on first use; `None` if its thread could
-/// not be started.
-fn timer() -> Option<&'static Timer> {
-    static TIMER: OnceLock<Option<&'static Timer>> = OnceLock::new();
-    *TIMER.get_or_init(|| {
-        let t: &'static Timer = Box::leak(Box::new(Timer {
-            state: Mutex::new(TimerState::default()),
-            wake: Condvar::new(),
-        }));
-        std::thread::Builder::new()
-            // Named: an unnamed thread would carry the name of the caller
-            // that started it and pass for a leftover of that call.
-            .name("dsh-timer".to_string())
-            .spawn(move || t.run())
-            .ok()
-            .map(|_| t)
-    })
-}
-
-impl Timer {
-    fn lock(&self) -> std::sync::MutexGuard<'_, TimerState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn register(&self, deadline: Option<Instant>, caller: CancelToken, token: CancelToken) -> u64 {
-        let mut st = self.lock();
-        let id = st.next_id;
-        st.next_id += 1;
-        st.calls.push(Watched {
-            id,
-            deadline,
-            caller,
-            token,
-            settled: None,
-        });
-        // Wake the thread only when it would otherwise look too late: it
-        // waits for work, or its next look is after this call's first one.
-        let first_look = Instant::now() + CALLER_POLL;
-        let first_look = deadline.map_or(first_look, |d| d.min(first_look));
-        if st.wake_at.is_none_or(|w| w > first_look) {
-            st.wake_at = Some(first_look);
-            self.wake.notify_one();
-        }
-        id
-    }
-
-    /// Stop watching call `id`; whether its deadline fired first.
-    fn unregister(&self, id: u64) -> bool {
-        let mut st = self.lock();
-        match st.calls.iter().position(|w| w.id == id) {
-            Some(i) => st.calls.swap_remove(i).settled == Some(true),
-            None => false,
-        }
-    }
-
-    fn run(&self) {
-        let mut st = self.lock();
-        loop {
-            let now = Instant::now();
-            let mut next: Option<Instant> = None;
-            for w in st.calls.iter_mut().filter(|w| w.settled.is_none()) {
-                if w.caller.is_cancelled() {
-                    w.token.cancel();
-                    w.settled = Some(false);
-                    continue;
-                }
-                match w.deadline {
-                    Some(d) if d <= now => {
-                        w.token.cancel();
-                        w.settled = Some(true);
-                        continue;
-                    }
-                    Some(d) => next = Some(next.map_or(d, |n| n.min(d))),
-                    None => {}
-                }
-                // The caller's token is a plain flag with no wakeup: polled.
-                let poll = now + CALLER_POLL;
-                next = Some(next.map_or(poll, |n| n.min(poll)));
-            }
-            st.wake_at = next;
-            st = match next {
-                None => self.wake.wait(st).unwrap_or_else(|e| e.into_inner()),
-                Some(at) => {
-                    let wait = at.saturating_duration_since(Instant::now());
-                    self.wake
-                        .wait_timeout(st, wait)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
-                }
-            };
         }
     }
 }
