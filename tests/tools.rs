@@ -662,7 +662,7 @@ backend_test!(stopped_calls_leave_no_thread_or_process, |ws, b| {
         // count below can see a thread left behind. The engine starts no
         // thread per call: it walks on the caller's thread and searches on
         // its pool's named threads, started once per process. The deadline
-        // is kept by the process's one `dsh-timer` thread.
+        // is the call's token's: no thread watches it.
         let helpers = if b == "native" { 1 } else { 2 };
         assert!(
             most >= helpers,
