@@ -95,6 +95,7 @@ pub mod event;
 pub mod fs;
 pub mod guard;
 pub mod invocation;
+mod js;
 pub mod outcome;
 pub mod request;
 pub mod server;

@@ -44,7 +44,7 @@ pub(crate) fn resolve(
     path: &str,
     cwd: &Path,
 ) -> Result<ResolvedPath, FsError> {
-    if crate::tool::text::is_blank(path) {
+    if crate::js::is_blank(path) {
         return Err(FsError::new(
             FsErrorCode::NotFound,
             "file_path must be a non-empty string",

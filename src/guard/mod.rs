@@ -230,7 +230,7 @@ fn missing(wd: &Workdir<'_>, arg: &str, raw: &str, cancel: &CancelToken) -> Opti
 fn path_arg<'a>(args: &'a Value, name: &str) -> Option<Option<&'a str>> {
     match args.get(name) {
         None => Some(None),
-        Some(Value::String(s)) if !crate::tool::text::is_blank(s) => Some(Some(s)),
+        Some(Value::String(s)) if !crate::js::is_blank(s) => Some(Some(s)),
         Some(_) => None,
     }
 }

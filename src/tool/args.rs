@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::js::is_blank;
 use crate::tool::result::ToolError;
-use crate::tool::text::is_blank;
 
 /// A JSON Schema type a parameter can have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

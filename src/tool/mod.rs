@@ -11,12 +11,12 @@ pub mod args;
 pub mod context;
 pub mod definitions;
 pub mod dispatch;
+pub mod display;
 pub mod files;
 pub mod names;
 pub mod render;
 pub mod result;
 pub mod search;
-pub mod text;
 
 pub use context::CallContext;
 pub use definitions::ToolDefinition;

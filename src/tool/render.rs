@@ -8,9 +8,9 @@ use serde_json::{json, Value};
 
 use crate::config::SearchConfig;
 use crate::spill::SpillRef;
+use crate::tool::display::preview_line;
 use crate::tool::names::shown;
 use crate::tool::search::{GlobValue, GrepMatch, GrepValue};
-use crate::tool::text::preview_line;
 
 /// The unsaved recovery texts (`seed-reference.md` §3.2, §3.4, literal).
 const GREP_UNSAVED: &str =

@@ -8,11 +8,12 @@ use crate::backend::SearchBackend;
 use crate::cancel::CancelToken;
 use crate::config::SearchConfig;
 use crate::event::Event;
+use crate::js::js_trim;
 use crate::outcome::{d2_order, Outcome, Status};
 use crate::request::{GlobRequest, GrepRequest};
 use crate::tool::args::{GlobArgs, GrepArgs};
+use crate::tool::display::display_path;
 use crate::tool::result::ToolError;
-use crate::tool::text::{display_path, js_trim};
 use crate::tool::CallContext;
 
 /// glob's canonical value: `{ root, paths }`.

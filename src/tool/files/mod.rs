@@ -45,7 +45,7 @@ fn str_arg<'a>(args: &'a Value, name: &str) -> &'a str {
 /// `file_path`, checked non-blank (JavaScript `trim`, as the seed).
 fn file_path_arg(args: &Value) -> Result<&str, ToolError> {
     let path = str_arg(args, "file_path");
-    if crate::tool::text::is_blank(path) {
+    if crate::js::is_blank(path) {
         return Err(ToolError::plain("file_path must be a non-empty string"));
     }
     Ok(path)

@@ -52,7 +52,7 @@ pub fn write_stream(
     content: &mut dyn Read,
     ctx: &CallContext,
 ) -> Result<(String, Value), ToolError> {
-    if crate::tool::text::is_blank(file_path) {
+    if crate::js::is_blank(file_path) {
         return Err(ToolError::plain("file_path must be a non-empty string"));
     }
     let owner = ctx.session_id.as_deref();

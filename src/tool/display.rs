@@ -1,39 +1,8 @@
-//! Small text rules the original tools inherit from JavaScript and Node:
-//! `String.prototype.trim`, `path.relative` for display paths
-//! (`seed-reference.md` §2.3), and the UTF-8-safe line preview (§3.3).
+//! How the search tools show what rg printed, as the original tools do on
+//! Node: `path.relative` for display paths (`seed-reference.md` §2.3) and
+//! the UTF-8-safe line preview (§3.3).
 
 use std::path::Path;
-
-/// The code points JavaScript's `String.prototype.trim` strips: WhiteSpace
-/// (TAB, VT, FF, ZWNBSP U+FEFF and the Zs category) and LineTerminator (LF,
-/// CR, U+2028, U+2029). Unlike `char::is_whitespace`, U+FEFF is in and
-/// U+0085 is out (`seed-reference.md` §4.2).
-pub fn is_js_whitespace(c: char) -> bool {
-    matches!(
-        c,
-        '\u{0009}'..='\u{000D}'
-            | '\u{0020}'
-            | '\u{00A0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200A}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202F}'
-            | '\u{205F}'
-            | '\u{3000}'
-            | '\u{FEFF}'
-    )
-}
-
-/// `s.trim()` with JavaScript's whitespace set.
-pub fn js_trim(s: &str) -> &str {
-    s.trim_matches(is_js_whitespace)
-}
-
-/// Whether `s.trim().length === 0` in JavaScript.
-pub fn is_blank(s: &str) -> bool {
-    js_trim(s).is_empty()
-}
 
 /// The display form of a path rg printed (`seed-reference.md` §2.3,
 /// `toWorkdirRelative`): a relative path is returned unchanged; an absolute
@@ -99,17 +68,6 @@ pub fn preview_line(line: &str, max_bytes: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn trim_set() {
-        assert_eq!(js_trim("\u{FEFF} a \u{3000}"), "a");
-        assert_eq!(js_trim("\u{0085}a"), "\u{0085}a");
-        assert!(is_blank(" \t\n\r\u{000B}\u{000C}\u{00A0}\u{1680}\u{2000}\u{200A}\u{2028}\u{2029}\u{202F}\u{205F}\u{3000}\u{FEFF}"));
-        assert!(!is_blank("\u{0085}"));
-        assert!(!is_blank("\u{180E}"));
-        assert!(!is_blank("\u{200B}"));
-        assert!(is_blank(""));
-    }
 
     #[test]
     fn display_paths() {
