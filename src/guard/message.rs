@@ -22,7 +22,7 @@ pub(crate) fn glob_call(dir: &str) -> String {
     }
 }
 
-/// glob, grep, read or read_image named a path that does not exist.
+/// glob, grep or read named a path that does not exist.
 /// `arg` is the argument name (`path` or `file_path`), `raw` its value.
 pub(crate) fn missing_path(arg: &str, raw: &str, near: &Nearest) -> String {
     let raw = quote(raw);

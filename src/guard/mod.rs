@@ -5,8 +5,8 @@
 //! denies it with a one-line reason, rendered `Error: <reason>` with no code
 //! (`seed-reference.md` §7). Its rules:
 //!
-//! - glob or grep whose `path` does not exist, read (or `read_image`) whose
-//!   `file_path` does not exist: denied, with the nearest existing directory,
+//! - glob or grep whose `path` does not exist, read whose `file_path` does
+//!   not exist: denied, with the nearest existing directory,
 //!   the closest names in it and the glob call that lists it;
 //! - edit of a file of at most `maxEditBytes` whose `old_string` is absent,
 //!   or present more than once without `replace_all`, counted exactly as
@@ -96,7 +96,7 @@ impl Guard {
         }
         match tool {
             "glob" | "grep" => self.check_search(tool, args, ctx, fs),
-            "read" | "read_image" => check_read(args, ctx, fs),
+            "read" => check_read(args, ctx, fs),
             "edit" => self.check_edit(args, ctx, fs),
             _ => None,
         }
@@ -207,7 +207,7 @@ impl CallGuard for Guard {
     }
 }
 
-/// read and read_image: the file must exist.
+/// read: the file must exist.
 fn check_read(args: &Value, ctx: &CallContext, fs: &dyn DynFileSystem) -> Option<String> {
     let raw = path_arg(args, "file_path")??;
     let wd = Workdir::usable(fs, &ctx.workdir)?;
