@@ -174,14 +174,14 @@ fn path_error(err: std::io::Error, path: &Path, depth: usize) -> Error {
 
 /// Walk the directory `root` (a directory, or a symlink to one: rg's
 /// walker stats a root following links, `DirEntryRaw::from_path`) from the
-/// workdir `wc` with the include globs `ov`, sending its haystacks and walk
-/// errors to `out`. Returns the call's ignore state, which holds the
+/// workdir `real_workdir` with the include globs `override_set`, sending
+/// its haystacks and walk errors to `out`. Returns the call's ignore state, which holds the
 /// ignore-file messages to report.
 pub(crate) fn walk<F: FileSystem>(
     fs: &F,
     root: &Root,
-    wc: &Path,
-    ov: Override,
+    real_workdir: &Path,
+    override_set: Override,
     live: &Arc<AtomicUsize>,
     out: &mut impl Output<F>,
 ) -> RgIgnore {
@@ -192,24 +192,36 @@ pub(crate) fn walk<F: FileSystem>(
         Err(e) => {
             // `run_one`: the parents' rules are read first, the root's
             // never (its listing failed).
-            let rgi = RgIgnore::with_root_listing(fs, root, wc, ov, Some(Listed::default()));
+            let ignore_rules = RgIgnore::with_root_listing(
+                fs,
+                root,
+                real_workdir,
+                override_set,
+                Some(Listed::default()),
+            );
             out.error(path_error(e, abs, 0));
-            return rgi;
+            return ignore_rules;
         }
     };
     fs.list(&root_handle, &mut listing);
-    let rgi = RgIgnore::with_root_listing(fs, root, wc, ov, Some(note_names(&listing)));
+    let ignore_rules = RgIgnore::with_root_listing(
+        fs,
+        root,
+        real_workdir,
+        override_set,
+        Some(note_names(&listing)),
+    );
     live.fetch_add(1, Ordering::Relaxed);
     let root_dir = Arc::new(Dir {
         handle: root_handle,
         path: abs.to_path_buf(),
         live: live.clone(),
     });
-    let root_node = rgi.root_node().clone();
+    let root_node = ignore_rules.root_node().clone();
     let mut stack = Vec::new();
     visit_entries(
         fs,
-        &rgi,
+        &ignore_rules,
         &mut listing,
         &root_dir,
         &root_node,
@@ -237,7 +249,7 @@ pub(crate) fn walk<F: FileSystem>(
         };
         drop(p.parent);
         fs.list(&handle, &mut listing);
-        let node = rgi.enter(fs, &p.parent_node, &p.abs, p.rg_dir, note_names(&listing));
+        let node = ignore_rules.enter(fs, &p.parent_node, &p.abs, p.rg_dir, note_names(&listing));
         live.fetch_add(1, Ordering::Relaxed);
         let dir = Arc::new(Dir {
             handle,
@@ -246,7 +258,7 @@ pub(crate) fn walk<F: FileSystem>(
         });
         visit_entries(
             fs,
-            &rgi,
+            &ignore_rules,
             &mut listing,
             &dir,
             &node,
@@ -255,7 +267,7 @@ pub(crate) fn walk<F: FileSystem>(
             out,
         );
     }
-    rgi
+    ignore_rules
 }
 
 /// `run_one`'s loop over one directory's entries (`generate_work`), then
@@ -263,7 +275,7 @@ pub(crate) fn walk<F: FileSystem>(
 #[allow(clippy::too_many_arguments)]
 fn visit_entries<F: FileSystem>(
     fs: &F,
-    rgi: &RgIgnore,
+    ignore_rules: &RgIgnore,
     listing: &mut Listing,
     dir: &Arc<Dir<F>>,
     node: &Arc<Node>,
@@ -299,8 +311,8 @@ fn visit_entries<F: FileSystem>(
             continue;
         }
         let rg_path = join(node.rg_dir(), name);
-        debug_assert_eq!(rg_path, rgi.root().unwalk(&join(abs, name)));
-        if !rgi.decide(node, &rg_path, name, is_dir) {
+        debug_assert_eq!(rg_path, ignore_rules.root().unwalk(&join(abs, name)));
+        if !ignore_rules.decide(node, &rg_path, name, is_dir) {
             continue;
         }
         if is_dir {

@@ -25,14 +25,14 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GlobRequest) -> Outcome<GlobResul
     if let Some(name) = req.nul_argument() {
         return fail(nul_launch_failure(name));
     }
-    let wc = match canonical_workdir(fs, &req.workdir) {
-        Ok(wc) => wc,
+    let real_workdir = match canonical_workdir(fs, &req.workdir) {
+        Ok(real_workdir) => real_workdir,
         Err(why) => return fail(why),
     };
     let budget = Budget::new(req.raw_budget, req.cancel.clone());
     let mut msgs = Messages::default();
-    let root = Root::new(&wc, req.path.as_deref());
-    let filter = match GlobFilter::new(&wc, &req.pattern, root.walk_path()) {
+    let root = Root::new(&real_workdir, req.path.as_deref());
+    let filter = match GlobFilter::new(&real_workdir, &req.pattern, root.walk_path()) {
         Ok(f) => f,
         Err(e) => {
             // `rg: {err:#}` for an argument error, exit 2, nothing listed.

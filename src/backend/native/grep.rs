@@ -167,8 +167,8 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResul
     if let Some(name) = req.nul_argument() {
         return fail(nul_launch_failure(name));
     }
-    let wc = match canonical_workdir(fs, &req.workdir) {
-        Ok(wc) => wc,
+    let real_workdir = match canonical_workdir(fs, &req.workdir) {
+        Ok(real_workdir) => real_workdir,
         Err(why) => return fail(why),
     };
     let arg_error = |msg: String| {
@@ -183,8 +183,8 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResul
     // Globs are built in `from_low_args`, before the matcher: their errors
     // win (rg-semantics §9.1, E21).
     let globs: Vec<&str> = req.include.iter().map(String::as_str).collect();
-    let ov = match overrides(&wc, &globs) {
-        Ok(ov) => ov,
+    let override_set = match overrides(&real_workdir, &globs) {
+        Ok(override_set) => override_set,
         Err(e) => return arg_error(e),
     };
     let matcher = match matcher::build_cancellable(&req.pattern, &req.cancel) {
@@ -198,7 +198,7 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResul
             }
         }
     };
-    let root = Root::new(&wc, req.path.as_deref());
+    let root = Root::new(&real_workdir, req.path.as_deref());
     let meta = super::stat_root(fs, &root);
     let ctx = Ctx {
         fs,
@@ -225,7 +225,7 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResul
             let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
             shared.msgs.error(&msg);
         }
-        Ok(m) if m.kind.is_dir() => search_pooled(&ctx, &wc, ov),
+        Ok(m) if m.kind.is_dir() => search_pooled(&ctx, &real_workdir, override_set),
         Ok(_) => {
             let mut worker = Worker::new(&ctx);
             let path = ctx.root.walk_path().to_path_buf();
@@ -237,9 +237,9 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResul
 
 /// The messages the walk's ignore decisions collected (ignore-file errors,
 /// walk errors), into the call's stderr.
-fn report_ignore_messages<F: FileSystem>(ctx: &Ctx<'_, F>, rgi: &RgIgnore) {
+fn report_ignore_messages<F: FileSystem>(ctx: &Ctx<'_, F>, ignore_rules: &RgIgnore) {
     let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
-    for (msg, errored) in rgi.take_messages() {
+    for (msg, errored) in ignore_rules.take_messages() {
         if errored {
             shared.msgs.error(&msg);
         } else {
@@ -264,7 +264,11 @@ const MAX_QUEUED: usize = 4;
 /// ignore 0.4.29 `walk.rs: get_work` L1917), and the searching threads are
 /// the pool's, started once per process. The order of files does not
 /// matter: blocks are sorted by path at the end (D2).
-fn search_pooled<F: FileSystem>(ctx: &Ctx<'_, F>, wc: &Path, ov: ignore::overrides::Override) {
+fn search_pooled<F: FileSystem>(
+    ctx: &Ctx<'_, F>,
+    real_workdir: &Path,
+    override_set: ignore::overrides::Override,
+) {
     let queue = Queue::new();
     let live = std::sync::Arc::new(AtomicUsize::new(0));
     super::pool().in_place_scope(|s| {
@@ -277,9 +281,16 @@ fn search_pooled<F: FileSystem>(ctx: &Ctx<'_, F>, wc: &Path, ov: ignore::overrid
             msgs: Messages::default(),
             searched: false,
         };
-        let rgi = dirwalk::walk(ctx.fs, &ctx.root, wc, ov, &live, &mut batcher);
+        let ignore_rules = dirwalk::walk(
+            ctx.fs,
+            &ctx.root,
+            real_workdir,
+            override_set,
+            &live,
+            &mut batcher,
+        );
         drop(batcher);
-        report_ignore_messages(ctx, &rgi);
+        report_ignore_messages(ctx, &ignore_rules);
         // Anything the helpers have not taken.
         queue.drain(ctx);
     });

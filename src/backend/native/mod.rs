@@ -118,13 +118,13 @@ impl<F: FileSystem> SearchBackend for NativeBackend<F> {
 /// The workdir as rg's `getcwd` would report it, or why rg could not start
 /// there (the rg backend cannot spawn a process in it either).
 fn canonical_workdir<F: FileSystem>(fs: &F, workdir: &Path) -> Result<PathBuf, String> {
-    let wc = fs
+    let real_workdir = fs
         .canonicalize(workdir)
         .map_err(|e| format!("workdir {}: {e}", workdir.display()))?;
-    if !fs.metadata(&wc).is_ok_and(|m| m.kind.is_dir()) {
+    if !fs.metadata(&real_workdir).is_ok_and(|m| m.kind.is_dir()) {
         return Err(format!("workdir {}: not a directory", workdir.display()));
     }
-    Ok(wc)
+    Ok(real_workdir)
 }
 
 /// The root's metadata, links followed, as rg's walkers take it

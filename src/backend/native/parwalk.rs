@@ -63,7 +63,7 @@ struct Found {
 struct Ctx<'a, F: FileSystem> {
     fs: &'a F,
     root: &'a Root,
-    ov: &'a GlobFilter,
+    override_set: &'a GlobFilter,
     budget: &'a Budget,
     found: Mutex<Found>,
 }
@@ -73,14 +73,14 @@ struct Ctx<'a, F: FileSystem> {
 pub(crate) fn walk<F: FileSystem>(
     fs: &F,
     root: &Root,
-    ov: &GlobFilter,
+    override_set: &GlobFilter,
     budget: &Budget,
 ) -> (Vec<Listed>, Vec<String>) {
     let path = root.walk_path();
     let ctx = Ctx {
         fs,
         root,
-        ov,
+        override_set,
         budget,
         found: Mutex::new(Found::default()),
     };
@@ -215,7 +215,7 @@ fn visit<'s, F: FileSystem>(
             }
         }
         if kind == FileType::Dir {
-            if ctx.ov.ignored(&child_path, true) {
+            if ctx.override_set.ignored(&child_path, true) {
                 continue;
             }
             let sub: Arc<[u32]> = pos.iter().copied().chain([i]).collect();
@@ -226,7 +226,7 @@ fn visit<'s, F: FileSystem>(
             let sub_path = path_buf(child.clone());
             s.spawn(move |s| visit(s, ctx, sub_path, sub_printed, sub));
         } else if kind == FileType::File {
-            if ctx.ov.ignored(&child_path, false) {
+            if ctx.override_set.ignored(&child_path, false) {
                 continue;
             }
             let mut entry = Vec::with_capacity(printed.len() + bytes.len());

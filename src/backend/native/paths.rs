@@ -25,8 +25,8 @@ pub(crate) struct Root {
 
 impl Root {
     /// The root for `path` (`None`: the implicit `./`) in the canonical
-    /// workdir `wc`.
-    pub(crate) fn new(wc: &Path, path: Option<&str>) -> Root {
+    /// workdir `real_workdir`.
+    pub(crate) fn new(real_workdir: &Path, path: Option<&str>) -> Root {
         let implicit = path.is_none();
         let given = PathBuf::from(path.unwrap_or("./"));
         // An empty path names nothing: rg reports ENOENT for it, and so
@@ -54,7 +54,7 @@ impl Root {
             if !typed.ends_with(b"/") && !rest.is_empty() {
                 rest.pop();
             }
-            let mut a = path_bytes(wc).to_vec();
+            let mut a = path_bytes(real_workdir).to_vec();
             a.push(b'/');
             a.extend_from_slice(&rest);
             path_buf(a)

@@ -59,7 +59,7 @@ impl Node {
 /// One grep call's ignore state, shared by the walker's threads.
 pub(crate) struct RgIgnore {
     root: Root,
-    wc: PathBuf,
+    real_workdir: PathBuf,
     overrides: Override,
     global: Gitignore,
     /// `add_parents`: the canonical root and its ancestors' rules, nearest
@@ -81,7 +81,7 @@ enum M {
     Whitelist,
 }
 
-fn conv<T>(m: Match<T>) -> M {
+fn to_match<T>(m: Match<T>) -> M {
     match m {
         Match::None => M::None,
         Match::Ignore(_) => M::Ignore,
@@ -204,7 +204,7 @@ impl Rules {
         fs: &F,
         rg_dir: &Path,
         abs: &Path,
-        wc: &Path,
+        real_workdir: &Path,
         listed: Option<Listed>,
         errs: &mut Vec<Error>,
     ) -> Rules {
@@ -230,7 +230,7 @@ impl Rules {
             // Without a `.git`, `.git/info/exclude` cannot exist: rg's stat
             // of it fails and it builds an empty matcher.
             None => Gitignore::empty(),
-            Some(t) => match commondir(fs, abs, wc, t.is_file()) {
+            Some(t) => match commondir(fs, abs, real_workdir, t.is_file()) {
                 Ok((dir, shown)) => create(
                     fs,
                     rg_dir,
@@ -308,7 +308,7 @@ fn with_path(e: std::io::Error, path: &Path) -> Error {
 fn commondir<F: FileSystem>(
     fs: &F,
     abs: &Path,
-    wc: &Path,
+    real_workdir: &Path,
     dot_git_is_file: bool,
 ) -> Result<(PathBuf, PathBuf), Option<Error>> {
     let git = abs.join(".git");
@@ -327,9 +327,9 @@ fn commondir<F: FileSystem>(
         return Err(None);
     };
     // rg names these files by the paths as written (relative ones resolved
-    // against its CWD when opened); the engine opens them below `wc`.
+    // against its CWD when opened); the engine opens them below `real_workdir`.
     let shown_real = PathBuf::from(real);
-    let real = wc.join(&shown_real);
+    let real = real_workdir.join(&shown_real);
     let file = real.join("commondir");
     let Ok(data) = fs.read_control(&file) else {
         return Err(None);
@@ -342,19 +342,19 @@ fn commondir<F: FileSystem>(
     Ok(if line.starts_with('.') {
         (real.join(&line), shown_real.join(&line))
     } else {
-        (wc.join(&line), PathBuf::from(line))
+        (real_workdir.join(&line), PathBuf::from(line))
     })
 }
 
 impl RgIgnore {
     /// The state for walking `root` (a directory, whose listing the caller
-    /// has read when `listed` is given) from the workdir `wc` with the
+    /// has read when `listed` is given) from the workdir `real_workdir` with the
     /// include globs `overrides`. Errors of the parents' ignore files are
     /// recorded here, as the walker reports them.
     pub(crate) fn with_root_listing<F: FileSystem>(
         fs: &F,
         root: &Root,
-        wc: &Path,
+        real_workdir: &Path,
         overrides: Override,
         listed: Option<Listed>,
     ) -> RgIgnore {
@@ -364,10 +364,10 @@ impl RgIgnore {
         // The workdir is canonical already: a root that is the workdir
         // (no path, `.`, `./`) needs no second resolution.
         let is_wc = path_bytes(walk)
-            .strip_prefix(path_bytes(wc))
+            .strip_prefix(path_bytes(real_workdir))
             .is_some_and(|rest| rest.is_empty() || rest == b"/");
         let abs_base = if is_wc {
-            Some(wc.to_path_buf())
+            Some(real_workdir.to_path_buf())
         } else {
             fs.canonicalize(walk).ok()
         };
@@ -378,7 +378,7 @@ impl RgIgnore {
             for p in ancestors.into_iter().rev() {
                 // `has_git` as `add_parents` computes it (`.git` or `.jj`
                 // exists, links followed), from the names the listing holds.
-                parents.push(Rules::build(fs, p, p, wc, None, &mut parent_errs));
+                parents.push(Rules::build(fs, p, p, real_workdir, None, &mut parent_errs));
             }
             parents.reverse();
         }
@@ -389,11 +389,11 @@ impl RgIgnore {
         let mut messages = Vec::new();
         if let Some(e) = combine(parent_errs) {
             // Parents are read at their absolute paths, also when the walk
-            // root lies below one (`.git/` names `<wc>/.git/info/exclude`).
+            // root lies below one (`.git/` names `<real_workdir>/.git/info/exclude`).
             messages.push((e.to_string(), true));
         }
         let mut root_errs = Vec::new();
-        let rules = Rules::build(fs, root.given(), walk, wc, listed, &mut root_errs);
+        let rules = Rules::build(fs, root.given(), walk, real_workdir, listed, &mut root_errs);
         if let Some(e) = combine(root_errs) {
             messages.push((walk_error(&e, root), false));
         }
@@ -405,9 +405,9 @@ impl RgIgnore {
         });
         RgIgnore {
             root: root.clone(),
-            wc: wc.to_path_buf(),
+            real_workdir: real_workdir.to_path_buf(),
             overrides,
-            global: global(fs, wc),
+            global: global(fs, real_workdir),
             abs_base,
             parents,
             parents_any_git,
@@ -457,7 +457,14 @@ impl RgIgnore {
         listed: Listed,
     ) -> Arc<Node> {
         let mut errs = Vec::new();
-        let rules = Rules::build(fs, &rg_dir, abs, &self.wc, Some(listed), &mut errs);
+        let rules = Rules::build(
+            fs,
+            &rg_dir,
+            abs,
+            &self.real_workdir,
+            Some(listed),
+            &mut errs,
+        );
         self.report(errs);
         Arc::new(Node {
             any_git: rules.has_git || parent.any_git,
@@ -479,7 +486,7 @@ impl RgIgnore {
         let path = strip_if(b"./", rg_path);
         let path: &Path = &path;
         if !self.overrides.is_empty() {
-            match conv(self.overrides.matched(path, is_dir)) {
+            match to_match(self.overrides.matched(path, is_dir)) {
                 M::Ignore => return false,
                 M::Whitelist => return true,
                 M::None => {}
@@ -498,16 +505,16 @@ impl RgIgnore {
         let mut saw_git = false;
         let mut check = |r: &Rules, p: &Path, saw_git: &mut bool| {
             if matches!(m[0], M::None) {
-                m[0] = conv(r.custom.matched(p, is_dir));
+                m[0] = to_match(r.custom.matched(p, is_dir));
             }
             if matches!(m[1], M::None) {
-                m[1] = conv(r.ignore.matched(p, is_dir));
+                m[1] = to_match(r.ignore.matched(p, is_dir));
             }
             if any_git && !*saw_git && matches!(m[2], M::None) {
-                m[2] = conv(r.git.matched(p, is_dir));
+                m[2] = to_match(r.git.matched(p, is_dir));
             }
             if any_git && !*saw_git && matches!(m[3], M::None) {
-                m[3] = conv(r.exclude.matched(p, is_dir));
+                m[3] = to_match(r.exclude.matched(p, is_dir));
             }
             *saw_git = *saw_git || r.has_git;
         };
@@ -533,7 +540,7 @@ impl RgIgnore {
             }
         }
         let global = if any_git {
-            conv(self.global.matched(path, is_dir))
+            to_match(self.global.matched(path, is_dir))
         } else {
             M::None
         };
@@ -563,11 +570,11 @@ fn is_hidden(b: &[u8]) -> bool {
 /// build_with_cwd`), from the excludes file the workspace's filesystem
 /// names (a relative one resolved against the workdir); its errors are
 /// only logged by rg.
-fn global<F: FileSystem>(fs: &F, wc: &Path) -> Gitignore {
-    let Some((path, data)) = fs.git_global_excludes(wc) else {
+fn global<F: FileSystem>(fs: &F, real_workdir: &Path) -> Gitignore {
+    let Some((path, data)) = fs.git_global_excludes(real_workdir) else {
         return Gitignore::empty();
     };
-    let mut b = GitignoreBuilder::new(wc);
+    let mut b = GitignoreBuilder::new(real_workdir);
     let _ = add_lines(&mut b, &data, &path);
     b.build().unwrap_or_else(|_| Gitignore::empty())
 }

@@ -10,11 +10,11 @@ use crate::request::{vcs_exclude_globs, VCS_DIRS};
 
 /// `hiargs.rs: globs` (L1213): one `OverrideBuilder` rooted at the CWD, the
 /// globs added in argv order. The error is the text rg prints.
-pub(crate) fn overrides(wc: &Path, globs: &[&str]) -> Result<Override, String> {
+pub(crate) fn overrides(real_workdir: &Path, globs: &[&str]) -> Result<Override, String> {
     if globs.is_empty() {
         return Ok(Override::empty());
     }
-    let mut b = OverrideBuilder::new(wc);
+    let mut b = OverrideBuilder::new(real_workdir);
     for g in globs {
         b.add(g).map_err(|e| e.to_string())?;
     }
@@ -22,12 +22,12 @@ pub(crate) fn overrides(wc: &Path, globs: &[&str]) -> Result<Override, String> {
 }
 
 /// The glob invocation's globs: the user's first, then the VCS excludes.
-pub(crate) fn glob_overrides(wc: &Path, pattern: &str) -> Result<Override, String> {
+pub(crate) fn glob_overrides(real_workdir: &Path, pattern: &str) -> Result<Override, String> {
     // rg's VCS excludes come after the user glob in the glob argv.
     let excludes: Vec<String> = vcs_exclude_globs().collect();
     let mut globs = vec![pattern];
     globs.extend(excludes.iter().map(String::as_str));
-    overrides(wc, &globs)
+    overrides(real_workdir, &globs)
 }
 
 /// The glob invocation's override decision, made in two steps where that
@@ -58,11 +58,15 @@ enum UserGlob {
 }
 
 impl GlobFilter {
-    /// The filter for walking `walk_root` from the workdir `wc`; the error
+    /// The filter for walking `walk_root` from the workdir `real_workdir`; the error
     /// is the text rg prints for a bad glob.
-    pub(crate) fn new(wc: &Path, pattern: &str, walk_root: &Path) -> Result<GlobFilter, String> {
-        let full = glob_overrides(wc, pattern)?;
-        let wc_bytes = path_bytes(wc);
+    pub(crate) fn new(
+        real_workdir: &Path,
+        pattern: &str,
+        walk_root: &Path,
+    ) -> Result<GlobFilter, String> {
+        let full = glob_overrides(real_workdir, pattern)?;
+        let wc_bytes = path_bytes(real_workdir);
         let below = path_bytes(walk_root)
             .strip_prefix(wc_bytes)
             .is_some_and(|rest| rest.starts_with(b"/"));
@@ -71,7 +75,7 @@ impl GlobFilter {
         } else if pattern == "*" {
             Some(UserGlob::Everything)
         } else {
-            Some(UserGlob::Glob(overrides(wc, &[pattern])?))
+            Some(UserGlob::Glob(overrides(real_workdir, &[pattern])?))
         };
         Ok(GlobFilter { full, user })
     }
@@ -83,7 +87,9 @@ impl GlobFilter {
                 has_vcs_segment(path_bytes(path))
                     || match user {
                         UserGlob::Everything => false,
-                        UserGlob::Glob(ov) => ov.matched(path, is_dir).is_ignore(),
+                        UserGlob::Glob(override_set) => {
+                            override_set.matched(path, is_dir).is_ignore()
+                        }
                     }
             }
             None => self.full.matched(path, is_dir).is_ignore(),
