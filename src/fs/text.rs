@@ -41,7 +41,7 @@ pub(crate) const DEFAULT_DIFF_BASIS_MAX_BYTES: u64 = 10 * 1024 * 1024;
 pub const ATTEMPTS: usize = 8;
 
 /// The size of a streamed chunk.
-const CHUNK: usize = 64 * 1024;
+const STREAM_CHUNK: usize = 64 * 1024;
 
 /// The kind of an existing entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -244,7 +244,7 @@ impl TextFs {
         };
         let mut file = self.fs.open(&target.key, cancel).map_err(failed)?;
         let mut decoder = TextDecoder::new();
-        let mut buf = vec![0u8; CHUNK];
+        let mut buf = vec![0u8; STREAM_CHUNK];
         loop {
             let n = match file.read(&mut buf) {
                 Ok(0) => break,

@@ -6,7 +6,7 @@
 //! escaped, so a denial is always one clean line, and the glob call it
 //! suggests can be copied as is.
 
-use super::resolve::Nearest;
+use super::target::Nearest;
 
 /// The quoting of file names and model strings, shared with the tools'
 /// texts (`tool::names`).

@@ -27,7 +27,7 @@
 
 mod counters;
 mod message;
-mod resolve;
+mod target;
 
 use std::sync::Arc;
 
@@ -40,7 +40,7 @@ use crate::tool::{CallContext, CallGuard, ToolResult};
 pub use crate::config::GuardConfig;
 pub use counters::{MemoryCounters, ZeroResultStore};
 
-use resolve::{Presence, Workdir};
+use target::{Presence, Workdir};
 
 use crate::cancel::CancelToken;
 
@@ -135,7 +135,7 @@ impl Guard {
     ) -> Option<String> {
         if let Some(raw) = path_arg(args, "path")? {
             let wd = Workdir::usable(fs, &ctx.workdir)?;
-            match resolve::search_target(&wd, raw) {
+            match target::search_target(&wd, raw) {
                 Presence::Exists => {}
                 Presence::Absent => return missing(&wd, "path", raw, &ctx.cancel),
                 Presence::Unknown => return None,
@@ -211,7 +211,7 @@ impl CallGuard for Guard {
 fn check_read(args: &Value, ctx: &CallContext, fs: &dyn DynFileSystem) -> Option<String> {
     let raw = path_arg(args, "file_path")??;
     let wd = Workdir::usable(fs, &ctx.workdir)?;
-    match resolve::file_target(&wd, raw).1 {
+    match target::file_target(&wd, raw).1 {
         Presence::Absent => missing(&wd, "file_path", raw, &ctx.cancel),
         Presence::Exists | Presence::Unknown => None,
     }
@@ -220,7 +220,7 @@ fn check_read(args: &Value, ctx: &CallContext, fs: &dyn DynFileSystem) -> Option
 /// The denial for `raw`, which does not exist; `None` (allow) when no
 /// ancestor can be found to point at.
 fn missing(wd: &Workdir<'_>, arg: &str, raw: &str, cancel: &CancelToken) -> Option<String> {
-    let near = resolve::nearest(wd, &wd.resolve(raw), cancel)?;
+    let near = target::nearest(wd, &wd.resolve(raw), cancel)?;
     Some(message::missing_path(arg, raw, &near))
 }
 

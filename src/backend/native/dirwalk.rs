@@ -30,7 +30,7 @@ use crate::fs::{FileSystem, FileType, Listing};
 
 use super::messages::at_path;
 use super::paths::Root;
-use super::rgignore::{Listed, Node, RgIgnore};
+use super::rgignore::{NamesPresent, Node, RgIgnore};
 
 /// How many listed directories may hold a descriptor at once (directories
 /// whose files wait in queued batches or are being searched, and those on
@@ -123,8 +123,8 @@ struct Pending<F: FileSystem> {
 }
 
 /// Note, in a directory's listing, the names rg looks up in it.
-fn note_names(listing: &Listing) -> Listed {
-    let mut listed = Listed::default();
+fn note_names(listing: &Listing) -> NamesPresent {
+    let mut listed = NamesPresent::default();
     for (name, _) in listing.iter() {
         listed.note(name);
     }
@@ -197,7 +197,7 @@ pub(crate) fn walk<F: FileSystem>(
                 root,
                 real_workdir,
                 override_set,
-                Some(Listed::default()),
+                Some(NamesPresent::default()),
             );
             out.error(path_error(e, abs, 0));
             return ignore_rules;

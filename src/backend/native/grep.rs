@@ -28,7 +28,7 @@ use super::walk::overrides;
 use super::{canonical_workdir, exit_code, nul_launch_failure, Budget};
 
 /// Everything one call shares between its threads.
-struct Ctx<'a, F: FileSystem> {
+struct GrepCall<'a, F: FileSystem> {
     fs: &'a F,
     root: Root,
     matcher: RegexMatcher,
@@ -46,7 +46,7 @@ struct Ctx<'a, F: FileSystem> {
     /// Whether a walked file read whole without a match in its bytes can be
     /// counted without running the searcher ([`matcher::whole_file_prefilter`]).
     prefilter: bool,
-    shared: Mutex<Shared>,
+    shared: Mutex<Collected>,
     /// One [`Kit`] per thread that searches: slot 0 for a thread outside
     /// the pool (the caller), then one per pool thread. A matcher clone
     /// starts with an empty cache pool (regex-automata `meta::Regex::clone`)
@@ -63,7 +63,7 @@ struct Kit {
     bufs: Buffers,
 }
 
-impl<F: FileSystem> Ctx<'_, F> {
+impl<F: FileSystem> GrepCall<'_, F> {
     fn kit_slot(&self) -> &Mutex<Option<Kit>> {
         let i = super::pool().current_thread_index().map_or(0, |i| i + 1);
         &self.kits[i.min(self.kits.len() - 1)]
@@ -131,7 +131,7 @@ impl Buffers {
     }
 }
 
-impl<F: FileSystem> Drop for Ctx<'_, F> {
+impl<F: FileSystem> Drop for GrepCall<'_, F> {
     fn drop(&mut self) {
         for slot in &self.kits {
             let kit = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -143,7 +143,7 @@ impl<F: FileSystem> Drop for Ctx<'_, F> {
 }
 
 #[derive(Default)]
-struct Shared {
+struct Collected {
     blocks: Vec<FileBlock>,
     /// The statistics of the files without a match.
     stats: Stats,
@@ -200,7 +200,7 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResul
     };
     let root = Root::new(&real_workdir, req.path.as_deref());
     let meta = super::stat_root(fs, &root);
-    let ctx = Ctx {
+    let ctx = GrepCall {
         fs,
         explicit: match &meta {
             Ok(m) if m.kind.is_dir() => None,
@@ -213,7 +213,7 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResul
         root,
         matcher,
         budget: Budget::new(req.raw_budget, req.cancel.clone()),
-        shared: Mutex::new(Shared::default()),
+        shared: Mutex::new(Collected::default()),
         kits: (0..super::pool().current_num_threads() + 1)
             .map(|_| Mutex::new(None))
             .collect(),
@@ -237,7 +237,7 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResul
 
 /// The messages the walk's ignore decisions collected (ignore-file errors,
 /// walk errors), into the call's stderr.
-fn report_ignore_messages<F: FileSystem>(ctx: &Ctx<'_, F>, ignore_rules: &RgIgnore) {
+fn report_ignore_messages<F: FileSystem>(ctx: &GrepCall<'_, F>, ignore_rules: &RgIgnore) {
     let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
     for (msg, errored) in ignore_rules.take_messages() {
         if errored {
@@ -265,7 +265,7 @@ const MAX_QUEUED: usize = 4;
 /// the pool's, started once per process. The order of files does not
 /// matter: blocks are sorted by path at the end (D2).
 fn search_pooled<F: FileSystem>(
-    ctx: &Ctx<'_, F>,
+    ctx: &GrepCall<'_, F>,
     real_workdir: &Path,
     override_set: ignore::overrides::Override,
 ) {
@@ -299,7 +299,7 @@ fn search_pooled<F: FileSystem>(
 /// The walking thread's end of the walk: walk errors and haystacks, in
 /// batches.
 struct Batcher<'r, 's, F: FileSystem> {
-    ctx: &'s Ctx<'s, F>,
+    ctx: &'s GrepCall<'s, F>,
     queue: &'s Queue<F>,
     scope: &'r rayon::Scope<'s>,
     max_helpers: usize,
@@ -457,7 +457,7 @@ impl<F: FileSystem> Queue<F> {
     }
 
     /// Search queued batches until none is left (the walking thread).
-    fn drain(&self, ctx: &Ctx<'_, F>) {
+    fn drain(&self, ctx: &GrepCall<'_, F>) {
         while let Some(batch) = self.pop() {
             search_batch(ctx, batch);
         }
@@ -468,7 +468,7 @@ impl<F: FileSystem> Queue<F> {
     /// when the queue is momentarily empty, to be started again by the next
     /// one) keeps a helper from being put to sleep and woken up once per
     /// batch when the walk and the searches run at about the same pace.
-    fn serve(&self, ctx: &Ctx<'_, F>) {
+    fn serve(&self, ctx: &GrepCall<'_, F>) {
         loop {
             let batch = {
                 let mut state = self.lock();
@@ -491,7 +491,7 @@ impl<F: FileSystem> Queue<F> {
     }
 }
 
-fn search_batch<F: FileSystem>(ctx: &Ctx<'_, F>, batch: Vec<Haystack<F>>) {
+fn search_batch<F: FileSystem>(ctx: &GrepCall<'_, F>, batch: Vec<Haystack<F>>) {
     if batch.is_empty() {
         return;
     }
@@ -530,8 +530,8 @@ impl<F: FileSystem> Source<'_, F> {
     }
 }
 
-fn finish<F: FileSystem>(ctx: Ctx<'_, F>, started: Instant) -> Outcome<GrepResults> {
-    let Shared {
+fn finish<F: FileSystem>(ctx: GrepCall<'_, F>, started: Instant) -> Outcome<GrepResults> {
+    let Collected {
         mut blocks,
         stats: unmatched,
         mut msgs,
@@ -569,7 +569,7 @@ fn finish<F: FileSystem>(ctx: Ctx<'_, F>, started: Instant) -> Outcome<GrepResul
 /// Per-thread state: a searcher, a matcher clone, buffers and the results
 /// of the files this thread searched, merged into the call's state on drop.
 struct Worker<'a, F: FileSystem> {
-    ctx: &'a Ctx<'a, F>,
+    ctx: &'a GrepCall<'a, F>,
     /// Taken from the thread's slot, given back on drop.
     kit: Option<Kit>,
     blocks: Vec<FileBlock>,
@@ -580,7 +580,7 @@ struct Worker<'a, F: FileSystem> {
 }
 
 impl<'a, F: FileSystem> Worker<'a, F> {
-    fn new(ctx: &'a Ctx<'a, F>) -> Worker<'a, F> {
+    fn new(ctx: &'a GrepCall<'a, F>) -> Worker<'a, F> {
         Worker {
             ctx,
             kit: Some(ctx.take_kit()),

@@ -39,7 +39,7 @@ use super::Budget;
 pub(crate) type Mtime = Option<(i64, u32)>;
 
 /// One listed file.
-pub(crate) struct Listed {
+pub(crate) struct ListedFile {
     pub(crate) mtime: Mtime,
     /// The position path of its directory.
     dir: Arc<[u32]>,
@@ -56,11 +56,11 @@ struct WalkError {
 
 #[derive(Default)]
 struct Found {
-    files: Vec<Listed>,
+    files: Vec<ListedFile>,
     errors: Vec<WalkError>,
 }
 
-struct Ctx<'a, F: FileSystem> {
+struct GlobWalk<'a, F: FileSystem> {
     fs: &'a F,
     root: &'a Root,
     override_set: &'a GlobFilter,
@@ -75,9 +75,9 @@ pub(crate) fn walk<F: FileSystem>(
     root: &Root,
     override_set: &GlobFilter,
     budget: &Budget,
-) -> (Vec<Listed>, Vec<String>) {
+) -> (Vec<ListedFile>, Vec<String>) {
     let path = root.walk_path();
-    let ctx = Ctx {
+    let ctx = GlobWalk {
         fs,
         root,
         override_set,
@@ -110,7 +110,7 @@ pub(crate) fn walk<F: FileSystem>(
     (files, errors.into_iter().map(|e| e.msg).collect())
 }
 
-fn position_cmp(a: &Listed, b: &Listed) -> std::cmp::Ordering {
+fn position_cmp(a: &ListedFile, b: &ListedFile) -> std::cmp::Ordering {
     if Arc::ptr_eq(&a.dir, &b.dir) {
         return a.idx.cmp(&b.idx);
     }
@@ -155,7 +155,7 @@ fn printed_dir(root: &Root, dir: &Path) -> Vec<u8> {
 /// that only running tasks hold descriptors.
 fn visit<'s, F: FileSystem>(
     s: &rayon::Scope<'s>,
-    ctx: &'s Ctx<'s, F>,
+    ctx: &'s GlobWalk<'s, F>,
     path: PathBuf,
     printed: Vec<u8>,
     pos: Arc<[u32]>,
@@ -247,7 +247,7 @@ fn visit<'s, F: FileSystem>(
             if !ctx.budget.spend(printed.len() as u64 + 1) {
                 break;
             }
-            files.push(Listed {
+            files.push(ListedFile {
                 mtime,
                 dir: pos.clone(),
                 idx: i,

@@ -9,7 +9,7 @@ use grep_regex::RegexMatcher;
 
 /// How much of a file is read between two looks at the cancellation flag
 /// when a whole file is loaded for a slice search.
-const CHUNK: u64 = 1 << 20;
+const LOAD_STEP: u64 = 1 << 20;
 
 pub(crate) use crate::cancel::cancelled_error as cancelled;
 
@@ -25,7 +25,7 @@ pub(crate) fn read_whole(
         if cancel.is_cancelled() {
             return Err(cancelled());
         }
-        let n = (&mut file).take(CHUNK).read_to_end(&mut data)?;
+        let n = (&mut file).take(LOAD_STEP).read_to_end(&mut data)?;
         if n == 0 {
             return Ok(data);
         }

@@ -205,10 +205,10 @@ impl Rules {
         rg_dir: &Path,
         abs: &Path,
         real_workdir: &Path,
-        listed: Option<Listed>,
+        listed: Option<NamesPresent>,
         errs: &mut Vec<Error>,
     ) -> Rules {
-        let listed = listed.or_else(|| Listed::read(fs, abs));
+        let listed = listed.or_else(|| NamesPresent::read(fs, abs));
         let maybe = |name: &[u8]| listed.as_ref().is_none_or(|l| l.has(name));
         let git_type = maybe(b".git")
             .then(|| fs.metadata(&abs.join(".git")).ok().map(|m| m.kind))
@@ -264,19 +264,19 @@ impl Rules {
 /// the listing holds is then looked up; when the listing cannot be read,
 /// every name is looked up.
 #[derive(Clone, Copy, Default)]
-pub(crate) struct Listed(u8);
+pub(crate) struct NamesPresent(u8);
 
 const NAMES: [&[u8]; 5] = [b".git", b".jj", b".rgignore", b".ignore", b".gitignore"];
 
-impl Listed {
-    fn read<F: FileSystem>(fs: &F, abs: &Path) -> Option<Listed> {
+impl NamesPresent {
+    fn read<F: FileSystem>(fs: &F, abs: &Path) -> Option<NamesPresent> {
         let dir = fs.open_dir(abs).ok()?;
         let mut listing = Listing::new();
         fs.list(&dir, &mut listing);
         if listing.error().is_some() {
             return None;
         }
-        let mut listed = Listed::default();
+        let mut listed = NamesPresent::default();
         for (name, _) in listing.iter() {
             listed.note(name);
         }
@@ -356,7 +356,7 @@ impl RgIgnore {
         root: &Root,
         real_workdir: &Path,
         overrides: Override,
-        listed: Option<Listed>,
+        listed: Option<NamesPresent>,
     ) -> RgIgnore {
         let walk = root.walk_path();
         let mut parents = Vec::new();
@@ -454,7 +454,7 @@ impl RgIgnore {
         parent: &Arc<Node>,
         abs: &Path,
         rg_dir: PathBuf,
-        listed: Listed,
+        listed: NamesPresent,
     ) -> Arc<Node> {
         let mut errs = Vec::new();
         let rules = Rules::build(

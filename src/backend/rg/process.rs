@@ -50,7 +50,7 @@ use crate::outcome::Status;
 const POLL: Duration = Duration::from_millis(5);
 
 /// The read size of the stdout and stderr drains.
-const CHUNK: usize = 64 * 1024;
+const DRAIN_READ_SIZE: usize = 64 * 1024;
 
 /// What one run produced.
 pub(crate) struct Run {
@@ -219,7 +219,7 @@ fn drain_stdout(
 ) -> JoinHandle<Vec<u8>> {
     thread::spawn(move || {
         let mut buf = Vec::new();
-        let mut chunk = vec![0; CHUNK];
+        let mut chunk = vec![0; DRAIN_READ_SIZE];
         loop {
             match pipe.read(&mut chunk) {
                 Ok(0) => break,

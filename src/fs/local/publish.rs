@@ -79,7 +79,7 @@ const CONTENT: &str = "content";
 const LOCK_POLL: Duration = Duration::from_millis(10);
 
 /// The size of a chunk copied from a streamed source.
-const CHUNK: usize = 64 * 1024;
+const COPY_CHUNK: usize = 64 * 1024;
 
 /// Why staging failed.
 #[derive(Debug)]
@@ -111,7 +111,7 @@ impl Staging {
         cancel: &CancelToken,
     ) -> Result<Staging, StageError> {
         let mut staging = Staging::create(parent).map_err(StageError::Io)?;
-        let mut buf = vec![0u8; CHUNK];
+        let mut buf = vec![0u8; COPY_CHUNK];
         loop {
             if cancel.is_cancelled() {
                 return Err(StageError::Cancelled);
