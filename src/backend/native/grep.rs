@@ -20,7 +20,7 @@ use super::explicit;
 use super::matcher;
 use super::messages::{walk_error, Messages, NOTHING_SEARCHED};
 use super::parwalk::dir_error;
-use super::paths::Root;
+use super::paths::{PathForm, Root};
 use super::reader::{cancelled, is_clean_miss, preloadable, FileReader, PRELOAD_KEEP};
 use super::rgignore::RgIgnore;
 use super::sink::{FileBlock, JsonSink};
@@ -523,10 +523,13 @@ impl<F: FileSystem> Clone for Source<'_, F> {
 impl<F: FileSystem> Copy for Source<'_, F> {}
 
 impl<F: FileSystem> Source<'_, F> {
-    /// Whether the path given with the haystack is the one rg walks rather
-    /// than the engine's absolute walk path.
-    fn is_rg_path(&self) -> bool {
-        matches!(self, Source::InDir(..))
+    /// The form of the path given with the haystack: the one rg walks for
+    /// a file found by the walk, the engine's absolute walk path otherwise.
+    fn path_form(&self) -> PathForm {
+        match self {
+            Source::InDir(..) => PathForm::Rg,
+            Source::Explicit => PathForm::Walked,
+        }
     }
 }
 
@@ -602,7 +605,7 @@ impl<'a, F: FileSystem> Worker<'a, F> {
                     return;
                 }
                 // `main.rs: search`: `err_message!("{}: {}", path, err)`.
-                let printed = self.ctx.root.printed(path, source.is_rg_path());
+                let printed = self.ctx.root.printed(path, source.path_form());
                 let shown = String::from_utf8_lossy(&printed);
                 self.msgs.error(&format!("{shown}: {err}"));
             }
@@ -626,7 +629,7 @@ impl<'a, F: FileSystem> Worker<'a, F> {
             scratch,
             &self.ctx.root,
             path,
-            source.is_rg_path(),
+            source.path_form(),
         );
         let cancel = self.ctx.budget.cancel().clone();
         let fs = self.ctx.fs;
@@ -653,7 +656,7 @@ impl<'a, F: FileSystem> Worker<'a, F> {
             // Read as it comes, as rg reads it.
             searcher.search_reader(&*matcher, fs.open(path, &cancel)?, &mut sink)?;
         } else {
-            if source.is_rg_path() && dirwalk::too_long_for_rg(path) {
+            if source.path_form() == PathForm::Rg && dirwalk::too_long_for_rg(path) {
                 return Err(dirwalk::name_too_long());
             }
             let file = match source {

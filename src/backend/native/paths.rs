@@ -117,13 +117,11 @@ impl Root {
         self.display_rg(&self.unwalk(walked))
     }
 
-    /// What rg prints for an entry given by the engine's walk path, or by
-    /// the path rg walks for it when `is_rg`.
-    pub(crate) fn printed(&self, path: &Path, is_rg: bool) -> Vec<u8> {
-        if is_rg {
-            self.display_rg(path)
-        } else {
-            self.display(path)
+    /// What rg prints for an entry given by `path`, in the form `form`.
+    pub(crate) fn printed(&self, path: &Path, form: PathForm) -> Vec<u8> {
+        match form {
+            PathForm::Rg => self.display_rg(path),
+            PathForm::Walked => self.display(path),
         }
     }
 
@@ -137,6 +135,16 @@ impl Root {
         }
         path_bytes(rg).to_vec()
     }
+}
+
+/// Which path an entry is given by: the engine's and rg's walks name the
+/// same file differently ([`Root::unwalk`] turns one into the other).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PathForm {
+    /// The engine's absolute walk path.
+    Walked,
+    /// The path rg walks for it (what [`Root::unwalk`] returns).
+    Rg,
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use grep_searcher::{Searcher, Sink, SinkFinish, SinkMatch};
 
 use crate::event::{data_len, match_json_len, Begin, End, Event, Match, Shared, Stats, SubMatch};
 
-use super::paths::Root;
+use super::paths::{PathForm, Root};
 use super::Budget;
 
 /// The events and statistics of one searched file.
@@ -35,8 +35,8 @@ pub(crate) struct JsonSink<'a> {
     /// most files searched have none and never need it.
     root: &'a Root,
     walked: &'a Path,
-    /// Whether `walked` is already the path rg walks (`Root::unwalk`'s).
-    walked_is_rg: bool,
+    /// Whether `walked` is the engine's walk path or already rg's.
+    walked_form: PathForm,
     block: FileBlock,
     match_count: u64,
     start: Instant,
@@ -87,7 +87,7 @@ impl<'a> JsonSink<'a> {
         scratch: &'a mut Vec<u8>,
         root: &'a Root,
         walked: &'a Path,
-        walked_is_rg: bool,
+        walked_form: PathForm,
     ) -> JsonSink<'a> {
         JsonSink {
             matcher,
@@ -95,7 +95,7 @@ impl<'a> JsonSink<'a> {
             scratch,
             root,
             walked,
-            walked_is_rg,
+            walked_form,
             block: FileBlock::default(),
             match_count: 0,
             start: Instant::now(),
@@ -245,7 +245,7 @@ impl Sink for JsonSink<'_> {
         }
         self.match_count += 1;
         if self.block.events.is_empty() {
-            self.block.path = self.root.printed(self.walked, self.walked_is_rg);
+            self.block.path = self.root.printed(self.walked, self.walked_form);
             self.shared_path = self.block.path.as_slice().into();
             self.path_len = data_len(&self.block.path);
             let begin = Event::Begin(Begin {
