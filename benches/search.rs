@@ -19,6 +19,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use dsh_search::backend::rg::rg_from_env;
 use dsh_search::backend::{make_backend, BackendKind};
 use dsh_search::config::Config;
 use dsh_search::request::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
@@ -37,6 +38,7 @@ fn main() {
         std::process::exit(2);
     }
     let (what, pattern, dir) = (&args[0], &args[1], PathBuf::from(&args[2]));
+    dsh_search::cli::threads_from_env();
     if what == "corpus" {
         let tier = dsh_search::bench::corpus::Tier::parse(pattern)
             .expect("a tier: small, medium or large");
@@ -49,8 +51,9 @@ fn main() {
         _ => BackendKind::Native,
     };
     let include = args.get(5).cloned();
-    let backend = make_backend(kind);
-    let tools = Tools::new(Config::default(), make_backend(kind));
+    let rg = rg_from_env();
+    let backend = make_backend(kind, rg.as_deref());
+    let tools = Tools::new(Config::default(), make_backend(kind, rg.as_deref()));
     let mut times = Vec::new();
     let mut note = String::new();
     let pause = std::env::var("DSH_SEARCH_PAUSE_MS")

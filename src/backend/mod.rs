@@ -10,6 +10,8 @@
 pub mod native;
 pub mod rg;
 
+use std::path::Path;
+
 use crate::outcome::{GlobResults, GrepResults, Outcome};
 use crate::request::{GlobRequest, GrepRequest};
 
@@ -38,11 +40,12 @@ pub enum BackendKind {
     Rg,
 }
 
-/// The backend for `kind`: [`NativeBackend::new`], or an [`RgBackend`] that
-/// finds rg through `DSH_SEARCH_RG`, then `PATH`.
-pub fn make_backend(kind: BackendKind) -> std::sync::Arc<dyn SearchBackend> {
-    match kind {
-        BackendKind::Native => std::sync::Arc::new(NativeBackend::new()),
-        BackendKind::Rg => std::sync::Arc::new(RgBackend::new()),
+/// The backend for `kind`: [`NativeBackend::new`], or an [`RgBackend`]
+/// that runs `rg` (the binary at that path; `None`: the first on `PATH`).
+pub fn make_backend(kind: BackendKind, rg: Option<&Path>) -> std::sync::Arc<dyn SearchBackend> {
+    match (kind, rg) {
+        (BackendKind::Native, _) => std::sync::Arc::new(NativeBackend::new()),
+        (BackendKind::Rg, Some(path)) => std::sync::Arc::new(RgBackend::with_path(path)),
+        (BackendKind::Rg, None) => std::sync::Arc::new(RgBackend::new()),
     }
 }

@@ -171,6 +171,8 @@ impl Row {
 /// Where a benchmark gets its trees and how long it runs.
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// The rg binary of the rg side (`None`: the first on `PATH`).
+    pub rg: Option<PathBuf>,
     /// Trees given by path (e.g. the Linux tree), used as they are.
     pub trees: Vec<PathBuf>,
     /// Generated tiers to include.
@@ -192,7 +194,10 @@ pub fn run(
     opts: &Options,
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> std::io::Result<(Vec<Row>, Vec<String>)> {
-    let rg = Tools::new(Config::default(), make_backend(BackendKind::Rg));
+    let rg = Tools::new(
+        Config::default(),
+        make_backend(BackendKind::Rg, opts.rg.as_deref()),
+    );
     let mut loads = Vec::new();
     let tiny = opts.corpus_dir.join("small");
     corpus::generate(&tiny, corpus::Tier::Small, 1)?;
@@ -373,7 +378,7 @@ pub fn cancel_latency(
         }
         f.flush()?;
     }
-    let native = make_backend(BackendKind::Native);
+    let native = make_backend(BackendKind::Native, None);
     let mut out = Vec::new();
     for i in 0..samples {
         let mut req = GrepRequest::new("zq_never_matches", file_dir);

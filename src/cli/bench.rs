@@ -7,6 +7,7 @@ use std::process::Command;
 use clap::Args;
 
 use super::Common;
+use crate::backend::rg::rg_from_env;
 use crate::bench::{self, corpus::Tier, measure, report, Level};
 
 /// `dsh-search bench` options.
@@ -98,6 +99,7 @@ fn run_inner(args: &BenchArgs) -> Result<(), String> {
     }
     let corpus_dir = args.corpus_dir.clone().unwrap_or_else(default_corpus_dir);
     let opts = bench::Options {
+        rg: rg_from_env(),
         trees: args.trees.clone(),
         tiers,
         corpus_dir: corpus_dir.clone(),
@@ -163,7 +165,7 @@ fn transports(common: &Common, args: &BenchArgs) -> Result<(), String> {
     bench::corpus::generate(&tree, bench::corpus::Tier::Small, 1).map_err(|e| e.to_string())?;
     let tools = crate::server::tools_for(common)?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let rg = PathBuf::from(std::env::var_os("DSH_SEARCH_RG").unwrap_or_else(|| "rg".into()));
+    let rg = rg_from_env().unwrap_or_else(|| "rg".into());
     let pattern = bench::corpus::IDENTIFIER;
     eprintln!(
         "dsh-search bench: {} calls per side, grep {pattern} on {}",
@@ -217,7 +219,7 @@ fn progress(name: &str, done: usize, total: usize) {
 }
 
 fn environment() -> String {
-    let rg = Command::new(std::env::var_os("DSH_SEARCH_RG").unwrap_or_else(|| "rg".into()))
+    let rg = Command::new(rg_from_env().unwrap_or_else(|| "rg".into()))
         .arg("--version")
         .output()
         .ok()

@@ -224,6 +224,7 @@ pub fn run() -> ExitCode {
     // an rg which dies with its parent (`backend::rg::orphan`).
     crate::backend::rg::orphan::intercept();
     let cli = Cli::parse();
+    threads_from_env();
     cancel_on_signals(&cli.common.cancel);
     let code = match &cli.command {
         Command::Glob(a) if a.format == Format::Raw => raw::glob(&cli.common, a),
@@ -278,6 +279,18 @@ fn mcp(common: &Common) -> u8 {
 #[cfg(not(feature = "mcp"))]
 fn mcp(_common: &Common) -> u8 {
     fail("this dsh-search was built without the `mcp` feature")
+}
+
+/// `DSH_SEARCH_THREADS=<n>` (1 to 64): the engine's worker count for this
+/// process; any other value is ignored. The edges call it (this command
+/// line, the Node binding, the benches) before their first search.
+pub fn threads_from_env() {
+    if let Some(n) = std::env::var("DSH_SEARCH_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        crate::backend::native::set_search_threads(n);
+    }
 }
 
 /// Print a CLI-level failure (not a tool result) and return exit status 2.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{BackendArg, Common};
-use crate::backend::rg::RgConfig;
+use crate::backend::rg::{rg_from_env, RgConfig};
 use crate::backend::{NativeBackend, RgBackend, SearchBackend};
 use crate::config::Config;
 use crate::fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs};
@@ -113,7 +113,8 @@ impl Workspace {
             (BackendArg::Native, Workspace::Overlay(fs)) => Ok(native(fs)),
             (BackendArg::Native, Workspace::MemOverlay(fs)) => Ok(native(fs)),
             (BackendArg::Rg, Workspace::Local(_)) => Ok(Arc::new(RgBackend::with_config(RgConfig {
-                path: None,
+                // The edge reads the environment; the backend takes a path.
+                path: rg_from_env(),
                 grace: Duration::from_millis(config.search.grace_ms),
             }))),
             (BackendArg::Rg, _) => Err(

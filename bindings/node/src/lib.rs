@@ -108,6 +108,7 @@ impl Task for RgTask {
 /// not an existing directory.
 #[napi]
 pub fn rg(argv: Vec<String>, cwd: String, cancel: &Cancel) -> Result<AsyncTask<RgTask>> {
+    dsh_search::cli::threads_from_env();
     let workdir = existing_dir(&cwd, "rg")?;
     let invocation = Invocation::parse(&argv, workdir)
         .map_err(|e| Error::from_reason(format!("rg: {e}")))?
@@ -121,6 +122,7 @@ pub fn rg(argv: Vec<String>, cwd: String, cancel: &Cancel) -> Result<AsyncTask<R
 /// (`bench/bench.js`; not part of the package's JavaScript surface).
 #[napi]
 pub fn time_in_process(argv: Vec<String>, cwd: String, n: u32) -> Result<f64> {
+    dsh_search::cli::threads_from_env();
     let invocation = Invocation::parse(&argv, existing_dir(&cwd, "timeInProcess")?)
         .map_err(|e| Error::from_reason(e.to_string()))?;
     let mut times: Vec<f64> = (0..n.max(1))
@@ -160,6 +162,7 @@ impl NativeTools {
     /// observations, guard counters) in memory for the life of the object.
     #[napi(constructor)]
     pub fn new(options_json: String) -> Result<NativeTools> {
+        dsh_search::cli::threads_from_env();
         let options: Value = serde_json::from_str(&options_json)
             .map_err(|e| Error::from_reason(format!("Tools: options are not JSON: {e}")))?;
         let tools = guarded(|| make_tools(&options))?.map_err(Error::from_reason)?;

@@ -138,22 +138,27 @@ fn stat_root<F: FileSystem>(fs: &F, root: &paths::Root) -> std::io::Result<Metad
     fs.metadata(path)
 }
 
-/// rg's worker count (`hiargs.rs: threads`: the available parallelism, at
-/// most 12), read once: the lookup reads cgroup files each time.
-/// `DSH_SEARCH_THREADS=<n>` (1 to 64) sets it instead, for the whole
-/// process; any other value is ignored.
+/// The worker count [`set_search_threads`] chose, if it was called.
+static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// Set the engine's worker count for the whole process (1 to 64), instead
+/// of rg's (`hiargs.rs: threads`: the available parallelism, at most 12).
+/// The workers start at the first search: call this before it. The command
+/// line passes `DSH_SEARCH_THREADS` here; the library reads no variable.
+///
+/// Returns `false`, changing nothing, for a count out of range or once the
+/// count is fixed (by an earlier call or by the first search).
+pub fn set_search_threads(n: usize) -> bool {
+    (1..=64).contains(&n) && THREADS.set(n).is_ok()
+}
+
+/// The worker count: the one [`set_search_threads`] set, else rg's, fixed
+/// at the first look (the lookup reads cgroup files each time).
 fn threads() -> usize {
-    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *THREADS.get_or_init(|| {
-        let set = std::env::var("DSH_SEARCH_THREADS")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .filter(|n| (1..=64).contains(n));
-        set.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
-                .min(12)
-        })
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(12)
     })
 }
 

@@ -39,6 +39,16 @@ pub use command::{glob_args, grep_args, RgCommand};
 /// configured.
 pub const RG_ENV: &str = "DSH_SEARCH_RG";
 
+/// The rg binary [`RG_ENV`] names in this process's environment, when it
+/// is set and not empty. The library never reads it itself: the command
+/// line, the Node binding, the benchmarks and the tests (the edges) pass
+/// it on as [`RgConfig::path`].
+pub fn rg_from_env() -> Option<PathBuf> {
+    std::env::var_os(RG_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
 /// The default wait between SIGTERM and SIGKILL (`graceMs`,
 /// `seed-reference.md` §9.1). Unix only: Windows kills at once.
 pub const DEFAULT_GRACE: Duration = Duration::from_millis(3000);
@@ -46,7 +56,7 @@ pub const DEFAULT_GRACE: Duration = Duration::from_millis(3000);
 /// How an [`RgBackend`] finds and stops rg.
 #[derive(Clone, Debug)]
 pub struct RgConfig {
-    /// The rg binary. By default, `None`: [`RG_ENV`], then `PATH`.
+    /// The rg binary. By default, `None`: the first `rg` on `PATH`.
     pub path: Option<PathBuf>,
     /// Wait between SIGTERM and SIGKILL when a call is stopped (Unix; on
     /// Windows rg is killed at once). By default, [`DEFAULT_GRACE`].
@@ -69,7 +79,7 @@ pub struct RgBackend {
 }
 
 impl RgBackend {
-    /// A backend that finds rg through [`RG_ENV`], then `PATH`, at each call.
+    /// A backend that finds rg on `PATH`, at each call.
     pub fn new() -> RgBackend {
         RgBackend::default()
     }
@@ -87,16 +97,14 @@ impl RgBackend {
         RgBackend { config }
     }
 
-    /// The rg binary a call would run: the configured path, else
-    /// [`RG_ENV`] when set and non-empty, else the first executable `rg`
-    /// (`rg.exe` on Windows) on `PATH`. A relative path is made absolute
+    /// The rg binary a call would run: the configured path, else the first
+    /// executable `rg` (`rg.exe` on Windows) on `PATH`. A relative path is made absolute
     /// against the process's current directory, since rg itself runs in the
     /// request's workdir.
     pub fn locate(&self) -> Result<PathBuf, String> {
-        let found = match (&self.config.path, std::env::var_os(RG_ENV)) {
-            (Some(path), _) => path.clone(),
-            (None, Some(env)) if !env.is_empty() => PathBuf::from(env),
-            (None, _) => find_on_path().ok_or_else(|| {
+        let found = match &self.config.path {
+            Some(path) => path.clone(),
+            None => find_on_path().ok_or_else(|| {
                 format!(
                     "rg was not found: set {RG_ENV} or put rg on PATH \
                      (cargo install ripgrep --locked --version 15.2.0)"
