@@ -87,35 +87,6 @@ impl Sessions {
         }
     }
 
-    /// The default state directory: `$DSH_SEARCH_STATE_DIR`, else
-    /// `$XDG_STATE_HOME/dsh-search`, else `$HOME/.local/state/dsh-search`.
-    ///
-    /// # Platform behavior
-    ///
-    /// On Windows, where `HOME` is usually unset, `%LOCALAPPDATA%\dsh-search`
-    /// comes last.
-    pub fn default_state_dir() -> Option<PathBuf> {
-        let env = |k: &str| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        if let Some(dir) = env("DSH_SEARCH_STATE_DIR") {
-            return Some(dir);
-        }
-        if let Some(dir) = env("XDG_STATE_HOME").filter(|d| d.is_absolute()) {
-            return Some(dir.join("dsh-search"));
-        }
-        if let Some(home) = env("HOME") {
-            return Some(home.join(".local/state/dsh-search"));
-        }
-        #[cfg(windows)]
-        if let Some(dir) = env("LOCALAPPDATA") {
-            return Some(dir.join("dsh-search"));
-        }
-        None
-    }
-
     /// The persistent store's directory, if any.
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()

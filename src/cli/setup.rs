@@ -10,6 +10,7 @@
 //! and the guard's counters, so that separate invocations add up.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{Common, Format};
@@ -83,7 +84,7 @@ fn session_store(common: &Common) -> Result<Option<Arc<Sessions>>, String> {
     if common.session.is_none() {
         return Ok(None);
     }
-    let dir = Sessions::default_state_dir().ok_or(
+    let dir = state_dir_from_env().ok_or(
         "--session needs a state directory: set DSH_SEARCH_STATE_DIR, XDG_STATE_HOME or HOME",
     )?;
     Ok(Some(Arc::new(Sessions::persistent(dir))))
@@ -141,4 +142,35 @@ pub(crate) fn print(text: &str) {
     let _ = out.write_all(text.as_bytes());
     let _ = out.write_all(b"\n");
     let _ = out.flush();
+}
+
+/// The state directory of `--session`: `$DSH_SEARCH_STATE_DIR`, else
+/// `$XDG_STATE_HOME/dsh-search`, else `$HOME/.local/state/dsh-search`. Read
+/// here, at the edge; the library's [`Sessions::persistent`] takes a
+/// directory.
+///
+/// # Platform behavior
+///
+/// On Windows, where `HOME` is usually unset, `%LOCALAPPDATA%\dsh-search`
+/// comes last.
+fn state_dir_from_env() -> Option<PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(dir) = env("DSH_SEARCH_STATE_DIR") {
+        return Some(dir);
+    }
+    if let Some(dir) = env("XDG_STATE_HOME").filter(|d| d.is_absolute()) {
+        return Some(dir.join("dsh-search"));
+    }
+    if let Some(home) = env("HOME") {
+        return Some(home.join(".local/state/dsh-search"));
+    }
+    #[cfg(windows)]
+    if let Some(dir) = env("LOCALAPPDATA") {
+        return Some(dir.join("dsh-search"));
+    }
+    None
 }
