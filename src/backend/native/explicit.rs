@@ -332,8 +332,10 @@ impl<R: Read> Windows<'_, '_, R> {
         seen: u64,
         sink: &mut JsonSink<'_>,
     ) -> io::Result<()> {
-        // Its match event is longer than the line (`lines.text`).
-        if !sink.spend(seen) {
+        // Its match event is longer than the line (`lines.text`): past the
+        // budget already, the line is not read again. Otherwise it is
+        // counted when it is printed, like any match.
+        if !sink.afford(seen) {
             return Err(cancelled());
         }
         let mut again = (self.reopen)()?;
