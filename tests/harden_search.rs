@@ -252,6 +252,17 @@ fn paths_past_path_max_as_rg(backend: &str) {
     if let Some(d) = util::rg::diff(&call, &want, &got) {
         panic!("{d}");
     }
+    // glob lists by path too (walkdir), and must not fail earlier for
+    // the engine's longer absolute paths.
+    let glob = Call::Glob {
+        pattern: "*.txt".into(),
+        path: None,
+    };
+    let want = util::rg::run_rg(env, &glob, dir.path());
+    let got = raw_cli(backend, &glob, dir.path());
+    if let Some(d) = util::rg::diff(&glob, &want, &got) {
+        panic!("glob: {d}");
+    }
     let o = dsh(backend, dir.path(), &["grep", "x"]);
     let text = text(&o);
     assert!(
