@@ -34,6 +34,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The first argument that makes this binary the trampoline.
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
 const ARG: &str = "__dsh-search-rg-trampoline";
 
 /// What the trampoline prints on stderr, then the OS error number, when rg
