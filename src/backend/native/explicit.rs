@@ -27,6 +27,12 @@
 //! before it (a line the sink drops) and carries the byte after its end
 //! (matches there are dropped too; the next window searches that line).
 //!
+//! One difference is left, for `\A` alone: rg's searcher restarts its
+//! search after each matching line with the haystack starting there, so
+//! `\Afoo` matches every line of an unbroken run of `foo` lines from the
+//! top of the file; the windows' look-behind `\n` ends such a run at a
+//! window edge (after 8 MiB of consecutive matching lines).
+//!
 //! A line longer than [`LINE_MAX`] is not held: when the pattern's matches
 //! have a bounded length (`regex-syntax`'s `maximum_len`), the line is
 //! checked in chunks that overlap by that length (and look-around bytes);
