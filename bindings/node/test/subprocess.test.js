@@ -12,6 +12,10 @@
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const { performance } = require('node:perf_hooks')
+const { execFileSync } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
 
 const { wrapSubprocess } = require('..')
 const h = require('./helpers.js')
@@ -127,11 +131,19 @@ test('spec.signal aborted mid-search: done settles within 100 ms as a killed rg'
   const settled = performance.now() - fired
   assert.deepEqual(exit, { exitCode: null, signal: 'SIGTERM' })
   assert.ok(settled < 100, `settled ${settled.toFixed(1)} ms after the abort`)
-  // As the real seam reports a killed rg.
-  const ac2 = new AbortController()
-  const real = localService().spawn(spec(LONG, { cwd: large.root, signal: ac2.signal }))
-  setTimeout(() => ac2.abort(), 30)
-  assert.deepEqual(await real.done, exit)
+  // As the real seam reports a killed rg. The real rg (a release build)
+  // can finish the large tree within 30 ms, so it searches a FIFO nobody
+  // writes: it is still running whenever the abort comes.
+  const fifoDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-node-fifo-'))
+  try {
+    execFileSync('mkfifo', [path.join(fifoDir, 'p')])
+    const ac2 = new AbortController()
+    const real = localService().spawn(spec(h.grepArgv('x', 'p'), { cwd: fifoDir, signal: ac2.signal }))
+    setTimeout(() => ac2.abort(), 30)
+    assert.deepEqual(await real.done, exit)
+  } finally {
+    fs.rmSync(fifoDir, { recursive: true, force: true })
+  }
 })
 
 test('terminate() mid-search ends it as a killed rg', async () => {

@@ -153,6 +153,19 @@ pub(crate) fn too_long_for_rg(rg_path: &Path) -> bool {
     }
 }
 
+/// Whether `err` is `ENAMETOOLONG`.
+pub(crate) fn is_name_too_long(err: &std::io::Error) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        err.raw_os_error() == Some(36)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = err;
+        false
+    }
+}
+
 /// The error rg gets for such a path: `File name too long (os error 36)`.
 pub(crate) fn name_too_long() -> std::io::Error {
     #[cfg(target_os = "linux")]

@@ -27,6 +27,12 @@
 //! before it (a line the sink drops) and carries the byte after its end
 //! (matches there are dropped too; the next window searches that line).
 //!
+//! One difference is left, for `\A` alone: rg's searcher restarts its
+//! search after each matching line with the haystack starting there, so
+//! `\Afoo` matches every line of an unbroken run of `foo` lines from the
+//! top of the file; the windows' look-behind `\n` ends such a run at a
+//! window edge (after 8 MiB of consecutive matching lines).
+//!
 //! A line longer than [`LINE_MAX`] is not held: when the pattern's matches
 //! have a bounded length (`regex-syntax`'s `maximum_len`), the line is
 //! checked in chunks that overlap by that length (and look-around bytes);
@@ -332,8 +338,10 @@ impl<R: Read> Windows<'_, '_, R> {
         seen: u64,
         sink: &mut JsonSink<'_>,
     ) -> io::Result<()> {
-        // Its match event is longer than the line (`lines.text`).
-        if !sink.spend(seen) {
+        // Its match event is longer than the line (`lines.text`): past the
+        // budget already, the line is not read again. Otherwise it is
+        // counted when it is printed, like any match.
+        if !sink.afford(seen) {
             return Err(cancelled());
         }
         let mut again = (self.reopen)()?;

@@ -218,6 +218,12 @@ impl Budget {
         !self.stopped()
     }
 
+    /// Whether `n` more bytes would stay within the budget.
+    pub(crate) fn fits(&self, n: u64) -> bool {
+        self.limit
+            .is_none_or(|limit| self.used.load(Ordering::Relaxed).saturating_add(n) <= limit)
+    }
+
     /// Whether work must stop now.
     pub(crate) fn stopped(&self) -> bool {
         self.over.load(Ordering::Relaxed) || self.cancel.is_cancelled()

@@ -164,8 +164,18 @@ fn visit<'s, F: FileSystem>(
         return;
     }
     // Opened by the task itself, by its whole path, so that only running
-    // tasks hold descriptors (queued ones may be many).
-    let handle = match ctx.fs.open_dir(&path) {
+    // tasks hold descriptors (queued ones may be many). walkdir lists by
+    // rg's own (relative) path: past `PATH_MAX` that fails as rg fails,
+    // and a longer absolute path of ours must not fail before it.
+    let opened = if super::dirwalk::too_long_for_rg(&ctx.root.unwalk(&path)) {
+        Err(super::dirwalk::name_too_long())
+    } else {
+        match ctx.fs.open_dir(&path) {
+            Err(e) if super::dirwalk::is_name_too_long(&e) => open_dir_stepwise(ctx, &path),
+            other => other,
+        }
+    };
+    let handle = match opened {
         Ok(h) => h,
         Err(e) => {
             let msg = dir_error(ctx.root, &path, &e);
@@ -269,6 +279,23 @@ fn visit<'s, F: FileSystem>(
         found.files.append(&mut files);
         found.errors.append(&mut errors);
     }
+}
+
+/// Open `path`, below the walk's root, one component at a time from the
+/// root: for a directory whose absolute path is too long for the kernel
+/// while rg's relative path to it is not.
+fn open_dir_stepwise<F: FileSystem>(ctx: &Ctx<'_, F>, path: &Path) -> std::io::Result<F::Dir> {
+    let root = ctx.root.walk_path();
+    let rest = path
+        .strip_prefix(root)
+        .map_err(|_| super::dirwalk::name_too_long())?;
+    let mut dir = ctx.fs.open_dir(root)?;
+    let mut at = root.to_path_buf();
+    for name in rest.iter() {
+        dir = ctx.fs.open_dir_at(&dir, &at, name)?;
+        at.push(name);
+    }
+    Ok(dir)
 }
 
 fn path_of(b: &[u8]) -> std::borrow::Cow<'_, Path> {

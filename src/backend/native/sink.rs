@@ -140,9 +140,10 @@ impl<'a> JsonSink<'a> {
         self.finish_file(byte_count, binary);
     }
 
-    /// Count `n` bytes toward the raw budget; false once it is crossed.
-    pub(crate) fn spend(&self, n: u64) -> bool {
-        self.budget.spend(n)
+    /// Whether printing `n` more bytes stays within the raw budget; when it
+    /// would not, they are counted, which crosses it.
+    pub(crate) fn afford(&self, n: u64) -> bool {
+        self.budget.fits(n) || self.budget.spend(n)
     }
 
     /// Whether the search must stop (budget crossed or call cancelled).
