@@ -284,7 +284,7 @@ fn visit<'s, F: FileSystem>(
 /// Open `path`, below the walk's root, one component at a time from the
 /// root: for a directory whose absolute path is too long for the kernel
 /// while rg's relative path to it is not.
-fn open_dir_stepwise<F: FileSystem>(ctx: &Ctx<'_, F>, path: &Path) -> std::io::Result<F::Dir> {
+fn open_dir_stepwise<F: FileSystem>(ctx: &GlobWalk<'_, F>, path: &Path) -> std::io::Result<F::Dir> {
     let root = ctx.root.walk_path();
     let rest = path
         .strip_prefix(root)
