@@ -11,7 +11,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 
 /// The bytes of `s`.
-pub fn os_bytes(s: &OsStr) -> &[u8] {
+pub(crate) fn os_bytes(s: &OsStr) -> &[u8] {
     #[cfg(unix)]
     {
         std::os::unix::ffi::OsStrExt::as_bytes(s)
@@ -23,12 +23,12 @@ pub fn os_bytes(s: &OsStr) -> &[u8] {
 }
 
 /// The bytes of a path.
-pub fn path_bytes(p: &Path) -> &[u8] {
+pub(crate) fn path_bytes(p: &Path) -> &[u8] {
     os_bytes(p.as_os_str())
 }
 
 /// The name whose bytes are `b`.
-pub fn os_str(b: &[u8]) -> Cow<'_, OsStr> {
+pub(crate) fn os_str(b: &[u8]) -> Cow<'_, OsStr> {
     #[cfg(unix)]
     {
         Cow::Borrowed(std::os::unix::ffi::OsStrExt::from_bytes(b))
@@ -43,7 +43,7 @@ pub fn os_str(b: &[u8]) -> Cow<'_, OsStr> {
 }
 
 /// The path whose bytes are `b`.
-pub fn path(b: &[u8]) -> Cow<'_, Path> {
+pub(crate) fn path(b: &[u8]) -> Cow<'_, Path> {
     match os_str(b) {
         Cow::Borrowed(s) => Cow::Borrowed(Path::new(s)),
         Cow::Owned(s) => Cow::Owned(s.into()),
@@ -51,7 +51,7 @@ pub fn path(b: &[u8]) -> Cow<'_, Path> {
 }
 
 /// The owned path whose bytes are `b`.
-pub fn path_buf(b: Vec<u8>) -> std::path::PathBuf {
+pub(crate) fn path_buf(b: Vec<u8>) -> std::path::PathBuf {
     #[cfg(unix)]
     {
         <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(b).into()

@@ -88,7 +88,7 @@ pub(crate) fn apply(text: &str, edit: &LiteralEdit, display: &str) -> Result<App
 /// the tools return both), so a result of gigabytes (`replace_all` of one
 /// byte by 100 KB in a 100 KB file is 10 GB) would exhaust the memory
 /// before it could be written; `write` streams content of any size.
-pub const EDIT_MAX_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const EDIT_MAX_BYTES: u64 = 256 * 1024 * 1024;
 
 /// The size in bytes of the file an edit writes, computed before it is
 /// built: `n` occurrences of `old` in `content` (LF-normalized) replaced by
@@ -150,7 +150,7 @@ pub(crate) fn is_crlf(text: &str) -> bool {
 }
 
 /// Turn every `\r\n` into `\n`; a lone `\r` is kept.
-pub fn normalize_crlf(s: &str) -> Cow<'_, str> {
+pub(crate) fn normalize_crlf(s: &str) -> Cow<'_, str> {
     if s.contains("\r\n") {
         Cow::Owned(s.replace("\r\n", "\n"))
     } else {
@@ -160,7 +160,7 @@ pub fn normalize_crlf(s: &str) -> Cow<'_, str> {
 
 /// Non-overlapping occurrences of `needle` in `haystack`, left to right.
 /// An empty needle counts 0.
-pub fn count_occurrences(haystack: &str, needle: &str) -> usize {
+pub(crate) fn count_occurrences(haystack: &str, needle: &str) -> usize {
     if needle.is_empty() {
         return 0;
     }

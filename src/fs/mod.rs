@@ -13,11 +13,11 @@
 //!   the seed's messages and codes ([`FsError`]). It lives once, here: a
 //!   new filesystem implements the seam and gets the tools' semantics.
 
-pub mod bytes;
+pub(crate) mod bytes;
 mod decode;
 mod dynfs;
 mod error;
-pub mod literal;
+pub(crate) mod literal;
 pub(crate) mod local;
 mod mem;
 mod overlay;

@@ -62,7 +62,7 @@ fn args_error(violations: &[String]) -> ToolError {
 /// Validate `args` against the parameters. The root object is open (extra
 /// properties pass); `null` for a property is a type violation; every
 /// violation is reported, in declaration order, joined by `; `.
-pub fn validate<'a>(
+pub(super) fn validate<'a>(
     params: &[Param],
     args: &'a Value,
 ) -> Result<&'a Map<String, Value>, ToolError> {

@@ -9,7 +9,7 @@ use std::path::Path;
 /// one is made relative to `workdir` the way Node's `path.relative` does
 /// (both sides normalized lexically), unless it lies outside the workdir,
 /// in which case the original is kept. The workdir itself displays as `.`.
-pub fn display_path(path: &str, workdir: &Path) -> String {
+pub(super) fn display_path(path: &str, workdir: &Path) -> String {
     if !path.starts_with('/') {
         return path.to_string();
     }
@@ -47,12 +47,12 @@ fn normalize(path: &str) -> Vec<&str> {
 }
 
 /// The literal suffix of a cut line (`seed-reference.md` §3.3).
-pub const LINE_TRUNCATED: &str = " (line truncated)";
+pub(super) const LINE_TRUNCATED: &str = " (line truncated)";
 
 /// `previewLine`: a line of at most `max_bytes` UTF-8 bytes unchanged;
 /// otherwise its first `max_bytes` bytes, without a character cut in half,
 /// and ` (line truncated)`.
-pub fn preview_line(line: &str, max_bytes: usize) -> String {
+pub(super) fn preview_line(line: &str, max_bytes: usize) -> String {
     if line.len() <= max_bytes {
         return line.to_string();
     }

@@ -7,15 +7,15 @@
 //! value) → [`render`] (the model's text, the presentation meta), all
 //! driven by [`dispatch`]. [`definitions`] holds the tools as data.
 
-pub mod args;
-pub mod context;
+mod args;
+mod context;
 pub mod definitions;
-pub mod dispatch;
-pub mod display;
+mod dispatch;
+mod display;
 pub mod files;
-pub mod names;
+pub(crate) mod names;
 pub mod render;
-pub mod result;
+mod result;
 pub mod search;
 
 pub use context::CallContext;

@@ -62,7 +62,7 @@ pub(crate) fn needs_escape(c: char) -> bool {
 
 /// How a file name (or a path) is shown to the model: as it is, or
 /// `quote`d when it holds a character that `needs_escape`.
-pub fn shown(name: &str) -> Cow<'_, str> {
+pub(crate) fn shown(name: &str) -> Cow<'_, str> {
     if name.chars().any(needs_escape) {
         Cow::Owned(quote(name))
     } else {
@@ -87,7 +87,7 @@ pub(crate) fn escaped_line(line: &str) -> Cow<'_, str> {
 /// The name a path argument stands for when it is the form [`shown`] gave
 /// for that name (a quoted literal of a name that needs escaping), else
 /// `None`: the argument is a path as it is.
-pub fn unshown(arg: &str) -> Option<String> {
+pub(crate) fn unshown(arg: &str) -> Option<String> {
     if arg.len() < 2 || !arg.starts_with('"') || !arg.ends_with('"') {
         return None;
     }
