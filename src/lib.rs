@@ -27,9 +27,20 @@
 //! 6. [`invocation`]: rg's own argv for the two invocations, recognized
 //!    by shape and answered with the bytes and exit code of the rg binary
 //!    (the command line's `--format raw`, the Node binding's `rg()`).
-//! 7. [`cli`] and [`bench`](mod@bench): the `dsh-search` command line and the
-//!    benchmark harness; [`server`]: the tools served over MCP and JSON
-//!    lines to other processes.
+//!
+//! The `dsh-search` command line, its servers (MCP, JSON lines) and the
+//! benchmark harness live in hidden modules (`cli`, `server`, `bench`):
+//! the binary, the Node binding and the benches share them, but they are
+//! not the library's API.
+//!
+//! # The public API
+//!
+//! Everything a user needs is re-exported here, at the top: the backends
+//! and their requests and outcomes, the events, the tools, the
+//! configuration, the filesystems, the spill store, the sessions, the
+//! guard and rg's own invocations. The modules stay public for the
+//! details of each (every field of [`config::Config`], every filesystem
+//! type in [`fs`]).
 //!
 //! # Example
 //!
@@ -87,9 +98,7 @@
 //! ```
 
 pub mod backend;
-pub mod bench;
 pub mod cancel;
-pub mod cli;
 pub mod config;
 pub mod event;
 pub mod fs;
@@ -98,14 +107,38 @@ pub mod invocation;
 mod js;
 pub mod outcome;
 pub mod request;
-pub mod server;
 pub mod session;
 pub mod spill;
 pub mod tool;
 
-pub use backend::{BackendKind, NativeBackend, RgBackend, SearchBackend};
+// Not the library's API: the command line, its servers and the benchmark
+// harness, shared by the binary, the Node binding and the benches.
+#[doc(hidden)]
+pub mod bench;
+#[doc(hidden)]
+pub mod cli;
+#[doc(hidden)]
+pub mod server;
+
+// The backends and the two invocations.
+pub use backend::rg::{RgCommand, RgConfig};
+pub use backend::{make_backend, BackendKind, NativeBackend, RgBackend, SearchBackend};
 pub use cancel::CancelToken;
-pub use event::Event;
-pub use invocation::{Invocation, InvocationError, RawOutput, RawRun};
-pub use outcome::{GlobResults, GrepResults, Outcome, Status};
 pub use request::{GlobRequest, GrepRequest};
+
+// What a backend returns.
+pub use event::Event;
+pub use outcome::{GlobResults, GrepResults, Outcome, Status};
+
+// The tools, their configuration and what they keep.
+pub use config::Config;
+pub use guard::Guard;
+pub use session::Sessions;
+pub use spill::{LocalSpillStore, SpillStore};
+pub use tool::{CallContext, CallGuard, ToolError, ToolResult, Tools};
+
+// The filesystems.
+pub use fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs, TextFs};
+
+// rg's own argv, answered with rg's bytes.
+pub use invocation::{Invocation, InvocationError, RawOutput, RawRun};

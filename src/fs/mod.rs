@@ -9,7 +9,7 @@
 //! - **The text layer**, [`TextFs`], over any `DynFileSystem`: what the
 //!   `read`, `write` and `edit` tools need (`seed-reference.md` §6.6):
 //!   path resolution, strict UTF-8 ([`decode_strict`]), literal edits with
-//!   the CRLF rules ([`literal`]), guarded writes and version tokens, with
+//!   the CRLF rules (`literal`), guarded writes and version tokens, with
 //!   the seed's messages and codes ([`FsError`]). It lives once, here: a
 //!   new filesystem implements the seam and gets the tools' semantics.
 

@@ -344,7 +344,7 @@ impl TextFs {
     /// [`TextFs::edit_text`] for a call that can be cancelled: a wait for
     /// another writer's lock ends when `cancel` is set, and a cancelled call
     /// never publishes (`edit aborted`). A file or a result over
-    /// [`EDIT_MAX_BYTES`](literal::EDIT_MAX_BYTES) is refused before the
+    /// `EDIT_MAX_BYTES` is refused before the
     /// result is built (`FS_TOO_LARGE`).
     pub fn edit_text_with_cancel(
         &self,

@@ -1,7 +1,7 @@
 //! The five tool definitions as data: name, description, parameter schema
 //! and system-prompt section, with the exact texts of `seed-reference.md` §5.
 //!
-//! Schemas are written out by hand from [`Param`] lists rather than through
+//! Schemas are written out by hand from `Param` lists rather than through
 //! `serde_json::Value`, whose maps sort their keys: the seed's key order
 //! (`type`, `properties`, `required`; `type`, `description`) is part of the
 //! bytes the model receives.

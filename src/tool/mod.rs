@@ -2,10 +2,10 @@
 //! arguments and a [`CallContext`], returning a [`ToolResult`]
 //! (`contract.md` §5).
 //!
-//! The flow of a search call: [`args`] (schema validation, the tools' own
+//! The flow of a search call: `args` (schema validation, the tools' own
 //! checks) → [`search`] (the backend, the failure ladder, the canonical
 //! value) → [`render`] (the model's text, the presentation meta), all
-//! driven by [`dispatch`]. [`definitions`] holds the tools as data.
+//! driven by [`Tools`] (`dispatch`). [`definitions`] holds the tools as data.
 
 mod args;
 mod context;
