@@ -1,5 +1,5 @@
 //! The grep walk below a directory root: rg's walk (ignore 0.4.29 `walk.rs:
-//! Worker::run_one` L1703, `Work::read_dir` L1550, `generate_work` L1808),
+//! Worker::run_one`, `Work::read_dir`, `generate_work`),
 //! with every directory listed once.
 //!
 //! rg decides a directory's ignore files from the listing it has just read

@@ -1,5 +1,5 @@
 //! `rg --files --glob=<p> --sort=modified --no-ignore --hidden <VCS
-//! excludes> [-- <path>]` (`main.rs: files`, `hiargs.rs: sort` L762).
+//! excludes> [-- <path>]` (`main.rs: files`, `hiargs.rs: sort`).
 
 use crate::fs::FileSystem;
 use crate::outcome::{GlobResults, Outcome, Status};

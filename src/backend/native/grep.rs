@@ -261,7 +261,7 @@ const MAX_QUEUED: usize = 4;
 /// helpers on the engine's pool search them while the walk goes on, and
 /// the walking thread searches whatever is left once it ends. The walk
 /// never waits for work (rg's walker sleeps 1 ms at a time when idle,
-/// ignore 0.4.29 `walk.rs: get_work` L1917), and the searching threads are
+/// ignore 0.4.29 `walk.rs: get_work`), and the searching threads are
 /// the pool's, started once per process. The order of files does not
 /// matter: blocks are sorted by path at the end (D2).
 fn search_pooled<F: FileSystem>(

@@ -1,5 +1,5 @@
 //! The matcher and searcher of rg's grep invocation (`hiargs.rs:
-//! matcher_rust` L461, `searcher` L711; rg-semantics.md §9.1, §10.3).
+//! matcher_rust`, `searcher`; rg-semantics.md §9.1, §10.3).
 
 use grep_matcher::LineTerminator;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -79,7 +79,7 @@ pub(crate) fn build_cancellable(
 ///
 /// The searcher matches line by line or over 64 KiB buffers that start
 /// and end at line boundaries (grep-searcher 0.1.17 `core.rs:
-/// match_by_line_fast` L385, `match_by_line_slow`); the regex cannot match
+/// match_by_line_fast`, `match_by_line_slow`); the regex cannot match
 /// the line terminator (`line_terminator` above). A match inside one such
 /// haystack is a match in the whole file, with the same neighbours, except
 /// for the assertions tied to the haystack's own edges, `\A` and `\z` (and
@@ -111,7 +111,7 @@ pub(crate) fn whole_file_prefilter(pattern: &str) -> bool {
 
 /// The searcher: line numbers on, encoding `Auto` (BOM sniffing), no mmap.
 /// `explicit` selects `convert(NUL)` for a file named as the path and
-/// `quit(NUL)` for a walked one (`hiargs.rs: BinaryDetection` L1159).
+/// `quit(NUL)` for a walked one (`hiargs.rs: BinaryDetection`).
 pub(crate) fn searcher(explicit: bool) -> Searcher {
     let mut s = SearcherBuilder::new()
         .line_terminator(LineTerminator::byte(b'\n'))

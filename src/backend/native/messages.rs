@@ -48,7 +48,7 @@ pub(crate) const NOTHING_SEARCHED: &str = "No files were searched, which means r
 applied a filter you didn't expect.\nRunning with --debug will show why files are being skipped.";
 
 /// The text rg prints for a failed matcher build (`hiargs.rs: matcher_rust`,
-/// `suggest_multiline` L1455 and `suggest_text` L1469). The PCRE2 hint is
+/// `suggest_multiline` and `suggest_text`). The PCRE2 hint is
 /// compiled out of a `cargo install`ed rg, the reference binary.
 pub(crate) fn regex_error(err: &str) -> String {
     let mut msg = err.to_string();
@@ -68,7 +68,7 @@ pub(crate) fn regex_error(err: &str) -> String {
 }
 
 /// `err` about `path`: the crate's private `Error::with_path` (ignore 0.4.29
-/// `lib.rs` L261), which the engine's own walk and ignore-file reading
+/// `lib.rs`), which the engine's own walk and ignore-file reading
 /// reproduce.
 pub(crate) fn at_path(err: ignore::Error, path: &Path) -> ignore::Error {
     ignore::Error::WithPath {
@@ -77,7 +77,7 @@ pub(crate) fn at_path(err: ignore::Error, path: &Path) -> ignore::Error {
     }
 }
 
-/// `ignore::Error`'s `Display` (ignore 0.4.29 `lib.rs` L325) with every path
+/// `ignore::Error`'s `Display` (ignore 0.4.29 `lib.rs`) with every path
 /// mapped back to the one rg walked.
 pub(crate) fn walk_error(err: &ignore::Error, root: &Root) -> String {
     let mut out = String::new();

@@ -245,7 +245,7 @@ impl Budget {
     }
 }
 
-/// `main.rs: run` (L77): 0 when something matched and nothing failed.
+/// `main.rs: run`: 0 when something matched and nothing failed.
 fn exit_code(matched: bool, errored: bool) -> i32 {
     if matched && !errored {
         0

@@ -1,6 +1,6 @@
 //! The glob invocation's walk, in parallel, in rg's order.
 //!
-//! `--sort=modified` makes rg walk sequentially (`hiargs.rs` L168): walkdir's
+//! `--sort=modified` makes rg walk sequentially (`hiargs.rs`): walkdir's
 //! depth-first pre-order over each directory's readdir order, then one stable
 //! sort on the modification time. The order of two files with the same mtime
 //! is therefore their order in that walk. We walk directories in parallel on
@@ -11,7 +11,7 @@
 //! order exactly, whatever order the threads finished in.
 //!
 //! With every filter off (`--no-ignore --hidden`), ignore 0.4.29's
-//! `Ignore::matched` (`dir.rs` L398) reduces to the overrides, which we ask
+//! `Ignore::matched` (`dir.rs`) reduces to the overrides, which we ask
 //! the same way (`Override::matched(path, is_dir)`, the path built by
 //! `Path::join` like walkdir does). Everything goes through the workspace's
 //! [`FileSystem`]: files are stat'ed through their directory's handle (on

@@ -1,7 +1,7 @@
 //! Walking a request's path without touching the process's current directory.
 //!
 //! rg walks the path exactly as typed and resolves it against its CWD; its
-//! override matcher (`ignore` 0.4.29 `gitignore.rs: Gitignore::strip`, L286)
+//! override matcher (`ignore` 0.4.29 `gitignore.rs: Gitignore::strip`)
 //! then removes a leading `./` (once in `dir.rs: Ignore::matched`, once more
 //! in `strip`), the CWD prefix byte-wise, and one `/`. We walk an absolute
 //! path `A` instead, built so that `strip` turns every entry below `A` into

@@ -43,7 +43,7 @@ const BOMS: [&[u8]; 3] = [b"\xEF\xBB\xBF", b"\xFF\xFE", b"\xFE\xFF"];
 /// Asked the way the searcher asks of each buffer (grep-searcher
 /// `core.rs: find_by_line_fast`): `find_candidate_line`, which looks for
 /// the pattern's required inner literals when it has some (grep-regex
-/// `matcher.rs` L491) and otherwise for the shortest match. No candidate
+/// `matcher.rs`) and otherwise for the shortest match. No candidate
 /// in the whole file means none in any of the searcher's buffers.
 pub(crate) fn is_clean_miss(matcher: &RegexMatcher, data: &[u8]) -> bool {
     use grep_matcher::Matcher;

@@ -3,8 +3,8 @@
 //! computed on the path strings rg itself walks.
 //!
 //! ignore 0.4.29 matches ignore files by stripping byte prefixes of the
-//! walked path (`dir.rs: Ignore::matched` L500, `matched_ignore` L548;
-//! `gitignore.rs: Gitignore::strip` L286), and rg walks paths relative to its
+//! walked path (`dir.rs: Ignore::matched`, `matched_ignore`;
+//! `gitignore.rs: Gitignore::strip`), and rg walks paths relative to its
 //! CWD. The engine walks absolute paths (it never uses the process's current
 //! directory), and on those the crate's stripping lines up where rg's does
 //! not: a path typed with two leading `./` (`./.`, `././src`) makes rg match
@@ -257,7 +257,7 @@ impl Rules {
 /// Which of the names rg looks up in a directory its listing holds.
 ///
 /// rg's parallel walker looks up only the names of the listing it has just
-/// read (ignore 0.4.29 `dir.rs: add_child_with_entries`, L284). The engine's
+/// read (ignore 0.4.29 `dir.rs: add_child_with_entries`). The engine's
 /// own walk (`dirwalk`) notes them while listing a directory; for the
 /// parents and the crate's walker (a symlinked root) one listing of the
 /// directory (`open`, two `getdents64`, `close`) answers all five. A name
@@ -303,7 +303,7 @@ fn with_path(e: std::io::Error, path: &Path) -> Error {
     at_path(Error::Io(e), path)
 }
 
-/// `dir.rs: resolve_git_commondir` (L1056), with the workdir standing in for
+/// `dir.rs: resolve_git_commondir`, with the workdir standing in for
 /// the process's current directory.
 fn commondir<F: FileSystem>(
     fs: &F,
@@ -526,7 +526,7 @@ impl RgIgnore {
             n = nd.parent.as_ref();
         }
         if let Some(base) = self.abs_base.as_ref().filter(|_| !self.parents_empty) {
-            // `matched_ignore` L596: the path below the root, joined to the
+            // `matched_ignore`: the path below the root, joined to the
             // canonical root.
             let p = if last.rg_dir.as_path() == Path::new(".") {
                 base.join(path)

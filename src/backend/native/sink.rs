@@ -1,5 +1,5 @@
 //! A `grep_searcher::Sink` that produces the typed events grep-printer 0.3.1's
-//! `JSONSink` would print (`json.rs` L719), with the same per-file `Stats`.
+//! `JSONSink` would print (`json.rs`), with the same per-file `Stats`.
 
 use std::io;
 use std::path::Path;
@@ -184,8 +184,8 @@ impl<'a> JsonSink<'a> {
         self.budget.spend(n)
     }
 
-    /// grep-printer `json.rs: record_matches` (L647) over
-    /// `util.rs: find_iter_at_in_context` (L473), single-line mode.
+    /// grep-printer `json.rs: record_matches` over
+    /// `util.rs: find_iter_at_in_context`, single-line mode.
     fn record_matches(&mut self, searcher: &Searcher, buf: &[u8], range: std::ops::Range<usize>) {
         let first = self.submatches.len();
         // Trim the line terminator (`util.rs: trim_line_terminator`).

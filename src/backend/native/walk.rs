@@ -8,7 +8,7 @@ use ignore::overrides::{Override, OverrideBuilder};
 use crate::fs::bytes::path_bytes;
 use crate::request::{vcs_exclude_globs, VCS_DIRS};
 
-/// `hiargs.rs: globs` (L1213): one `OverrideBuilder` rooted at the CWD, the
+/// `hiargs.rs: globs`: one `OverrideBuilder` rooted at the CWD, the
 /// globs added in argv order. The error is the text rg prints.
 pub(crate) fn overrides(real_workdir: &Path, globs: &[&str]) -> Result<Override, String> {
     if globs.is_empty() {
@@ -37,7 +37,7 @@ pub(crate) fn glob_overrides(real_workdir: &Path, pattern: &str) -> Result<Overr
 /// match exactly the paths with a `/`-separated segment equal to `X`; a
 /// scan for such a segment replaces their regex set, the costliest part of
 /// matching a path. That holds for the path the matcher sees after
-/// `Gitignore::strip` (ignore 0.4.29 `gitignore.rs` L286) removes the
+/// `Gitignore::strip` (ignore 0.4.29 `gitignore.rs`) removes the
 /// workdir prefix byte-wise, so the split is used only when every walked
 /// path is the workdir, a `/`, then the rest (a relative root) and the
 /// workdir has no such segment itself; otherwise the whole override set
