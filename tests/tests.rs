@@ -64,3 +64,8 @@ mod serve;
 // The MCP server as a process, over raw JSON-RPC lines: malformed and
 // hostile messages, results, cancellation, roots, timeout, EOF, signals.
 mod mcp;
+
+// Remote workspaces over SFTP against a real OpenSSH sshd: conformance
+// against rg on the same tree, the agent session, faults.
+#[cfg(feature = "sftp")]
+mod sftp;

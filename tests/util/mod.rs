@@ -7,6 +7,8 @@
 pub mod fs;
 pub mod rg;
 pub mod served;
+#[cfg(feature = "sftp")]
+pub mod sshd;
 pub mod tools;
 pub mod tree;
 pub mod workspaces;
