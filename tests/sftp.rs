@@ -100,3 +100,35 @@ fn sftp_seam_basics() {
         .collect();
     assert_eq!(names.len(), 1, "no staged file left: {names:?}");
 }
+
+/// The conformance tables over SFTP (`util::sftp_share`): every third case
+/// of each, the native engine over the shared `sshd` against rg on the
+/// same tree, raw and at the tool level.
+#[test]
+fn sftp_conformance_tables() {
+    use crate::conformance as c;
+    crate::util::sftp_share(3, 1, || {
+        c::basic_glob();
+        c::basic_grep();
+        c::ignore_files_outside_a_repo();
+        c::repositories();
+        c::vcs_dirs();
+        c::encodings_and_binaries();
+        c::haystack_edges();
+        c::odd_names();
+        c::special_files();
+        c::mtime_ties();
+        c::mtime_ties_many_dirs();
+        c::nothing_searched();
+        c::permissions();
+        c::double_dot_slash_paths();
+        c::relative_gitdir_worktree();
+    });
+}
+
+/// A share of the random trees over SFTP: every tenth tree, every tenth
+/// case of it.
+#[test]
+fn sftp_random_trees() {
+    crate::util::sftp_share(10, 10, crate::random_trees::random_trees_match_rg);
+}

@@ -234,10 +234,23 @@ pub fn shared() -> &'static Sshd {
     SHARED.get_or_init(Sshd::start)
 }
 
-/// One workspace on the shared server, shared by the tests.
+/// One workspace on the shared server, shared by the tests. Its git
+/// global excludes file is the one the disk's rg reads (found through the
+/// tests' controlled `$HOME/.gitconfig`), which the server sees on the
+/// same disk.
 pub fn shared_fs() -> Arc<SftpFs> {
     static FS: OnceLock<Arc<SftpFs>> = OnceLock::new();
-    FS.get_or_init(|| Arc::new(shared().fs())).clone()
+    FS.get_or_init(|| {
+        use dsh_search::fs::{FileSystem, LocalFs};
+        // The controlled home is set up with the reference rg.
+        let _ = super::rg::env();
+        let mut b = shared().builder();
+        if let Some((path, _)) = LocalFs::new().git_global_excludes(Path::new("/")) {
+            b = b.git_excludes(path);
+        }
+        Arc::new(b.build().expect("the SFTP filesystem builds"))
+    })
+    .clone()
 }
 
 /// The processes whose parent is `pid` (from `/proc/*/stat`).

@@ -58,9 +58,18 @@ pub struct SftpBuilder {
     identity: Option<PathBuf>,
     known_hosts: Option<PathBuf>,
     timeout: Duration,
+    git_excludes: Option<PathBuf>,
 }
 
 impl SftpBuilder {
+    /// git's global excludes file on the remote host (default:
+    /// `~/.config/git/ignore` of the login): SFTP cannot see the remote
+    /// shell's `XDG_CONFIG_HOME` or git configuration.
+    pub fn git_excludes(mut self, remote_path: impl Into<PathBuf>) -> SftpBuilder {
+        self.git_excludes = Some(remote_path.into());
+        self
+    }
+
     /// The SSH port (default 22).
     pub fn port(mut self, port: u16) -> SftpBuilder {
         self.port = port;
@@ -126,6 +135,7 @@ impl SftpBuilder {
             conn: Mutex::new(None),
             counters: Arc::new(Counters::default()),
             excludes: OnceLock::new(),
+            git_excludes: self.git_excludes,
         })
     }
 }
@@ -174,7 +184,9 @@ pub struct SftpFs {
     /// The connection, opened on first use and again after it drops.
     conn: Mutex<Option<Arc<Conn>>>,
     counters: Arc<Counters>,
-    excludes: OnceLock<Option<(PathBuf, Vec<u8>)>>,
+    /// Where git's global excludes file is (found once).
+    excludes: OnceLock<Option<PathBuf>>,
+    git_excludes: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for SftpFs {
@@ -195,6 +207,7 @@ impl SftpFs {
             identity: None,
             known_hosts: None,
             timeout: DEFAULT_TIMEOUT,
+            git_excludes: None,
         }
     }
 
@@ -422,8 +435,78 @@ async fn stat(conn: &Conn, path: &[u8], follow: bool) -> io::Result<Metadata> {
     } else {
         proto::FXP_LSTAT
     };
-    let a = expect_attrs(conn.call(kind, |o| o.bytes(path)).await)?;
-    Ok(metadata_of(path, &a))
+    let r = expect_attrs(conn.call(kind, |o| o.bytes(path)).await);
+    Ok(metadata_of(path, &refine(conn, path, r).await?))
+}
+
+/// `r`, with a not-found error made the errno the disk would report.
+async fn refine<T>(conn: &Conn, path: &[u8], r: io::Result<T>) -> io::Result<T> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(not_found(conn, path).await),
+        r => r,
+    }
+}
+
+/// The errno behind `SSH_FX_NO_SUCH_FILE` for `path`: OpenSSH's
+/// `errno_to_portable` sends `ENOTDIR` as that code too, and rg prints
+/// the two differently (`Not a directory (os error 20)`). A component
+/// that exists and is not a directory (or a trailing `/` after a file)
+/// makes it `ENOTDIR`; the nearest existing ancestor being a directory
+/// leaves it `ENOENT`. Costs requests on this error path only.
+async fn not_found(conn: &Conn, path: &[u8]) -> io::Error {
+    let mut end = path.len();
+    while end > 1 && path[end - 1] == b'/' {
+        end -= 1;
+    }
+    if end < path.len() {
+        let base = &path[..end];
+        if let Ok(Reply::Attrs(a)) = conn.call(proto::FXP_STAT, |o| o.bytes(base)).await {
+            if kind_of(a.perm) != FileType::Dir {
+                return errno::not_a_directory();
+            }
+        }
+    }
+    // ELOOP comes as the same code: follow the links by hand, as
+    // `path_resolution(7)` would (40 of them at most).
+    let mut link = path[..end].to_vec();
+    for _ in 0..=40 {
+        match conn.call(proto::FXP_LSTAT, |o| o.bytes(&link)).await {
+            Ok(Reply::Attrs(a)) if kind_of(a.perm) == FileType::Symlink => {}
+            _ => break,
+        }
+        let Ok(target) = expect_name(conn.call(proto::FXP_READLINK, |o| o.bytes(&link)).await)
+        else {
+            break;
+        };
+        link = if target.starts_with(b"/") {
+            target
+        } else {
+            let dir = link.iter().rposition(|&b| b == b'/').unwrap_or(0);
+            let mut next = link[..=dir].to_vec();
+            next.extend_from_slice(&target);
+            next
+        };
+    }
+    if matches!(
+        conn.call(proto::FXP_LSTAT, |o| o.bytes(&link)).await,
+        Ok(Reply::Attrs(a)) if kind_of(a.perm) == FileType::Symlink
+    ) {
+        return errno::too_many_links();
+    }
+    // The ancestors, nearest first.
+    let mut at = end;
+    while let Some(slash) = path[..at].iter().rposition(|&b| b == b'/') {
+        if slash == 0 {
+            break;
+        }
+        let parent = &path[..slash];
+        match conn.call(proto::FXP_STAT, |o| o.bytes(parent)).await {
+            Ok(Reply::Attrs(a)) if kind_of(a.perm) == FileType::Dir => break,
+            Ok(Reply::Attrs(_)) => return errno::not_a_directory(),
+            _ => at = slash,
+        }
+    }
+    errno::not_found()
 }
 
 /// Read the open `handle` of a file of `size` bytes to its end: every
@@ -531,7 +614,8 @@ async fn read_whole(
 /// List the directory at `path`: `OPENDIR`, then `READDIR`s several at a
 /// time until one says `EOF`.
 async fn list_dir(conn: &Arc<Conn>, path: &[u8], listing: &mut Listing) -> io::Result<()> {
-    let handle = expect_handle(conn.call(proto::FXP_OPENDIR, |o| o.bytes(path)).await)?;
+    let opened = expect_handle(conn.call(proto::FXP_OPENDIR, |o| o.bytes(path)).await);
+    let handle = refine(conn, path, opened).await?;
     let h = &handle;
     let mut full = path.to_vec();
     if full.last() != Some(&b'/') {
@@ -691,16 +775,20 @@ impl FileSystem for SftpFs {
 
     fn git_global_excludes(&self, _workdir: &Path) -> Option<(PathBuf, Vec<u8>)> {
         // git's default location on the remote host, under the login's
-        // home (`REALPATH .`): `$XDG_CONFIG_HOME` and `core.excludesFile`
-        // are the remote shell's, which SFTP cannot see.
-        self.excludes
-            .get_or_init(|| {
-                let home = FileSystem::canonicalize(self, Path::new(".")).ok()?;
-                let path = home.join(".config/git/ignore");
-                let bytes = self.read_control(&path).ok()?;
-                Some((path, bytes))
+        // home (`REALPATH .`, asked once): `$XDG_CONFIG_HOME` and
+        // `core.excludesFile` are the remote shell's, which SFTP cannot
+        // see. The file itself is read on every search, as rg reads it.
+        let path = self
+            .excludes
+            .get_or_init(|| match &self.git_excludes {
+                Some(p) => Some(p.clone()),
+                None => FileSystem::canonicalize(self, Path::new("."))
+                    .ok()
+                    .map(|home| home.join(".config/git/ignore")),
             })
-            .clone()
+            .clone()?;
+        let bytes = self.read_control(&path).ok()?;
+        Some((path, bytes))
     }
 
     fn write(
