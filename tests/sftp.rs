@@ -461,3 +461,65 @@ fn sftp_command_line() {
         }
     }
 }
+
+/// A server that stops answering: each call fails once the workspace's
+/// timeout has passed (not later), and once the server answers again the
+/// same connection serves the next call. A cancelled search returns at
+/// once and leaves the connection usable.
+#[test]
+fn sftp_timeout_and_cancellation() {
+    use dsh_search::{CancelToken, GrepRequest, NativeBackend, SearchBackend, Status};
+    use std::time::{Duration, Instant};
+    let server = sshd::Sshd::start();
+    let fs = std::sync::Arc::new(
+        server
+            .builder()
+            .timeout(Duration::from_secs(2))
+            .build()
+            .unwrap(),
+    );
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    many_files(&root, 300);
+    fs.connect().unwrap();
+    server.signal_sessions("STOP");
+    let started = Instant::now();
+    let err = fs.metadata(&root).unwrap_err();
+    let took = started.elapsed();
+    server.signal_sessions("CONT");
+    assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
+    assert!(err.to_string().contains("no answer within 2 s"), "{err}");
+    assert!(took < Duration::from_secs(8), "took {took:?}");
+    assert!(fs.metadata(&root).unwrap().kind.is_dir());
+    // Cancelled mid-search.
+    let backend = NativeBackend::on(fs.clone());
+    let cancel = CancelToken::new();
+    let mut req = GrepRequest::new("needle 1", &root);
+    req.cancel = cancel.clone();
+    let c = cancel.clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        c.cancel();
+    });
+    let started = Instant::now();
+    let o = backend.grep(&req);
+    canceller.join().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        matches!(o.status, Status::Cancelled | Status::Exited(0)),
+        "{:?}",
+        o.status
+    );
+    let again = backend.grep(&GrepRequest::new("needle 1", &root));
+    assert_eq!(again.status, Status::Exited(0), "{:?}", again.stderr);
+    assert_eq!(
+        fs.stats().connects,
+        1,
+        "one connection throughout: {:?}",
+        fs.stats()
+    );
+}

@@ -33,6 +33,7 @@ pub enum FsArg {
 }
 
 /// `sftp://[USER@]HOST[:PORT]` (an IPv6 address in brackets).
+#[cfg(feature = "sftp")]
 fn parse_sftp(rest: &str) -> Result<FsArg, String> {
     let bad = |why: &str| {
         format!("invalid sftp:// address {rest:?}: {why} (use sftp://[USER@]HOST[:PORT])")
@@ -124,7 +125,12 @@ impl Workspace {
     pub fn open(common: &Common, local: LocalFs) -> Result<Workspace, String> {
         if let FsArg::Sftp { user, host, port } = &common.fs {
             #[cfg(not(feature = "sftp"))]
-            let _ = (user, host, port);
+            {
+                let _ = (user, host, port);
+                return Err(
+                    "sftp:// workspaces need the `sftp` feature, which this build lacks".into(),
+                );
+            }
             #[cfg(feature = "sftp")]
             return open_sftp(common, user.as_deref(), host, *port);
         }

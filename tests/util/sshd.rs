@@ -193,6 +193,26 @@ impl Sshd {
         }
     }
 
+    /// Send `signal` (`STOP`, `CONT`) to every session the daemon serves,
+    /// not to the listener: a server that stops answering.
+    pub fn signal_sessions(&self, signal: &str) {
+        let Some(pid) = self.child.lock().unwrap().as_ref().map(Child::id) else {
+            return;
+        };
+        let mut pids = children(pid);
+        let mut i = 0;
+        while i < pids.len() {
+            let more = children(pids[i]);
+            pids.extend(more);
+            i += 1;
+        }
+        for pid in pids {
+            let _ = Command::new("kill")
+                .args([&format!("-{signal}"), &pid.to_string()])
+                .status();
+        }
+    }
+
     /// A workspace on this server as root with the authorized key.
     pub fn fs(&self) -> SftpFs {
         self.builder().build().expect("the SFTP filesystem builds")
