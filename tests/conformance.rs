@@ -129,7 +129,7 @@ const PATHS: &[Option<&str>] = &[
 ];
 
 #[test]
-fn basic_glob() {
+pub(crate) fn basic_glob() {
     let mut cases = Vec::new();
     for p in GLOB_PATTERNS {
         for path in PATHS {
@@ -146,7 +146,7 @@ fn basic_glob() {
 }
 
 #[test]
-fn basic_grep() {
+pub(crate) fn basic_grep() {
     let mut cases = Vec::new();
     // R1/R2/R4/B3/J7: regex semantics and errors, no path.
     for p in [
@@ -218,7 +218,7 @@ fn basic_grep() {
 /// W3: a `.gitignore` outside any repository is not read; `.ignore` is, also
 /// from parent directories of the workdir.
 #[test]
-fn ignore_files_outside_a_repo() {
+pub(crate) fn ignore_files_outside_a_repo() {
     let specs = vec![
         file(".gitignore", "gi.txt\n"),
         file(".ignore", "ig.txt\n"),
@@ -251,7 +251,7 @@ fn ignore_files_outside_a_repo() {
 /// `$HOME/.gitconfig`), `.jj` repos, `.git` files, running from inside an
 /// ignored directory.
 #[test]
-fn repositories() {
+pub(crate) fn repositories() {
     let specs = vec![
         file("repo/.git/HEAD", "ref: x\n"),
         file("repo/.git/info/exclude", "excluded.txt\n"),
@@ -322,7 +322,7 @@ fn repositories() {
 /// W12–W14 and G12: VCS directories for glob (`.git` dir, `.git` file, root
 /// inside `.git`) and for grep (hidden, re-included by `*`).
 #[test]
-fn vcs_dirs() {
+pub(crate) fn vcs_dirs() {
     let specs = vec![
         file(".git/HEAD", "needle head\n"),
         file(".git/objects/ab/cdef", "needle object\n"),
@@ -410,7 +410,7 @@ fn nul_late() -> Vec<u8> {
 /// depend on which thread searched what before (seen with rg 15.2.0: 3 runs
 /// of 12 differ).
 #[test]
-fn encodings_and_binaries() {
+pub(crate) fn encodings_and_binaries() {
     let specs = vec![
         fixture("utf16le_bom.txt", "utf16le_bom.txt"),
         fixture("utf16be_bom.txt", "utf16be_bom.txt"),
@@ -484,7 +484,7 @@ fn encodings_and_binaries() {
 /// the searcher (`matcher::whole_file_prefilter`), which must never take
 /// those patterns, nor files with a byte-order mark or a NUL.
 #[test]
-fn haystack_edges() {
+pub(crate) fn haystack_edges() {
     let mut over = format!("{}\n", "x".repeat(99)).repeat(700);
     over.push_str("foo at 80k\nfoo\n");
     let mut exact = "y".repeat(65_536 - 11);
@@ -575,7 +575,7 @@ fn no_state_between_calls() {
 
 /// P3/J5: non-UTF-8 and odd file names, non-UTF-8 lines.
 #[test]
-fn odd_names() {
+pub(crate) fn odd_names() {
     let specs = vec![
         file(b"bad\xffname.txt", "needle nonutf8 name\n"),
         file(b"nl\nname.txt", "needle newline name\n"),
@@ -604,7 +604,7 @@ fn odd_names() {
 /// W4–W7: symlinks, loops, broken links, FIFOs and sockets, walked and
 /// explicit; missing paths and a file path with a trailing slash.
 #[test]
-fn special_files() {
+pub(crate) fn special_files() {
     let specs = vec![
         file("real/f.txt", "needle real\n"),
         file("file.txt", "needle file\n"),
@@ -647,7 +647,7 @@ fn special_files() {
 /// S2/S3: the global stable mtime sort; ties over many directories keep the
 /// sequential walk (readdir) order.
 #[test]
-fn mtime_ties() {
+pub(crate) fn mtime_ties() {
     let mut specs = Vec::new();
     for d in 0..12 {
         for f in 0..6 {
@@ -683,7 +683,7 @@ fn mtime_ties() {
 /// are not descended. Any slip in the (mtime, position path) order between
 /// threads shows as a different byte order of rg's stdout.
 #[test]
-fn mtime_ties_many_dirs() {
+pub(crate) fn mtime_ties_many_dirs() {
     let mut specs = Vec::new();
     let mut n = 0u64;
     for a in 0..6 {
@@ -768,7 +768,7 @@ fn many_dirs_few_descriptors() {
 
 /// X2: "No files were searched" (no path) vs exit 1 (explicit `.`).
 #[test]
-fn nothing_searched() {
+pub(crate) fn nothing_searched() {
     let cases = |extra: &[Case]| {
         let mut v = vec![
             grep("needle", None, None),
@@ -808,7 +808,7 @@ fn nothing_searched() {
 
 /// W8/W9/W12/S4: permission cases, run as uid 65534 (root reads everything).
 #[test]
-fn permissions() {
+pub(crate) fn permissions() {
     let specs = vec![
         file("ok.txt", "needle ok\n"),
         file("noread.txt", "needle secret\n"),
@@ -1008,7 +1008,7 @@ fn harness_normalizes_grep_output() {
 /// always line up, so it decides entries on rg's strings itself
 /// (`native/rgignore.rs`).
 #[test]
-fn double_dot_slash_paths() {
+pub(crate) fn double_dot_slash_paths() {
     let specs = vec![
         file(".git/HEAD", "x\n"),
         file("sub/.gitignore", "/ig.txt\nsub/sub.txt\n"),
@@ -1043,7 +1043,7 @@ fn double_dot_slash_paths() {
 /// worktree's root, rg reads the main repository's `info/exclude`; from
 /// elsewhere it does not.
 #[test]
-fn relative_gitdir_worktree() {
+pub(crate) fn relative_gitdir_worktree() {
     let specs = vec![
         file("main/.git/HEAD", "x\n"),
         file("main/.git/info/exclude", "exc.txt\n"),

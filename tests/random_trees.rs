@@ -322,7 +322,7 @@ fn in_cwd(r: &mut Rng, path: Option<String>, cwd: String) -> (Option<String>, St
 }
 
 #[test]
-fn random_trees_match_rg() {
+pub(crate) fn random_trees_match_rg() {
     let Some(env) = rg::env() else { return };
     let seed = match std::env::var("DSH_SEARCH_SEED") {
         Ok(s) => s.parse::<u64>().expect("DSH_SEARCH_SEED must be a u64"),

@@ -74,3 +74,8 @@ mod mcp;
 // Issue 11, the search half: hostile inputs and kills, each reproduction
 // as a real process on both backends.
 mod harden_search;
+
+// Remote workspaces over SFTP against a real OpenSSH sshd: conformance
+// against rg on the same tree, the agent session, faults.
+#[cfg(feature = "sftp")]
+mod sftp;

@@ -158,6 +158,18 @@ fn workspaces() -> Vec<(&'static str, Make, bool)> {
             },
             false,
         ),
+        // The tree over SFTP to the tests' sshd (`docs/contract.md` §11):
+        // every call, the guard's listings included, goes to the server.
+        #[cfg(feature = "sftp")]
+        (
+            "over sftp",
+            |_root, spill, _scratch| Workspace {
+                tools: tools_on(crate::util::sshd::shared_fs(), spill),
+                changes: None,
+                add_dir: None,
+            },
+            true,
+        ),
         (
             "overlay over memory, upper in memory",
             |root, spill, _scratch| {

@@ -51,10 +51,20 @@ pub struct Common {
     /// The session id: owner of spills, read observations and guard counters.
     #[arg(long, global = true, value_name = "ID")]
     pub session: Option<String>,
-    /// The workspace's filesystem: `local` (the disk), or `mem[:ROOT]`, a
-    /// copy of ROOT (default: the workdir) in memory, at the same path.
+    /// The workspace's filesystem: `local` (the disk), `mem[:ROOT]`, a
+    /// copy of ROOT (default: the workdir) in memory, at the same path, or
+    /// `sftp://[USER@]HOST[:PORT]`, a host over SSH (`--cwd` is then the
+    /// remote workdir, an absolute path).
     #[arg(long, global = true, value_name = "FS", default_value = "local")]
     pub fs: workspace::FsArg,
+    /// With `--fs sftp://`: the private key to log in with (default: the
+    /// SSH agent at SSH_AUTH_SOCK).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub identity: Option<PathBuf>,
+    /// With `--fs sftp://`: the known-hosts file the host key must be in
+    /// (default: ~/.ssh/known_hosts); an unknown or changed key is refused.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub known_hosts: Option<PathBuf>,
     /// The overlay directory: an upper layer on the local disk over the
     /// workdir. write and edit change only it; every tool sees the merged
     /// view; `changes` lists what it holds.

@@ -23,6 +23,8 @@ mod mem;
 mod overlay;
 pub(crate) mod resolve;
 mod seam;
+#[cfg(feature = "sftp")]
+mod sftp;
 mod text;
 
 pub use dynfs::DynFileSystem;
@@ -38,6 +40,8 @@ pub use local::{LocalDir, LocalFile, LocalFs};
 pub use mem::{MemDir, MemFile, MemFs};
 pub use overlay::{Change, ChangeKind, OverlayDir, OverlayFile, OverlayFs};
 pub use resolve::{has_dotdot_segment, ResolvedPath};
+#[cfg(feature = "sftp")]
+pub use sftp::{SftpBuilder, SftpDir, SftpFile, SftpFs, SftpStats};
 pub use text::{
     DirEntry, EditOutcome, FileKind, Stat, StreamedWrite, TextFs, WriteOperation, WriteOutcome,
     ATTEMPTS,

@@ -7,6 +7,8 @@
 pub mod fs;
 pub mod rg;
 pub mod served;
+#[cfg(feature = "sftp")]
+pub mod sshd;
 pub mod tools;
 pub mod tree;
 pub mod workspaces;
@@ -116,6 +118,82 @@ pub enum Mode {
     /// Through `dsh-search --format raw` with at most this many open
     /// descriptors (rg too).
     FewFds(u32),
+    /// In process, the native engine over SFTP to the test's `sshd`
+    /// ([`sftp_share`]).
+    #[cfg(feature = "sftp")]
+    Sftp,
+}
+
+#[cfg(feature = "sftp")]
+thread_local! {
+    /// Set by [`sftp_share`]: (run every how many cases, every how many
+    /// trees, cases seen, trees seen).
+    static SFTP_SHARE: std::cell::Cell<Option<(usize, usize, usize, usize)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Run `tables` (conformance or random-tree tests, on this thread) over
+/// SFTP instead of their own modes (`docs/contract.md` §11): every
+/// `every`th case, on every `every_tree`th tree, the native
+/// engine over the shared `sshd` against rg on the same tree on disk, at
+/// level 1 and at the tool level, with the tree's mtimes cut to whole
+/// seconds (SFTP v3's resolution).
+#[cfg(feature = "sftp")]
+pub fn sftp_share(every: usize, every_tree: usize, tables: impl FnOnce()) {
+    SFTP_SHARE.with(|s| s.set(Some((every.max(1), every_tree.max(1), 0, 0))));
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            SFTP_SHARE.with(|s| s.set(None));
+        }
+    }
+    let _reset = Reset;
+    tables();
+}
+
+/// Cut every regular file's and directory's mtime under `root` to whole
+/// seconds (symlinks are left alone: setting a time follows them).
+#[cfg(feature = "sftp")]
+fn whole_seconds(root: &Path) {
+    use std::time::{Duration, UNIX_EPOCH};
+    let mut stack = vec![root.to_path_buf()];
+    let mut dirs = Vec::new();
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(e.path());
+            } else if ft.is_file() {
+                cut(&e.path());
+            }
+        }
+        dirs.push(d);
+    }
+    // Directories last, deepest first: setting a file's time leaves its
+    // directory's alone, but be safe.
+    for d in dirs.iter().rev() {
+        cut(d);
+    }
+    fn cut(p: &Path) {
+        let Ok(m) = std::fs::metadata(p) else { return };
+        let Ok(t) = m.modified() else { return };
+        let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let whole = UNIX_EPOCH + Duration::from_secs(secs);
+        let f = if m.is_dir() {
+            std::fs::File::open(p)
+        } else {
+            std::fs::File::options()
+                .write(true)
+                .open(p)
+                .or_else(|_| std::fs::File::open(p))
+        };
+        if let Ok(f) = f {
+            let _ = f.set_modified(whole);
+        }
+    }
 }
 
 impl Report {
@@ -131,6 +209,20 @@ impl Report {
 
     /// Run every selected case on `tree` against rg.
     pub fn run_all(&mut self, env: &Env, tree: &Tree, cases: &[Case], mode: Mode) {
+        #[cfg(feature = "sftp")]
+        if let Some((every, every_tree, seen, trees)) = SFTP_SHARE.with(|s| s.get()) {
+            SFTP_SHARE.with(|s| s.set(Some((every, every_tree, seen + cases.len(), trees + 1))));
+            if trees % every_tree != 0 {
+                return;
+            }
+            whole_seconds(tree.root());
+            for (i, case) in cases.iter().enumerate() {
+                if (seen + i) % every == 0 {
+                    self.run(env, tree, case, &Mode::Sftp);
+                }
+            }
+            return;
+        }
         for case in cases {
             self.run(env, tree, case, &mode);
         }
@@ -191,6 +283,14 @@ impl Report {
                     ),
                 ],
             ),
+            #[cfg(feature = "sftp")]
+            Mode::Sftp => (
+                rg::run_rg(env, &call, &cwd),
+                workspaces::over_sftp()
+                    .into_iter()
+                    .map(|w| (w.label, rg::run_backend(&*w.backend, &call, &cwd)))
+                    .collect(),
+            ),
             Mode::FewFds(n) => (
                 rg::run_rg_few_fds(env, &call, &cwd, *n),
                 vec![
@@ -226,6 +326,19 @@ impl Report {
         // The same call at the tool level, both backends, and `read` of
         // every path it returned. In process as the test's user, also for
         // the cases whose raw side ran as uid 65534.
+        #[cfg(feature = "sftp")]
+        if matches!(mode, Mode::Sftp) {
+            tools::check_case_on(
+                &call,
+                tree.root(),
+                &cwd,
+                &label,
+                &mut self.failures,
+                &mut self.tool_checks,
+                workspaces::over_sftp(),
+            );
+            return;
+        }
         if !selfcheck {
             tools::check_case(
                 &call,

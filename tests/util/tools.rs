@@ -142,8 +142,8 @@ struct Pair {
 }
 
 /// Fresh tools for one case (fresh memos).
-fn pairs(root: &Path, workdir: &Path) -> Vec<Pair> {
-    let natives: Vec<_> = workspaces::ways(root, workdir)
+fn pairs(ways: Vec<workspaces::Way>) -> Vec<Pair> {
+    let natives: Vec<_> = ways
         .into_iter()
         .map(|w| {
             let backend: Arc<dyn SearchBackend> = Memo::new(w.backend);
@@ -212,9 +212,30 @@ pub fn check_case(
     failures: &mut Vec<String>,
     tally: &mut BTreeMap<String, usize>,
 ) {
+    check_case_on(
+        call,
+        root,
+        workdir,
+        label,
+        failures,
+        tally,
+        workspaces::ways(root, workdir),
+    )
+}
+
+/// [`check_case`] with the native engine on the filesystems of `ways`.
+pub fn check_case_on(
+    call: &Call,
+    root: &Path,
+    workdir: &Path,
+    label: &str,
+    failures: &mut Vec<String>,
+    tally: &mut BTreeMap<String, usize>,
+    ways: Vec<workspaces::Way>,
+) {
     let (tool, args) = tool_args(call);
     let mut returned: Option<Value> = None;
-    let pairs = pairs(root, workdir);
+    let pairs = pairs(ways);
     for pair in &pairs {
         for direct in [true, false] {
             let mut ctx = CallContext::new(workdir).session("parity");

@@ -256,6 +256,12 @@ fn make_tools(options: &Value) -> std::result::Result<Tools, String> {
         None => FsArg::Local,
         Some(s) => s.parse::<FsArg>().map_err(|e| format!("Tools: fs: {e}"))?,
     };
+    // A call's cwd is checked on the local disk, and the options have no
+    // identity or known-hosts file yet: a remote workspace is the command
+    // line's and the servers' for now (README, "Node").
+    if matches!(fs, FsArg::Sftp { .. }) {
+        return Err("Tools: fs: sftp:// workspaces are not supported by the Node binding yet (use dsh-search mcp or serve with --fs sftp://)".into());
+    }
     let text = |key: &str| obj.get(key).and_then(Value::as_str).map(PathBuf::from);
     let root = match text("root") {
         Some(root) => Some(existing_dir_path(&root).map_err(|e| format!("Tools: root: {e}"))?),
@@ -268,6 +274,8 @@ fn make_tools(options: &Value) -> std::result::Result<Tools, String> {
         session: None,
         fs,
         overlay: text("overlay"),
+        identity: None,
+        known_hosts: None,
         cancel: CancelToken::new(),
     };
     dsh_search::server::tools_with(&common, config).map_err(|e| format!("Tools: {e}"))

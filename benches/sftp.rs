@@ -1,0 +1,228 @@
+//! The remote workspace against `rg` on the remote host
+//! (`docs/contract.md` §11, BENCHMARKS.md "Remote workspaces over SFTP"):
+//! an OpenSSH `sshd` of its own on 127.0.0.1 with generated keys, the
+//! medium generated tree (10,000 files), and for glob `*` and a
+//! rare-literal grep: the native engine over SFTP (one connection, already
+//! open) against `rg` run on the host through an already-open SSH
+//! connection (`ssh -o ControlPath=…`), alternating, with the requests,
+//! round trips and bytes the SFTP side cost.
+//!
+//! ```text
+//! cargo bench --bench sftp -- [ITERATIONS]
+//! ```
+//!
+//! Needs `/usr/sbin/sshd`, `ssh`, `ssh-keygen` and `setpriv` (scripts/test
+//! installs them), and rg 15.2.0 in `DSH_SEARCH_RG` or on PATH.
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dsh_search::backend::rg::{glob_args, grep_args};
+use dsh_search::bench::corpus::{self, Tier};
+use dsh_search::fs::SftpFs;
+use dsh_search::{GlobRequest, GrepRequest, NativeBackend, SearchBackend};
+
+fn sh(cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn main() {
+    let iterations: usize = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with("--"))
+        .map_or(5, |n| n.parse().expect("ITERATIONS is a number"));
+    let rg = std::env::var("DSH_SEARCH_RG").unwrap_or_else(|_| "rg".into());
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .expect("HOME")
+        .join("dsh-search/bench-sftp");
+    let tree = cache.join("medium");
+    if !tree.join(".complete").exists() {
+        let _ = std::fs::remove_dir_all(&tree);
+        std::fs::create_dir_all(&tree).unwrap();
+        corpus::generate(&tree, Tier::Medium, 1).unwrap();
+        std::fs::write(tree.join(".complete"), "").unwrap();
+    }
+    let (dirs, files) = count(&tree);
+
+    let td = tempfile::tempdir().unwrap();
+    let dir = td.path();
+    for k in ["host_key", "user_key"] {
+        sh(Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(dir.join(k)));
+    }
+    std::fs::copy(dir.join("user_key.pub"), dir.join("authorized_keys")).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        dir.join("sshd_config"),
+        format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile none\n\
+             AuthorizedKeysFile {d}/authorized_keys\nPasswordAuthentication no\n\
+             KbdInteractiveAuthentication no\nUsePAM no\nPermitRootLogin yes\nStrictModes no\n\
+             Subsystem sftp internal-sftp\nLogLevel ERROR\n",
+            d = dir.display()
+        ),
+    )
+    .unwrap();
+    let host_pub = std::fs::read_to_string(dir.join("host_key.pub")).unwrap();
+    let known_hosts = dir.join("known_hosts");
+    std::fs::write(&known_hosts, format!("[127.0.0.1]:{port} {host_pub}")).unwrap();
+    std::fs::create_dir_all("/run/sshd").unwrap();
+    let mut sshd = Command::new("setpriv")
+        .args(["--pdeathsig", "KILL", "/usr/sbin/sshd", "-D", "-e", "-f"])
+        .arg(dir.join("sshd_config"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sshd starts");
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // The open SSH connection rg runs through.
+    let control = dir.join("cm");
+    let ssh = |extra: &[&str]| {
+        let mut c = Command::new("ssh");
+        c.arg("-i")
+            .arg(dir.join("user_key"))
+            .arg("-o")
+            .arg(format!("UserKnownHostsFile={}", known_hosts.display()))
+            .args([
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "StrictHostKeyChecking=yes",
+                "-p",
+                &port.to_string(),
+            ])
+            .arg("-o")
+            .arg(format!("ControlPath={}", control.display()))
+            .args(extra)
+            .arg("root@127.0.0.1");
+        c
+    };
+    let mut master = ssh(&["-o", "ControlMaster=yes", "-N"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    while !control.exists() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let fs = Arc::new(
+        SftpFs::builder("127.0.0.1")
+            .port(port)
+            .user("root")
+            .identity(dir.join("user_key"))
+            .known_hosts(&known_hosts)
+            .build()
+            .unwrap(),
+    );
+    fs.connect().unwrap();
+    let native = NativeBackend::on(fs.clone());
+    let quote = |a: &str| format!("'{}'", a.replace('\'', "'\\''"));
+
+    println!(
+        "| workload | files | dirs | files read | requests | round trips | (dirs + files read) / 16 | bytes read | sftp | rg over ssh | ratio |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for (label, is_glob) in [("glob *", true), ("grep rare literal", false)] {
+        let glob = GlobRequest::new("*", &tree);
+        let grep = GrepRequest::new(corpus::RARE_LITERAL, &tree);
+        let args = if is_glob {
+            glob_args(&glob)
+        } else {
+            grep_args(&grep)
+        };
+        let remote = format!(
+            "cd {} && {} {}",
+            quote(&tree.display().to_string()),
+            quote(&rg),
+            args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+        );
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        let mut cost = fs.stats();
+        for i in 0..=iterations {
+            let before = fs.stats();
+            let t = Instant::now();
+            if is_glob {
+                assert!(native.glob(&glob).results.files.len() >= files as usize / 2);
+            } else {
+                native.grep(&grep);
+            }
+            let took = t.elapsed();
+            let after = fs.stats();
+            let t = Instant::now();
+            let out = ssh(&[]).arg(&remote).stdin(Stdio::null()).output().unwrap();
+            let rg_took = t.elapsed();
+            assert!(
+                out.status.code().is_some_and(|c| c <= 1),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if i > 0 {
+                ours.push(took);
+                theirs.push(rg_took);
+            }
+            cost = dsh_search::fs::SftpStats {
+                requests: after.requests - before.requests,
+                round_trips: after.round_trips - before.round_trips,
+                bytes_read: after.bytes_read - before.bytes_read,
+                connects: after.connects - before.connects,
+            };
+        }
+        let files_read = if is_glob { 0 } else { files };
+        let (a, b) = (median(ours), median(theirs));
+        println!(
+            "| {label} | {files} | {dirs} | {files_read} | {} | {} | {} | {} | {:.1} ms | {:.1} ms | {:.2} |",
+            cost.requests,
+            cost.round_trips,
+            (dirs + files_read) / 16,
+            cost.bytes_read,
+            a.as_secs_f64() * 1e3,
+            b.as_secs_f64() * 1e3,
+            a.as_secs_f64() / b.as_secs_f64()
+        );
+    }
+    let _ = master.kill();
+    let _ = master.wait();
+    let _ = sshd.kill();
+    let _ = sshd.wait();
+}
+
+/// Directories and regular files under `root` (the marker file excluded).
+fn count(root: &Path) -> (u64, u64) {
+    let (mut dirs, mut files) = (0, 0);
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        dirs += 1;
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                stack.push(e.path());
+            } else if t.is_file() && e.file_name() != ".complete" {
+                files += 1;
+            }
+        }
+    }
+    (dirs, files)
+}

@@ -1,0 +1,436 @@
+//! One SSH connection with one SFTP session on it: the host key checked
+//! against `known_hosts`, key authentication (a key file or the agent), and
+//! requests multiplexed by id so that any number are in flight at once
+//! (`docs/contract.md` §11).
+
+use std::collections::HashMap;
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use russh::client::{self, Handle, Msg};
+use russh::keys::{self, PrivateKeyWithHashAlg, PublicKeyOrCertificate};
+use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
+use tokio::sync::oneshot;
+
+use super::proto::{self, Out, Reply};
+
+/// Where and as whom to connect.
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    pub(crate) user: String,
+    pub(crate) identity: Option<PathBuf>,
+    pub(crate) known_hosts: PathBuf,
+}
+
+impl Target {
+    /// `sftp://USER@HOST:PORT`, how errors name the host.
+    pub(crate) fn url(&self) -> String {
+        format!("sftp://{}@{}:{}", self.user, self.host, self.port)
+    }
+}
+
+/// The extensions the server announced that the filesystem uses.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Extensions {
+    pub(crate) posix_rename: bool,
+    pub(crate) fsync: bool,
+    pub(crate) limits: bool,
+}
+
+/// Counters of one filesystem's traffic, across its connections.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) requests: AtomicU64,
+    pub(crate) round_trips: AtomicU64,
+    pub(crate) bytes_read: AtomicU64,
+    pub(crate) connects: AtomicU64,
+}
+
+type Waiter = oneshot::Sender<io::Result<Reply>>;
+
+struct Pending {
+    waiters: HashMap<u32, Waiter>,
+    /// Why the session ended, once it has: every later request fails so.
+    dead: Option<String>,
+}
+
+/// The SFTP session over one SSH connection.
+pub(crate) struct Conn {
+    // Kept so that the connection lives as long as the session.
+    _ssh: Handle<Checker>,
+    write: ChannelWriteHalf<Msg>,
+    /// Packets are written whole, one request at a time: the channel splits
+    /// a large write into SSH packets, which concurrent writers would
+    /// interleave.
+    send_lock: tokio::sync::Mutex<()>,
+    pending: Mutex<Pending>,
+    next_id: AtomicU32,
+    pub(crate) ext: Extensions,
+    /// The largest read and write the server serves whole.
+    pub(crate) max_read: AtomicU32,
+    pub(crate) max_write: AtomicU32,
+    counters: Arc<Counters>,
+    url: String,
+}
+
+/// The connection's handler: checks the server's key strictly against
+/// `known_hosts` and remembers why it refused one.
+pub(crate) struct Checker {
+    host: String,
+    port: u16,
+    known_hosts: PathBuf,
+    refusal: Arc<Mutex<Option<String>>>,
+}
+
+impl client::Handler for Checker {
+    type Error = russh::Error;
+
+    async fn check_server_key(
+        &mut self,
+        key: &PublicKeyOrCertificate,
+    ) -> Result<bool, Self::Error> {
+        let key = match key {
+            PublicKeyOrCertificate::PublicKey { key, .. } => key,
+            PublicKeyOrCertificate::Certificate(_) => {
+                *self.refusal.lock().unwrap() =
+                    Some("the server presented a host certificate, which is not supported".into());
+                return Ok(false);
+            }
+        };
+        let shown = self.known_hosts.display();
+        let verdict =
+            match keys::check_known_hosts_path(&self.host, self.port, key, &self.known_hosts) {
+                Ok(true) => return Ok(true),
+                Ok(false) => format!(
+                    "host key not known: no {} key for {} in {shown} (add it with ssh-keyscan)",
+                    key.algorithm(),
+                    host_pattern(&self.host, self.port)
+                ),
+                Err(keys::Error::KeyChanged { line }) => format!(
+                "host key changed: the server's {} key differs from the one in {shown} line {line}",
+                key.algorithm()
+            ),
+                Err(e) => format!("cannot check the host key against {shown}: {e}"),
+            };
+        *self.refusal.lock().unwrap() = Some(verdict);
+        Ok(false)
+    }
+}
+
+/// How `known_hosts` names the host (`[host]:port` off port 22).
+fn host_pattern(host: &str, port: u16) -> String {
+    if port == 22 {
+        host.to_string()
+    } else {
+        format!("[{host}]:{port}")
+    }
+}
+
+fn lost(url: &str, why: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionAborted, format!("{url}: {why}"))
+}
+
+impl Conn {
+    /// Connect, authenticate, start the SFTP subsystem and negotiate
+    /// version 3.
+    pub(crate) async fn open(target: &Target, counters: Arc<Counters>) -> io::Result<Arc<Conn>> {
+        let url = target.url();
+        let fail = |what: String| io::Error::other(format!("{url}: {what}"));
+        let config = Arc::new(client::Config {
+            nodelay: true,
+            // The SFTP window: reads of 255 KiB several at once.
+            window_size: 16 * 1024 * 1024,
+            maximum_packet_size: 64 * 1024,
+            ..Default::default()
+        });
+        let refusal = Arc::new(Mutex::new(None));
+        let checker = Checker {
+            host: target.host.clone(),
+            port: target.port,
+            known_hosts: target.known_hosts.clone(),
+            refusal: refusal.clone(),
+        };
+        let addr = (target.host.as_str(), target.port);
+        let mut ssh = match client::connect(config, addr, checker).await {
+            Ok(h) => h,
+            Err(e) => {
+                if let Some(why) = refusal.lock().unwrap().take() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::PermissionDenied,
+                        format!("{url}: {why}"),
+                    ));
+                }
+                return Err(match e {
+                    russh::Error::IO(io) => {
+                        fail(format!("cannot connect: {}", super::io_text(&io)))
+                    }
+                    e => fail(format!("cannot connect: {e}")),
+                });
+            }
+        };
+        authenticate(&mut ssh, target, &url).await?;
+        let channel = ssh
+            .channel_open_session()
+            .await
+            .map_err(|e| fail(format!("cannot open a session channel: {e}")))?;
+        channel
+            .request_subsystem(true, "sftp")
+            .await
+            .map_err(|e| fail(format!("cannot start the sftp subsystem: {e}")))?;
+        let (mut read, write) = channel.split();
+        let init = Out(vec![0, 0, 0, 0, proto::FXP_INIT]).u32(3).finish();
+        write
+            .data_bytes(init)
+            .await
+            .map_err(|e| fail(format!("cannot start the sftp subsystem: {e}")))?;
+        let mut buf = Vec::new();
+        let version = loop {
+            if let Some(p) = take_packet(&mut buf) {
+                break p;
+            }
+            match read.wait().await {
+                Some(ChannelMsg::Data { data }) => buf.extend_from_slice(&data),
+                Some(ChannelMsg::ExitStatus { .. })
+                | Some(ChannelMsg::Eof)
+                | Some(ChannelMsg::Close)
+                | None => return Err(fail("the server has no sftp subsystem".into())),
+                Some(_) => {}
+            }
+        };
+        if version.first() != Some(&proto::FXP_VERSION) {
+            return Err(fail("the server did not answer the SFTP handshake".into()));
+        }
+        let mut r = proto::In(&version[1..]);
+        let v = r.u32()?;
+        if v != 3 {
+            return Err(fail(format!("the server speaks SFTP version {v}, not 3")));
+        }
+        let mut ext = Extensions::default();
+        while let (Ok(name), Ok(_)) = (r.bytes(), r.bytes()) {
+            match name {
+                b"posix-rename@openssh.com" => ext.posix_rename = true,
+                b"fsync@openssh.com" => ext.fsync = true,
+                b"limits@openssh.com" => ext.limits = true,
+                _ => {}
+            }
+        }
+        counters.connects.fetch_add(1, Ordering::Relaxed);
+        let conn = Arc::new(Conn {
+            _ssh: ssh,
+            write,
+            send_lock: tokio::sync::Mutex::new(()),
+            pending: Mutex::new(Pending {
+                waiters: HashMap::new(),
+                dead: None,
+            }),
+            next_id: AtomicU32::new(1),
+            ext,
+            // draft-ietf-secsh-filexfer-02 §3: servers serve at least 32 KiB.
+            max_read: AtomicU32::new(32 * 1024),
+            max_write: AtomicU32::new(32 * 1024),
+            counters,
+            url,
+        });
+        tokio::spawn(reader(read, buf, conn.clone()));
+        if ext.limits {
+            // limits@openssh.com: max-packet, max-read, max-write, max-open.
+            if let Ok(Reply::Extended(body)) = conn
+                .call(proto::FXP_EXTENDED, |o| o.bytes(b"limits@openssh.com"))
+                .await
+            {
+                let mut r = proto::In(&body);
+                if let (Ok(_), Ok(rd), Ok(wr)) = (r.u64(), r.u64(), r.u64()) {
+                    let clamp = |n: u64| n.clamp(32 * 1024, 255 * 1024) as u32;
+                    conn.max_read.store(clamp(rd), Ordering::Relaxed);
+                    conn.max_write.store(clamp(wr), Ordering::Relaxed);
+                }
+            }
+        }
+        Ok(conn)
+    }
+
+    /// Whether the session has ended.
+    pub(crate) fn is_dead(&self) -> bool {
+        self.pending.lock().unwrap().dead.is_some()
+    }
+
+    /// Send one request and wait for its reply.
+    pub(crate) async fn call(&self, kind: u8, body: impl FnOnce(Out) -> Out) -> io::Result<Reply> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let packet = body(Out::new(kind, id)).finish();
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut p = self.pending.lock().unwrap();
+            if let Some(why) = &p.dead {
+                return Err(lost(&self.url, why));
+            }
+            if p.waiters.is_empty() {
+                self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
+            }
+            p.waiters.insert(id, tx);
+        }
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        // Abandoned (the caller's future dropped on a timeout or a
+        // cancellation): the reply is dropped when it comes.
+        let guard = Abandon { conn: self, id };
+        {
+            let _lock = self.send_lock.lock().await;
+            if let Err(e) = self.write.data_bytes(packet).await {
+                let why = format!("connection lost ({e})");
+                self.kill(&why);
+                return Err(lost(&self.url, &why));
+            }
+        }
+        let reply = rx.await.map_err(|_| lost(&self.url, "connection lost"))?;
+        std::mem::forget(guard);
+        if let Ok(Reply::Data(d)) = &reply {
+            self.counters
+                .bytes_read
+                .fetch_add(d.len() as u64, Ordering::Relaxed);
+        }
+        reply
+    }
+
+    /// Close a handle without waiting for the reply (nothing the caller
+    /// could do about a failed close of a handle it only read).
+    pub(crate) fn close_later(self: &Arc<Conn>, handle: Vec<u8>) {
+        let conn = self.clone();
+        tokio::spawn(async move {
+            let _ = conn.call(proto::FXP_CLOSE, |o| o.bytes(&handle)).await;
+        });
+    }
+
+    fn kill(&self, why: &str) {
+        let waiters = {
+            let mut p = self.pending.lock().unwrap();
+            p.dead.get_or_insert_with(|| why.to_string());
+            std::mem::take(&mut p.waiters)
+        };
+        for (_, w) in waiters {
+            let _ = w.send(Err(lost(&self.url, why)));
+        }
+    }
+}
+
+struct Abandon<'c> {
+    conn: &'c Conn,
+    id: u32,
+}
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        self.conn.pending.lock().unwrap().waiters.remove(&self.id);
+    }
+}
+
+/// One whole packet (type byte onwards) off the front of `buf`.
+fn take_packet(buf: &mut Vec<u8>) -> Option<Vec<u8>> {
+    let len = u32::from_be_bytes(buf.get(..4)?.try_into().unwrap()) as usize;
+    if buf.len() < 4 + len {
+        return None;
+    }
+    let packet = buf[4..4 + len].to_vec();
+    buf.drain(..4 + len);
+    Some(packet)
+}
+
+/// Dispatch replies to their waiters until the channel ends; then fail
+/// every waiter, and every later request, with the reason.
+async fn reader(mut read: ChannelReadHalf, mut buf: Vec<u8>, conn: Arc<Conn>) {
+    let why = loop {
+        while let Some(packet) = take_packet(&mut buf) {
+            if packet.len() < 5 {
+                continue;
+            }
+            let id = u32::from_be_bytes(packet[1..5].try_into().unwrap());
+            let reply = Reply::parse(packet[0], &packet[5..]);
+            let waiter = conn.pending.lock().unwrap().waiters.remove(&id);
+            match (waiter, reply) {
+                (Some(w), reply) => {
+                    let _ = w.send(reply);
+                }
+                // A handle opened for a request that was abandoned: close
+                // it, or the server keeps it open for the session's life.
+                (None, Ok(Reply::Handle(h))) => conn.close_later(h),
+                (None, _) => {}
+            }
+        }
+        match read.wait().await {
+            Some(ChannelMsg::Data { data }) => buf.extend_from_slice(&data),
+            Some(ChannelMsg::Eof) | Some(ChannelMsg::Close) | None => break "connection lost",
+            Some(ChannelMsg::ExitStatus { .. }) => break "the sftp server exited",
+            Some(_) => {}
+        }
+    };
+    conn.kill(why);
+}
+
+/// Authenticate with the identity file, else with each of the agent's keys.
+async fn authenticate(ssh: &mut Handle<Checker>, target: &Target, url: &str) -> io::Result<()> {
+    let denied =
+        |what: String| io::Error::new(io::ErrorKind::PermissionDenied, format!("{url}: {what}"));
+    if let Some(path) = &target.identity {
+        let key = keys::load_secret_key(path, None).map_err(|e| {
+            io::Error::other(format!(
+                "{url}: cannot load the identity {}: {e}",
+                path.display()
+            ))
+        })?;
+        let hash = if key.algorithm().is_rsa() {
+            ssh.best_supported_rsa_hash().await.ok().flatten().flatten()
+        } else {
+            None
+        };
+        let result = ssh
+            .authenticate_publickey(
+                &target.user,
+                PrivateKeyWithHashAlg::new(Arc::new(key), hash),
+            )
+            .await
+            .map_err(|e| io::Error::other(format!("{url}: authentication failed: {e}")))?;
+        if result.success() {
+            return Ok(());
+        }
+        return Err(denied(format!(
+            "the server refused the key {} for user {}",
+            path.display(),
+            target.user
+        )));
+    }
+    let mut agent = keys::agent::client::AgentClient::connect_env()
+        .await
+        .map_err(|e| {
+            denied(format!(
+                "no --identity and no usable SSH agent (SSH_AUTH_SOCK): {e}"
+            ))
+        })?;
+    let identities = agent
+        .request_identities()
+        .await
+        .map_err(|e| denied(format!("the SSH agent cannot list its keys: {e}")))?;
+    for id in &identities {
+        let key = id.public_key().into_owned();
+        let hash = if key.algorithm().is_rsa() {
+            ssh.best_supported_rsa_hash().await.ok().flatten().flatten()
+        } else {
+            None
+        };
+        if let Ok(r) = ssh
+            .authenticate_publickey_with(&target.user, key, hash, &mut agent)
+            .await
+        {
+            if r.success() {
+                return Ok(());
+            }
+        }
+    }
+    Err(denied(format!(
+        "the server refused the SSH agent's {} key(s) for user {}",
+        identities.len(),
+        target.user
+    )))
+}

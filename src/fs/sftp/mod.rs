@@ -1,0 +1,805 @@
+//! A remote workspace over SFTP (`docs/contract.md` §11): the seam
+//! implemented with SFTP version 3 requests to OpenSSH's `sftp-server` or
+//! `internal-sftp`, over one SSH connection per workspace.
+//!
+//! The SSH layer is `russh` (pure Rust, `ring` for the cryptography); the
+//! SFTP client is the crate's own ([`proto`], [`conn`]), small enough to
+//! pipeline exactly as the engine needs: a listing sends several `READDIR`s
+//! at once, a file's `OPEN` and `STAT` go together and then every `READ`
+//! of it at once. The Tokio runtime that drives the connection is private
+//! to each [`SftpFs`]: the seam stays synchronous and thread-safe, and the
+//! engine's worker threads each wait on their own requests, so walking is
+//! parallel over the one connection.
+//!
+//! What SFTP v3 does not carry, the filesystem does without: inodes and
+//! devices (a version token is `0:hash(path):size:mtime:0`), change times,
+//! and sub-second modification times (whole seconds; glob's order by mtime
+//! then ties where the disk's would not).
+
+mod conn;
+mod proto;
+
+use std::ffi::OsStr;
+use std::future::Future;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::Poll;
+use std::time::Duration;
+
+use self::conn::{Conn, Counters, Target};
+use self::proto::{Attrs, Reply};
+use super::bytes::{os_str, path_bytes};
+use super::seam::{
+    errno, FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard, Written,
+};
+use crate::cancel::CancelToken;
+
+/// How long one operation may wait for the server before it fails with a
+/// timeout (the tools' own timeout and cancellation stop it sooner).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long connecting (TCP, key exchange, authentication) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// `READDIR`s in flight per listing: OpenSSH answers each with up to 100
+/// names, in order, and an `EOF` status once the directory is read.
+const READDIRS_IN_FLIGHT: usize = 4;
+/// `READ`s in flight per file.
+const READS_IN_FLIGHT: usize = 32;
+
+/// Options of a remote workspace: `sftp://[USER@]HOST[:PORT]`, the key and
+/// the known hosts.
+#[derive(Clone, Debug)]
+pub struct SftpBuilder {
+    host: String,
+    port: u16,
+    user: Option<String>,
+    identity: Option<PathBuf>,
+    known_hosts: Option<PathBuf>,
+    timeout: Duration,
+    git_excludes: Option<PathBuf>,
+}
+
+impl SftpBuilder {
+    /// git's global excludes file on the remote host (default:
+    /// `~/.config/git/ignore` of the login): SFTP cannot see the remote
+    /// shell's `XDG_CONFIG_HOME` or git configuration.
+    pub fn git_excludes(mut self, remote_path: impl Into<PathBuf>) -> SftpBuilder {
+        self.git_excludes = Some(remote_path.into());
+        self
+    }
+
+    /// The SSH port (default 22).
+    pub fn port(mut self, port: u16) -> SftpBuilder {
+        self.port = port;
+        self
+    }
+
+    /// The remote user (default: `$USER`, else `root`).
+    pub fn user(mut self, user: impl Into<String>) -> SftpBuilder {
+        self.user = Some(user.into());
+        self
+    }
+
+    /// The private key file to authenticate with (default: the SSH agent
+    /// at `SSH_AUTH_SOCK`).
+    pub fn identity(mut self, path: impl Into<PathBuf>) -> SftpBuilder {
+        self.identity = Some(path.into());
+        self
+    }
+
+    /// The known-hosts file the host key is checked against, strictly
+    /// (default `~/.ssh/known_hosts`).
+    pub fn known_hosts(mut self, path: impl Into<PathBuf>) -> SftpBuilder {
+        self.known_hosts = Some(path.into());
+        self
+    }
+
+    /// How long one operation waits for the server at most (default 30 s).
+    pub fn timeout(mut self, timeout: Duration) -> SftpBuilder {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The filesystem; nothing is connected until the first operation (or
+    /// [`SftpFs::connect`]).
+    pub fn build(self) -> io::Result<SftpFs> {
+        let known_hosts = match self.known_hosts {
+            Some(p) => p,
+            None => std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(".ssh/known_hosts"))
+                .ok_or_else(|| {
+                    io::Error::other("no --known-hosts and no HOME to find ~/.ssh/known_hosts in")
+                })?,
+        };
+        let user = self
+            .user
+            .or_else(|| std::env::var("USER").ok())
+            .unwrap_or_else(|| "root".into());
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("dsh-search-sftp")
+            .enable_all()
+            .build()?;
+        Ok(SftpFs {
+            target: Target {
+                host: self.host,
+                port: self.port,
+                user,
+                identity: self.identity,
+                known_hosts,
+            },
+            timeout: self.timeout,
+            rt,
+            conn: Mutex::new(None),
+            counters: Arc::new(Counters::default()),
+            excludes: OnceLock::new(),
+            git_excludes: self.git_excludes,
+        })
+    }
+}
+
+/// Traffic of a remote workspace so far (across reconnections).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SftpStats {
+    /// Requests sent.
+    pub requests: u64,
+    /// Requests sent while no other request was waiting for its reply:
+    /// each costs the caller one network round trip; the others travel
+    /// with one already paid for.
+    pub round_trips: u64,
+    /// File bytes received in `READ` replies.
+    pub bytes_read: u64,
+    /// SSH connections opened.
+    pub connects: u64,
+}
+
+/// A directory of an [`SftpFs`]: its remote path.
+#[derive(Clone, Debug)]
+pub struct SftpDir(PathBuf);
+
+/// A file of an [`SftpFs`], read whole when opened (with all its reads in
+/// flight at once), then served from memory.
+#[derive(Debug)]
+pub struct SftpFile {
+    data: Vec<u8>,
+    pos: usize,
+}
+
+impl Read for SftpFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = buf.len().min(self.data.len() - self.pos);
+        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// The filesystem of a host reached over SSH (`docs/contract.md` §11).
+pub struct SftpFs {
+    target: Target,
+    timeout: Duration,
+    rt: tokio::runtime::Runtime,
+    /// The connection, opened on first use and again after it drops.
+    conn: Mutex<Option<Arc<Conn>>>,
+    counters: Arc<Counters>,
+    /// Where git's global excludes file is (found once).
+    excludes: OnceLock<Option<PathBuf>>,
+    git_excludes: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for SftpFs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SftpFs")
+            .field("url", &self.target.url())
+            .finish()
+    }
+}
+
+impl SftpFs {
+    /// Options for the host `host` (port 22, the agent, `~/.ssh/known_hosts`).
+    pub fn builder(host: impl Into<String>) -> SftpBuilder {
+        SftpBuilder {
+            host: host.into(),
+            port: 22,
+            user: None,
+            identity: None,
+            known_hosts: None,
+            timeout: DEFAULT_TIMEOUT,
+            git_excludes: None,
+        }
+    }
+
+    /// `sftp://USER@HOST:PORT`.
+    pub fn url(&self) -> String {
+        self.target.url()
+    }
+
+    /// Connect now (if not connected): a wrong key, an unknown or changed
+    /// host key or a refused connection is reported here, once, with the
+    /// host named.
+    pub fn connect(&self) -> io::Result<()> {
+        self.conn().map(|_| ())
+    }
+
+    /// The traffic so far.
+    pub fn stats(&self) -> SftpStats {
+        let c = &self.counters;
+        SftpStats {
+            requests: c.requests.load(Ordering::Relaxed),
+            round_trips: c.round_trips.load(Ordering::Relaxed),
+            bytes_read: c.bytes_read.load(Ordering::Relaxed),
+            connects: c.connects.load(Ordering::Relaxed),
+        }
+    }
+
+    fn conn(&self) -> io::Result<Arc<Conn>> {
+        let mut slot = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = slot.as_ref().filter(|c| !c.is_dead()) {
+            return Ok(c.clone());
+        }
+        *slot = None;
+        let url = self.target.url();
+        let conn = self.rt.block_on(async {
+            match tokio::time::timeout(
+                CONNECT_TIMEOUT,
+                Conn::open(&self.target, self.counters.clone()),
+            )
+            .await
+            {
+                Ok(r) => r,
+                Err(_) => Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "{url}: cannot connect: no answer within {} s",
+                        CONNECT_TIMEOUT.as_secs()
+                    ),
+                )),
+            }
+        })?;
+        *slot = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Run `work` on the connection, waiting at most the timeout, and
+    /// stopping as soon as `cancel` is set: the outstanding requests are
+    /// abandoned (their replies dropped when they come), the connection
+    /// stays usable.
+    fn run<T, Fut>(
+        &self,
+        cancel: Option<&CancelToken>,
+        work: impl FnOnce(Arc<Conn>) -> Fut,
+    ) -> io::Result<T>
+    where
+        Fut: Future<Output = io::Result<T>>,
+    {
+        if cancel.is_some_and(CancelToken::is_cancelled) {
+            return Err(cancelled());
+        }
+        let conn = self.conn()?;
+        let url = self.target.url();
+        let timeout = self.timeout;
+        self.rt.block_on(async move {
+            let work = work(conn);
+            tokio::pin!(work);
+            let deadline = tokio::time::sleep(timeout);
+            tokio::pin!(deadline);
+            loop {
+                tokio::select! {
+                    r = &mut work => return r,
+                    _ = &mut deadline => return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("{url}: no answer within {} s", timeout.as_secs_f64()),
+                    )),
+                    _ = tokio::time::sleep(Duration::from_millis(20)), if cancel.is_some() => {
+                        if cancel.is_some_and(CancelToken::is_cancelled) {
+                            return Err(cancelled());
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
+
+fn cancelled() -> io::Error {
+    io::Error::new(io::ErrorKind::Interrupted, "cancelled")
+}
+
+/// An OS error's text without Rust's ` (os error N)` tail.
+fn io_text(e: &io::Error) -> String {
+    super::io_message(e)
+}
+
+/// The error a status reply stands for, with the errno the disk would
+/// have reported where SFTP v3 has a code for it.
+fn status_error(code: u32, msg: &str) -> io::Error {
+    match code {
+        proto::FX_NO_SUCH_FILE => errno::not_found(),
+        proto::FX_PERMISSION_DENIED => errno::permission_denied(),
+        proto::FX_EOF => io::Error::from(io::ErrorKind::UnexpectedEof),
+        8 => io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("operation unsupported by the server: {msg}"),
+        ),
+        _ if msg.is_empty() => io::Error::other("the server failed the request"),
+        _ => io::Error::other(msg.to_string()),
+    }
+}
+
+fn unexpected() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, "unexpected SFTP reply")
+}
+
+fn expect_ok(r: io::Result<Reply>) -> io::Result<()> {
+    match r? {
+        Reply::Status(proto::FX_OK, _) => Ok(()),
+        Reply::Status(c, m) => Err(status_error(c, &m)),
+        _ => Err(unexpected()),
+    }
+}
+
+fn expect_handle(r: io::Result<Reply>) -> io::Result<Vec<u8>> {
+    match r? {
+        Reply::Handle(h) => Ok(h),
+        Reply::Status(c, m) => Err(status_error(c, &m)),
+        _ => Err(unexpected()),
+    }
+}
+
+fn expect_attrs(r: io::Result<Reply>) -> io::Result<Attrs> {
+    match r? {
+        Reply::Attrs(a) => Ok(a),
+        Reply::Status(c, m) => Err(status_error(c, &m)),
+        _ => Err(unexpected()),
+    }
+}
+
+fn expect_name(r: io::Result<Reply>) -> io::Result<Vec<u8>> {
+    match r? {
+        Reply::Name(mut n) if !n.is_empty() => Ok(n.swap_remove(0).0),
+        Reply::Status(c, m) => Err(status_error(c, &m)),
+        _ => Err(unexpected()),
+    }
+}
+
+/// All of `futs`, polled together (so that their requests are all in
+/// flight at once), their outputs in order.
+async fn join_all<F: Future>(futs: Vec<F>) -> Vec<F::Output> {
+    let mut futs: Vec<Pin<Box<F>>> = futs.into_iter().map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = futs.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut done = true;
+        for (f, o) in futs.iter_mut().zip(out.iter_mut()) {
+            if o.is_none() {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(v) => *o = Some(v),
+                    Poll::Pending => done = false,
+                }
+            }
+        }
+        if done {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+    out.into_iter()
+        .map(|o| o.expect("polled to completion"))
+        .collect()
+}
+
+/// The kind the permission bits' `S_IFMT` names.
+fn kind_of(perm: Option<u32>) -> FileType {
+    match perm.map(|p| p & 0o170_000) {
+        Some(0o100_000) => FileType::File,
+        Some(0o040_000) => FileType::Dir,
+        Some(0o120_000) => FileType::Symlink,
+        Some(0o010_000) => FileType::Fifo,
+        Some(0o140_000) => FileType::Socket,
+        Some(0o020_000) | Some(0o060_000) => FileType::Device,
+        _ => FileType::Unknown,
+    }
+}
+
+/// FNV-1a of the path: SFTP v3 has no inode, and the version token needs
+/// a number that names the file.
+fn path_id(path: &[u8]) -> u64 {
+    path.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+fn metadata_of(path: &[u8], a: &Attrs) -> Metadata {
+    Metadata {
+        kind: kind_of(a.perm),
+        len: a.size.unwrap_or(0),
+        mtime: a.mtime.map(|s| (i64::from(s), 0)),
+        mode: a.perm.unwrap_or(0) & 0o7777,
+        dev: 0,
+        ino: path_id(path),
+        ctime: None,
+    }
+}
+
+fn join_name(dir: &Path, name: &OsStr) -> PathBuf {
+    dir.join(name)
+}
+
+/// `STAT` or `LSTAT`.
+async fn stat(conn: &Conn, path: &[u8], follow: bool) -> io::Result<Metadata> {
+    let kind = if follow {
+        proto::FXP_STAT
+    } else {
+        proto::FXP_LSTAT
+    };
+    let r = expect_attrs(conn.call(kind, |o| o.bytes(path)).await);
+    Ok(metadata_of(path, &refine(conn, path, r).await?))
+}
+
+/// `r`, with a not-found error made the errno the disk would report.
+async fn refine<T>(conn: &Conn, path: &[u8], r: io::Result<T>) -> io::Result<T> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(not_found(conn, path).await),
+        r => r,
+    }
+}
+
+/// The errno behind `SSH_FX_NO_SUCH_FILE` for `path`: OpenSSH's
+/// `errno_to_portable` sends `ENOTDIR` as that code too, and rg prints
+/// the two differently (`Not a directory (os error 20)`). A component
+/// that exists and is not a directory (or a trailing `/` after a file)
+/// makes it `ENOTDIR`; the nearest existing ancestor being a directory
+/// leaves it `ENOENT`. Costs requests on this error path only.
+async fn not_found(conn: &Conn, path: &[u8]) -> io::Error {
+    let mut end = path.len();
+    while end > 1 && path[end - 1] == b'/' {
+        end -= 1;
+    }
+    if end < path.len() {
+        let base = &path[..end];
+        if let Ok(Reply::Attrs(a)) = conn.call(proto::FXP_STAT, |o| o.bytes(base)).await {
+            if kind_of(a.perm) != FileType::Dir {
+                return errno::not_a_directory();
+            }
+        }
+    }
+    // ELOOP comes as the same code: follow the links by hand, as
+    // `path_resolution(7)` would (40 of them at most).
+    let mut link = path[..end].to_vec();
+    for _ in 0..=40 {
+        match conn.call(proto::FXP_LSTAT, |o| o.bytes(&link)).await {
+            Ok(Reply::Attrs(a)) if kind_of(a.perm) == FileType::Symlink => {}
+            _ => break,
+        }
+        let Ok(target) = expect_name(conn.call(proto::FXP_READLINK, |o| o.bytes(&link)).await)
+        else {
+            break;
+        };
+        link = if target.starts_with(b"/") {
+            target
+        } else {
+            let dir = link.iter().rposition(|&b| b == b'/').unwrap_or(0);
+            let mut next = link[..=dir].to_vec();
+            next.extend_from_slice(&target);
+            next
+        };
+    }
+    if matches!(
+        conn.call(proto::FXP_LSTAT, |o| o.bytes(&link)).await,
+        Ok(Reply::Attrs(a)) if kind_of(a.perm) == FileType::Symlink
+    ) {
+        return errno::too_many_links();
+    }
+    // The ancestors, nearest first.
+    let mut at = end;
+    while let Some(slash) = path[..at].iter().rposition(|&b| b == b'/') {
+        if slash == 0 {
+            break;
+        }
+        let parent = &path[..slash];
+        match conn.call(proto::FXP_STAT, |o| o.bytes(parent)).await {
+            Ok(Reply::Attrs(a)) if kind_of(a.perm) == FileType::Dir => break,
+            Ok(Reply::Attrs(_)) => return errno::not_a_directory(),
+            _ => at = slash,
+        }
+    }
+    errno::not_found()
+}
+
+/// Read the open `handle` of a file of `size` bytes to its end: every
+/// `READ` of the expected size at once (up to [`READS_IN_FLIGHT`]), and
+/// one at `size` that finds the end; a short read, or a file that grew,
+/// reads on from where the data stopped.
+async fn read_handle(
+    conn: &Arc<Conn>,
+    handle: &[u8],
+    size: u64,
+    cancel: Option<&CancelToken>,
+) -> io::Result<Vec<u8>> {
+    let chunk = u64::from(conn.max_read.load(Ordering::Relaxed));
+    let mut data = Vec::with_capacity(size.min(1 << 30) as usize);
+    let mut offset = 0u64;
+    loop {
+        if cancel.is_some_and(CancelToken::is_cancelled) {
+            return Err(cancelled());
+        }
+        let mut offsets = Vec::new();
+        let mut at = offset;
+        while at < size && offsets.len() < READS_IN_FLIGHT {
+            offsets.push(at);
+            at += chunk;
+        }
+        if offsets.len() < READS_IN_FLIGHT {
+            offsets.push(if offsets.is_empty() { offset } else { size });
+        }
+        let reads = offsets
+            .iter()
+            .map(|&at| {
+                let len = if at < size {
+                    chunk.min(size - at)
+                } else {
+                    chunk
+                } as u32;
+                conn.call(proto::FXP_READ, move |o| o.bytes(handle).u64(at).u32(len))
+            })
+            .collect();
+        for (&at, reply) in offsets.iter().zip(join_all(reads).await) {
+            if at != offset {
+                // An earlier read came back short: read on from there.
+                break;
+            }
+            match reply? {
+                Reply::Data(d) => {
+                    offset += d.len() as u64;
+                    data.extend_from_slice(&d);
+                }
+                Reply::Status(proto::FX_EOF, _) => return Ok(data),
+                Reply::Status(c, m) => return Err(status_error(c, &m)),
+                _ => return Err(unexpected()),
+            }
+        }
+    }
+}
+
+/// Open and read the file at `path`: `OPEN` with `STAT` (or, when the
+/// kind is not known to be a regular file, `STAT` first: opening a FIFO
+/// would block the server), then the reads.
+async fn read_whole(
+    conn: &Arc<Conn>,
+    path: &[u8],
+    known_file: bool,
+    max: Option<u64>,
+    cancel: Option<&CancelToken>,
+) -> io::Result<(Metadata, Option<Vec<u8>>)> {
+    let open = || {
+        conn.call(proto::FXP_OPEN, |o| {
+            o.bytes(path).u32(proto::FXF_READ).u32(0)
+        })
+    };
+    let (meta, handle) = if known_file {
+        let (h, m) = tokio::join!(open(), stat(conn, path, true));
+        match (h, m) {
+            (Ok(h), Ok(m)) => (m, expect_handle(Ok(h))?),
+            (Ok(h), Err(e)) => {
+                if let Ok(h) = expect_handle(Ok(h)) {
+                    conn.close_later(h);
+                }
+                return Err(e);
+            }
+            (Err(e), _) => return Err(e),
+        }
+    } else {
+        let m = stat(conn, path, true).await?;
+        if !m.kind.is_file() || max.is_some_and(|max| m.len > max) {
+            return Ok((m, None));
+        }
+        (m, expect_handle(open().await)?)
+    };
+    if !meta.kind.is_file() || max.is_some_and(|max| meta.len > max) {
+        conn.close_later(handle);
+        return Ok((meta, None));
+    }
+    let data = read_handle(conn, &handle, meta.len, cancel).await;
+    conn.close_later(handle);
+    let data = data?;
+    if max.is_some_and(|max| data.len() as u64 > max) {
+        return Ok((meta, None));
+    }
+    Ok((meta, Some(data)))
+}
+
+/// List the directory at `path`: `OPENDIR`, then `READDIR`s several at a
+/// time until one says `EOF`.
+async fn list_dir(conn: &Arc<Conn>, path: &[u8], listing: &mut Listing) -> io::Result<()> {
+    let opened = expect_handle(conn.call(proto::FXP_OPENDIR, |o| o.bytes(path)).await);
+    let handle = refine(conn, path, opened).await?;
+    let h = &handle;
+    let mut full = path.to_vec();
+    if full.last() != Some(&b'/') {
+        full.push(b'/');
+    }
+    let base = full.len();
+    let result = 'outer: loop {
+        let reads = (0..READDIRS_IN_FLIGHT)
+            .map(|_| conn.call(proto::FXP_READDIR, move |o| o.bytes(h)))
+            .collect();
+        for reply in join_all(reads).await {
+            match reply {
+                Ok(Reply::Name(names)) => {
+                    for (name, attrs) in names {
+                        if name == b"." || name == b".." {
+                            continue;
+                        }
+                        full.truncate(base);
+                        full.extend_from_slice(&name);
+                        let meta = metadata_of(&full, &attrs);
+                        if meta.kind == FileType::Unknown {
+                            listing.push(&name, FileType::Unknown);
+                        } else {
+                            listing.push_with_metadata(&name, meta.kind, meta);
+                        }
+                    }
+                }
+                Ok(Reply::Status(proto::FX_EOF, _)) => break 'outer Ok(()),
+                Ok(Reply::Status(c, m)) => break 'outer Err(status_error(c, &m)),
+                Ok(_) => break 'outer Err(unexpected()),
+                Err(e) => break 'outer Err(e),
+            }
+        }
+    };
+    conn.close_later(handle);
+    result
+}
+
+impl FileSystem for SftpFs {
+    type Dir = SftpDir;
+    type File = SftpFile;
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        let p = path_bytes(path);
+        let real = self.run(None, |c| async move {
+            expect_name(c.call(proto::FXP_REALPATH, |o| o.bytes(p)).await)
+        })?;
+        Ok(PathBuf::from(os_str(&real).into_owned()))
+    }
+
+    fn metadata(&self, path: &Path) -> io::Result<Metadata> {
+        let p = path_bytes(path);
+        self.run(None, |c| async move { stat(&c, p, true).await })
+    }
+
+    fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata> {
+        let p = path_bytes(path);
+        self.run(None, |c| async move { stat(&c, p, false).await })
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        let p = path_bytes(path);
+        let target = self.run(None, |c| async move {
+            expect_name(c.call(proto::FXP_READLINK, |o| o.bytes(p)).await)
+        })?;
+        Ok(PathBuf::from(os_str(&target).into_owned()))
+    }
+
+    fn open_dir(&self, path: &Path) -> io::Result<SftpDir> {
+        let m = FileSystem::metadata(self, path)?;
+        if !m.kind.is_dir() {
+            return Err(errno::not_a_directory());
+        }
+        Ok(SftpDir(path.to_path_buf()))
+    }
+
+    fn open_dir_at(
+        &self,
+        _parent: &SftpDir,
+        parent_path: &Path,
+        name: &OsStr,
+    ) -> io::Result<SftpDir> {
+        // The entry was listed as a directory: its listing says the rest.
+        Ok(SftpDir(join_name(parent_path, name)))
+    }
+
+    fn list(&self, dir: &SftpDir, listing: &mut Listing) {
+        listing.clear();
+        let p = path_bytes(&dir.0);
+        let listing_ref = &mut *listing;
+        if let Err(e) = self.run(None, |c| async move { list_dir(&c, p, listing_ref).await }) {
+            listing.fail(e);
+        }
+    }
+
+    fn metadata_at(
+        &self,
+        _dir: &SftpDir,
+        dir_path: &Path,
+        name: &OsStr,
+        follow: bool,
+    ) -> io::Result<Metadata> {
+        let path = join_name(dir_path, name);
+        let p = path_bytes(&path);
+        self.run(None, |c| async move { stat(&c, p, follow).await })
+    }
+
+    fn open_at(&self, _dir: &SftpDir, dir_path: &Path, name: &OsStr) -> io::Result<SftpFile> {
+        let path = join_name(dir_path, name);
+        let p = path_bytes(&path);
+        let (_, data) = self.run(None, |c| async move {
+            read_whole(&c, p, true, None, None).await
+        })?;
+        let data = data.ok_or_else(errno::is_a_directory)?;
+        Ok(SftpFile { data, pos: 0 })
+    }
+
+    fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<SftpFile> {
+        let p = path_bytes(path);
+        let (meta, data) = self.run(Some(cancel), |c| async move {
+            read_whole(&c, p, false, None, Some(cancel)).await
+        })?;
+        match data {
+            Some(data) => Ok(SftpFile { data, pos: 0 }),
+            None if meta.kind.is_dir() => Err(errno::is_a_directory()),
+            // A FIFO, socket or device on the remote host is never opened
+            // there: `sftp-server` would block in `open(2)` for every
+            // client of the connection.
+            None => Err(errno::no_such_device()),
+        }
+    }
+
+    fn contents<'f>(&self, file: &'f SftpFile) -> Option<&'f [u8]> {
+        Some(&file.data)
+    }
+
+    fn read_control(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let p = path_bytes(path);
+        let (meta, data) = self.run(None, |c| async move {
+            read_whole(&c, p, false, None, None).await
+        })?;
+        data.ok_or_else(|| {
+            if meta.kind.is_dir() {
+                errno::is_a_directory()
+            } else {
+                errno::no_such_device()
+            }
+        })
+    }
+
+    fn read_file(&self, path: &Path, max: u64) -> io::Result<(Metadata, Option<Vec<u8>>)> {
+        let p = path_bytes(path);
+        self.run(None, |c| async move {
+            read_whole(&c, p, false, Some(max), None).await
+        })
+    }
+
+    fn git_global_excludes(&self, _workdir: &Path) -> Option<(PathBuf, Vec<u8>)> {
+        // git's default location on the remote host, under the login's
+        // home (`REALPATH .`, asked once): `$XDG_CONFIG_HOME` and
+        // `core.excludesFile` are the remote shell's, which SFTP cannot
+        // see. The file itself is read on every search, as rg reads it.
+        let path = self
+            .excludes
+            .get_or_init(|| match &self.git_excludes {
+                Some(p) => Some(p.clone()),
+                None => FileSystem::canonicalize(self, Path::new("."))
+                    .ok()
+                    .map(|home| home.join(".config/git/ignore")),
+            })
+            .clone()?;
+        let bytes = self.read_control(&path).ok()?;
+        Some((path, bytes))
+    }
+
+    fn write(
+        &self,
+        path: &Path,
+        content: &[u8],
+        guard: &WriteGuard,
+        cancel: &CancelToken,
+    ) -> Result<Written, WriteError> {
+        write::write(self, path, content, guard, cancel)
+    }
+}
+
+mod write;

@@ -1,0 +1,234 @@
+//! The seam's write over SFTP (`docs/contract.md` §10, §11): the guard
+//! checked against the remote attributes, the content staged in a fresh
+//! file next to the target, then published in one step: the standard
+//! `RENAME` (OpenSSH links the staged file, so it never replaces) for a
+//! create, `posix-rename@openssh.com` (`rename(2)`, atomic) for a replace.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::conn::Conn;
+use super::proto::{self, Reply};
+use super::{expect_handle, expect_ok, join_all, stat, SftpFs};
+use crate::cancel::CancelToken;
+use crate::fs::bytes::path_bytes;
+use crate::fs::seam::{errno, FileType, Metadata, WriteError, WriteGuard, Written};
+
+pub(super) fn write(
+    fs: &SftpFs,
+    path: &Path,
+    content: &[u8],
+    guard: &WriteGuard,
+    cancel: &CancelToken,
+) -> Result<Written, WriteError> {
+    // One write at a time per workspace: the guard's check and the
+    // publication must not interleave with another thread's.
+    static WRITES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = WRITES.lock().unwrap_or_else(|e| e.into_inner());
+    let io_err = |e: io::Error| WriteError::Io(path.to_path_buf(), e);
+    let outcome = fs.run(Some(cancel), |c| async move {
+        publish(&c, path, content, guard, cancel).await
+    });
+    match outcome {
+        Ok(r) => r,
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Err(WriteError::Cancelled),
+        Err(e) => Err(io_err(e)),
+    }
+}
+
+async fn lookup(conn: &Conn, path: &[u8]) -> io::Result<Option<Metadata>> {
+    match stat(conn, path, true).await {
+        Ok(m) => Ok(Some(m)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// `mkdir -p` of `dir`: the missing ancestors created, top down; a
+/// component that is not a directory is [`WriteError::NotDirectory`].
+async fn make_dirs(conn: &Conn, dir: &Path) -> Result<(), WriteError> {
+    let io_err = |e: io::Error| WriteError::Io(dir.to_path_buf(), e);
+    let mut missing: Vec<PathBuf> = Vec::new();
+    let mut at = Some(dir);
+    while let Some(d) = at {
+        match lookup(conn, path_bytes(d)).await.map_err(io_err)? {
+            Some(m) if m.kind.is_dir() => break,
+            Some(_) => return Err(WriteError::NotDirectory(d.to_path_buf())),
+            None => missing.push(d.to_path_buf()),
+        }
+        at = d.parent();
+    }
+    for d in missing.iter().rev() {
+        let r = conn
+            .call(proto::FXP_MKDIR, |o| {
+                o.bytes(path_bytes(d)).perm(Some(0o777))
+            })
+            .await;
+        if let Err(e) = expect_ok(r) {
+            // Created meanwhile by another writer: fine.
+            match lookup(conn, path_bytes(d)).await {
+                Ok(Some(m)) if m.kind.is_dir() => {}
+                _ => return Err(WriteError::Io(d.clone(), e)),
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn publish(
+    conn: &Arc<Conn>,
+    path: &Path,
+    content: &[u8],
+    guard: &WriteGuard,
+    cancel: &CancelToken,
+) -> io::Result<Result<Written, WriteError>> {
+    let target = path_bytes(path);
+    let old = lookup(conn, target).await?;
+    if let Some(m) = &old {
+        if m.kind != FileType::File {
+            return Ok(Err(WriteError::NotRegular(m.kind)));
+        }
+    }
+    match (guard, &old) {
+        (WriteGuard::ReplaceIfVersion(_), None) => return Ok(Err(WriteError::Stale)),
+        (WriteGuard::ReplaceIfVersion(v), Some(m)) if m.version() != *v => {
+            return Ok(Err(WriteError::Stale))
+        }
+        (WriteGuard::CreateIfAbsent, Some(_)) => return Ok(Err(WriteError::Exists)),
+        _ => {}
+    }
+    if cancel.is_cancelled() {
+        return Ok(Err(WriteError::Cancelled));
+    }
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    if let Err(e) = make_dirs(conn, parent).await {
+        return Ok(Err(e));
+    }
+    let mode = old.as_ref().map_or(0o600, |m| m.mode);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut nonce = [0u8; 8];
+    getrandom::fill(&mut nonce).map_err(|e| io::Error::other(e.to_string()))?;
+    let tmp = parent.join(format!(
+        ".{name}.{:016x}.dsh-staged",
+        u64::from_le_bytes(nonce)
+    ));
+    let staged = path_bytes(&tmp);
+    let flags = proto::FXF_WRITE | proto::FXF_CREAT | proto::FXF_EXCL;
+    let handle = expect_handle(
+        conn.call(proto::FXP_OPEN, |o| {
+            o.bytes(staged).u32(flags).perm(Some(0o600))
+        })
+        .await,
+    )?;
+    let result = stage(conn, &handle, staged, content, mode).await;
+    let closed = expect_ok(conn.call(proto::FXP_CLOSE, |o| o.bytes(&handle)).await);
+    let staged_ok = result.and(closed);
+    let remove = || async {
+        let _ = conn.call(proto::FXP_REMOVE, |o| o.bytes(staged)).await;
+    };
+    if let Err(e) = staged_ok {
+        remove().await;
+        return Err(e);
+    }
+    if cancel.is_cancelled() {
+        remove().await;
+        return Ok(Err(WriteError::Cancelled));
+    }
+    let published = match guard {
+        WriteGuard::CreateIfAbsent => {
+            let r = expect_ok(
+                conn.call(proto::FXP_RENAME, |o| o.bytes(staged).bytes(target))
+                    .await,
+            );
+            if let Err(e) = r {
+                remove().await;
+                if lookup(conn, target).await.ok().flatten().is_some() {
+                    return Ok(Err(WriteError::Exists));
+                }
+                return Err(e);
+            }
+            Ok(())
+        }
+        _ if conn.ext.posix_rename => expect_ok(
+            conn.call(proto::FXP_EXTENDED, |o| {
+                o.bytes(b"posix-rename@openssh.com")
+                    .bytes(staged)
+                    .bytes(target)
+            })
+            .await,
+        ),
+        _ => {
+            // No atomic replace offered: remove, then rename (a reader
+            // may see the file missing in between).
+            if old.is_some() {
+                expect_ok(conn.call(proto::FXP_REMOVE, |o| o.bytes(target)).await)?;
+            }
+            expect_ok(
+                conn.call(proto::FXP_RENAME, |o| o.bytes(staged).bytes(target))
+                    .await,
+            )
+        }
+    };
+    if let Err(e) = published {
+        remove().await;
+        return Err(e);
+    }
+    let metadata = stat(conn, target, true).await?;
+    Ok(Ok(Written {
+        replaced: old.is_some(),
+        metadata,
+    }))
+}
+
+/// Write `content` to the staged file's `handle`, every `WRITE` in flight
+/// at once, the mode set exactly (the server's umask applied to the
+/// open's), and `fsync@openssh.com` where offered.
+async fn stage(
+    conn: &Arc<Conn>,
+    handle: &[u8],
+    staged: &[u8],
+    content: &[u8],
+    mode: u32,
+) -> io::Result<()> {
+    let chunk = conn.max_write.load(Ordering::Relaxed) as usize;
+    for wave in content.chunks(chunk * 16) {
+        let base = wave.as_ptr() as usize - content.as_ptr() as usize;
+        let writes = wave
+            .chunks(chunk)
+            .enumerate()
+            .map(|(i, piece)| {
+                let at = (base + i * chunk) as u64;
+                conn.call(proto::FXP_WRITE, move |o| {
+                    o.bytes(handle).u64(at).bytes(piece)
+                })
+            })
+            .collect();
+        for r in join_all(writes).await {
+            expect_ok(r)?;
+        }
+    }
+    if mode != 0o600 {
+        expect_ok(
+            conn.call(proto::FXP_SETSTAT, |o| o.bytes(staged).perm(Some(mode)))
+                .await,
+        )?;
+    }
+    if conn.ext.fsync {
+        let r = conn
+            .call(proto::FXP_EXTENDED, |o| {
+                o.bytes(b"fsync@openssh.com").bytes(handle)
+            })
+            .await;
+        match r? {
+            Reply::Status(proto::FX_OK, _) => {}
+            Reply::Status(c, m) => return Err(super::status_error(c, &m)),
+            _ => return Err(errno::invalid()),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,525 @@
+//! Remote workspaces over SFTP against a real OpenSSH `sshd` on 127.0.0.1
+//! (`docs/contract.md` §11, `tests/util/sshd.rs`).
+
+use std::path::Path;
+
+use dsh_search::cancel::CancelToken;
+use dsh_search::fs::{FileSystem, Listing, WriteGuard};
+
+use crate::util::sshd;
+
+#[test]
+fn sftp_seam_basics() {
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("d/e")).unwrap();
+    std::fs::write(root.join("a.txt"), "hello\n").unwrap();
+    let big: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(root.join("d/big.bin"), &big).unwrap();
+    std::os::unix::fs::symlink("a.txt", root.join("link")).unwrap();
+    let fs = sshd::shared_fs();
+    assert_eq!(
+        fs.canonicalize(&root.join("link")).unwrap(),
+        root.join("a.txt")
+    );
+    let m = fs.metadata(&root.join("a.txt")).unwrap();
+    assert!(m.kind.is_file());
+    assert_eq!(m.len, 6);
+    assert!(fs
+        .symlink_metadata(&root.join("link"))
+        .unwrap()
+        .kind
+        .is_symlink());
+    assert_eq!(
+        fs.read_link(&root.join("link")).unwrap(),
+        Path::new("a.txt")
+    );
+    let dir = fs.open_dir(&root).unwrap();
+    let mut listing = Listing::new();
+    fs.list(&dir, &mut listing);
+    assert!(listing.error().is_none());
+    let mut names: Vec<String> = listing
+        .iter()
+        .map(|(n, _)| String::from_utf8_lossy(n).into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a.txt", "d", "link"]);
+    let mut data = Vec::new();
+    std::io::Read::read_to_end(
+        &mut fs
+            .open(&root.join("d/big.bin"), &CancelToken::new())
+            .unwrap(),
+        &mut data,
+    )
+    .unwrap();
+    assert!(data == big, "the 1 MB file reads back whole");
+    let err = fs.metadata(&root.join("missing")).unwrap_err();
+    assert_eq!(err.to_string(), "No such file or directory (os error 2)");
+    let w = fs
+        .write(
+            &root.join("new/dir/f.txt"),
+            b"x\n",
+            &WriteGuard::CreateIfAbsent,
+            &CancelToken::new(),
+        )
+        .unwrap();
+    assert!(!w.replaced);
+    assert_eq!(std::fs::read(root.join("new/dir/f.txt")).unwrap(), b"x\n");
+    assert!(matches!(
+        fs.write(
+            &root.join("new/dir/f.txt"),
+            b"y\n",
+            &WriteGuard::CreateIfAbsent,
+            &CancelToken::new()
+        ),
+        Err(dsh_search::fs::WriteError::Exists)
+    ));
+    let v = w.metadata.version();
+    let w2 = fs
+        .write(
+            &root.join("new/dir/f.txt"),
+            b"yy\n",
+            &WriteGuard::ReplaceIfVersion(v.clone()),
+            &CancelToken::new(),
+        )
+        .unwrap();
+    assert!(w2.replaced);
+    assert!(matches!(
+        fs.write(
+            &root.join("new/dir/f.txt"),
+            b"z\n",
+            &WriteGuard::ReplaceIfVersion(v),
+            &CancelToken::new()
+        ),
+        Err(dsh_search::fs::WriteError::Stale)
+    ));
+    assert_eq!(std::fs::read(root.join("new/dir/f.txt")).unwrap(), b"yy\n");
+    let names: Vec<_> = std::fs::read_dir(root.join("new/dir"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "no staged file left: {names:?}");
+}
+
+/// The conformance tables over SFTP (`util::sftp_share`): every third case
+/// of each, the native engine over the shared `sshd` against rg on the
+/// same tree, raw and at the tool level.
+#[test]
+fn sftp_conformance_tables() {
+    use crate::conformance as c;
+    crate::util::sftp_share(3, 1, || {
+        c::basic_glob();
+        c::basic_grep();
+        c::ignore_files_outside_a_repo();
+        c::repositories();
+        c::vcs_dirs();
+        c::encodings_and_binaries();
+        c::haystack_edges();
+        c::odd_names();
+        c::special_files();
+        c::mtime_ties();
+        c::mtime_ties_many_dirs();
+        c::nothing_searched();
+        c::permissions();
+        c::double_dot_slash_paths();
+        c::relative_gitdir_worktree();
+    });
+}
+
+/// A share of the random trees over SFTP: every tenth tree, every tenth
+/// case of it.
+#[test]
+fn sftp_random_trees() {
+    crate::util::sftp_share(10, 10, crate::random_trees::random_trees_match_rg);
+}
+
+/// Each connection fault: one clear line naming the host, reported by
+/// `connect` (so by the command line before any search), no hang, no
+/// panic.
+#[test]
+fn sftp_connection_faults() {
+    let keys = sshd::keys();
+    let shared = sshd::shared();
+    let empty = keys.dir.path().join("known_hosts.empty");
+    std::fs::write(&empty, "").unwrap();
+    // The usual host key on record, the server presenting another.
+    let changed = sshd::Sshd::start_with(&keys.other_host_key);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let cases: Vec<(&str, dsh_search::fs::SftpBuilder, &str)> = vec![
+        (
+            "wrong key",
+            shared.builder().identity(&keys.stranger_key),
+            "the server refused the key",
+        ),
+        (
+            "unknown host key",
+            shared.builder().known_hosts(&empty),
+            "host key not known: no ssh-ed25519 key for [127.0.0.1]:",
+        ),
+        (
+            "changed host key",
+            changed.builder(),
+            "host key changed: the server's ssh-ed25519 key differs from the one in",
+        ),
+        (
+            "refused connection",
+            shared.builder().port(closed_port),
+            "cannot connect: Connection refused",
+        ),
+        (
+            "missing identity file",
+            shared
+                .builder()
+                .identity(keys.dir.path().join("no-such-key")),
+            "cannot load the identity",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, builder, expected) in cases {
+        let fs = builder.build().unwrap();
+        let msg = match fs.connect() {
+            Ok(()) => {
+                failures.push(format!("{name}: connected"));
+                continue;
+            }
+            Err(e) => e.to_string(),
+        };
+        if !msg.contains(expected)
+            || msg.contains('\n')
+            || !msg.starts_with("sftp://root@127.0.0.1:")
+        {
+            failures.push(format!(
+                "{name}: {msg:?} (expected one line with {expected:?})"
+            ));
+        }
+        // Every operation after it says the same, without hanging.
+        if let Err(e) = fs.metadata(Path::new("/")) {
+            if !e.to_string().contains(expected) {
+                failures.push(format!("{name}: a later call said {e}"));
+            }
+        } else {
+            failures.push(format!("{name}: a later call succeeded"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A tree of many files for the searches that a fault interrupts.
+fn many_files(root: &Path, n: usize) {
+    for i in 0..n {
+        let d = root.join(format!("d{}", i % 20));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join(format!("f{i}.txt")),
+            format!("line {i}\nneedle {i}\n").repeat(50),
+        )
+        .unwrap();
+    }
+}
+
+/// The server killed before and during searches: each call fails with one
+/// clear line (no hang past the timeout, no panic), and once the server is
+/// back the next call reconnects and answers like rg.
+#[test]
+fn sftp_server_killed_and_back() {
+    use dsh_search::{GlobRequest, GrepRequest, NativeBackend, SearchBackend};
+    let server = sshd::Sshd::start();
+    let fs = std::sync::Arc::new(
+        server
+            .builder()
+            .timeout(std::time::Duration::from_secs(10))
+            .build()
+            .unwrap(),
+    );
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    many_files(&root, 400);
+    let backend = NativeBackend::on(fs.clone());
+    let grep = || backend.grep(&GrepRequest::new("needle 39", &root));
+    let first = grep();
+    assert_eq!(
+        first.status,
+        dsh_search::Status::Exited(0),
+        "{}",
+        first.stderr.join("\n")
+    );
+    // Killed while idle: the next call says so, in one line.
+    server.kill();
+    let down = backend.glob(&GlobRequest::new("*", &root));
+    let said = format!("{:?} {}", down.status, down.stderr.join("\n"));
+    assert_ne!(down.status, dsh_search::Status::Exited(0), "{said}");
+    assert!(said.contains("sftp://root@127.0.0.1:"), "{said}");
+    // Killed mid-search: the search ends (with an error or, if it was
+    // quick, complete) well before the timeout.
+    server.resume();
+    let searching = {
+        let backend = NativeBackend::on(fs.clone());
+        let root = root.clone();
+        std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let o = backend.grep(&GrepRequest::new("needle 39", &root));
+            (o, started.elapsed())
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    server.kill();
+    let (mid, took) = searching.join().expect("no panic");
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "the search took {took:?}"
+    );
+    if mid.status != dsh_search::Status::Exited(0) {
+        let said = format!("{:?} {}", mid.status, mid.stderr.join("\n"));
+        assert!(said.contains("sftp://root@127.0.0.1:"), "{said}");
+    }
+    // Back: the next call reconnects and answers as before.
+    server.resume();
+    let again = grep();
+    let raw = |o: &dsh_search::Outcome<dsh_search::GrepResults>| {
+        let mut out = Vec::new();
+        o.results.write_raw(&mut out).unwrap();
+        crate::util::rg::normalize_grep(&out)
+    };
+    assert_eq!(again.status, first.status);
+    assert!(
+        raw(&again) == raw(&first),
+        "the same matches after the reconnection"
+    );
+    assert!(fs.stats().connects >= 2, "{:?}", fs.stats());
+}
+
+/// A file deleted between the listing and the read: the read fails as on
+/// the disk (`No such file or directory (os error 2)`), the connection
+/// stays usable.
+#[test]
+fn sftp_file_deleted_after_listing() {
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    std::fs::write(root.join("gone.txt"), "x\n").unwrap();
+    let fs = sshd::shared_fs();
+    let dir = fs.open_dir(&root).unwrap();
+    let mut listing = Listing::new();
+    fs.list(&dir, &mut listing);
+    assert_eq!(listing.len(), 1);
+    std::fs::remove_file(root.join("gone.txt")).unwrap();
+    let err = fs
+        .open_at(&dir, &root, std::ffi::OsStr::new("gone.txt"))
+        .unwrap_err();
+    assert_eq!(err.to_string(), "No such file or directory (os error 2)");
+    assert!(fs.metadata(&root).unwrap().kind.is_dir());
+}
+
+/// A permission-denied directory and file as uid 65534 (`nobody` logs in
+/// with the same key): the native engine over SFTP prints what rg run as
+/// uid 65534 on the disk prints.
+#[test]
+fn sftp_permission_denied_as_nobody() {
+    use crate::util::rg;
+    use crate::util::tree::{file, mode, Tree};
+    let env = rg::env().expect("rg");
+    let tree = Tree::build(&[
+        file("ok.txt", "needle ok\n"),
+        file("noread.txt", "needle secret\n"),
+        mode("noread.txt", 0o000),
+        file("nodir/inner.txt", "needle inner\n"),
+        mode("nodir", 0o000),
+        file("z.txt", "needle z\n"),
+    ]);
+    let fs = sshd::shared().builder().user("nobody").build().unwrap();
+    let backend = dsh_search::NativeBackend::on(std::sync::Arc::new(fs));
+    let mut failures = Vec::new();
+    for call in [
+        rg::Call::Glob {
+            pattern: "*".into(),
+            path: None,
+        },
+        rg::Call::Grep {
+            pattern: "needle".into(),
+            path: None,
+            include: None,
+        },
+        rg::Call::Grep {
+            pattern: "needle".into(),
+            path: Some("nodir".into()),
+            include: None,
+        },
+        rg::Call::Grep {
+            pattern: "needle".into(),
+            path: Some("noread.txt".into()),
+            include: None,
+        },
+    ] {
+        let expected = rg::run_rg_nobody(env, &call, tree.root());
+        let actual = rg::run_backend(&backend, &call, tree.root());
+        if let Some(d) = rg::diff(&call, &expected, &actual) {
+            failures.push(format!("{call:?}\n{d}"));
+        }
+        assert!(
+            expected.status.contains('2'),
+            "rg as uid 65534 must hit the denial: {}",
+            expected.status
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The command line over SFTP: the same output as on the disk, and each
+/// refusal one line with exit 2.
+#[test]
+fn sftp_command_line() {
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    std::fs::write(root.join("a.txt"), "needle a\n").unwrap();
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub/b.txt"), "needle b\n").unwrap();
+    let server = sshd::shared();
+    let bin = env!("CARGO_BIN_EXE_dsh-search");
+    let run = |args: &[String]| {
+        let out = std::process::Command::new(bin).args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let cwd = vec!["--cwd".to_string(), root.display().to_string()];
+    let mut sftp = server.cli_args();
+    sftp.extend(cwd.clone());
+    for tool in [
+        vec!["glob", "*"],
+        vec!["grep", "needle"],
+        vec!["read", "a.txt"],
+    ] {
+        let tool: Vec<String> = tool.into_iter().map(String::from).collect();
+        let local = run(&[cwd.clone(), tool.clone()].concat());
+        let remote = run(&[sftp.clone(), tool.clone()].concat());
+        assert_eq!(remote.0, local.0, "{tool:?}: {}", remote.2);
+        assert_eq!(remote.1, local.1, "{tool:?}");
+    }
+    let keys = sshd::keys();
+    let refusals: Vec<(Vec<String>, &str)> = vec![
+        (
+            [
+                sftp.clone(),
+                vec!["--backend".into(), "rg".into(), "glob".into(), "*".into()],
+            ]
+            .concat(),
+            "--backend rg searches the local disk only",
+        ),
+        (
+            vec![
+                "--fs".into(),
+                format!("sftp://root@127.0.0.1:{}", server.port),
+                "--identity".into(),
+                keys.stranger_key.display().to_string(),
+                "--known-hosts".into(),
+                server.known_hosts.display().to_string(),
+                "--cwd".into(),
+                root.display().to_string(),
+                "glob".into(),
+                "*".into(),
+            ],
+            "the server refused the key",
+        ),
+        (
+            [
+                server.cli_args(),
+                vec!["--cwd".into(), "relative".into(), "glob".into(), "*".into()],
+            ]
+            .concat(),
+            "needs --cwd with the remote workdir as an absolute path",
+        ),
+        (
+            vec![
+                "--fs".into(),
+                "sftp://host/path".into(),
+                "glob".into(),
+                "*".into(),
+            ],
+            "no path after the host",
+        ),
+        (
+            vec![
+                "--fs".into(),
+                "sftp://host:0".into(),
+                "glob".into(),
+                "*".into(),
+            ],
+            "the port is not a number from 1 to 65535",
+        ),
+    ];
+    for (args, expected) in refusals {
+        let (code, _, stderr) = run(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        // One line (clap adds a usage hint under a parse error).
+        let first = stderr.lines().next().unwrap_or("");
+        assert!(first.contains(expected), "{args:?}: {stderr:?}");
+        if !first.starts_with("error: invalid value") {
+            assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr:?}");
+        }
+    }
+}
+
+/// A server that stops answering: each call fails once the workspace's
+/// timeout has passed (not later), and once the server answers again the
+/// same connection serves the next call. A cancelled search returns at
+/// once and leaves the connection usable.
+#[test]
+fn sftp_timeout_and_cancellation() {
+    use dsh_search::{CancelToken, GrepRequest, NativeBackend, SearchBackend, Status};
+    use std::time::{Duration, Instant};
+    let server = sshd::Sshd::start();
+    let fs = std::sync::Arc::new(
+        server
+            .builder()
+            .timeout(Duration::from_secs(2))
+            .build()
+            .unwrap(),
+    );
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    many_files(&root, 300);
+    fs.connect().unwrap();
+    server.signal_sessions("STOP");
+    let started = Instant::now();
+    let err = fs.metadata(&root).unwrap_err();
+    let took = started.elapsed();
+    server.signal_sessions("CONT");
+    assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
+    assert!(err.to_string().contains("no answer within 2 s"), "{err}");
+    assert!(took < Duration::from_secs(8), "took {took:?}");
+    assert!(fs.metadata(&root).unwrap().kind.is_dir());
+    // Cancelled mid-search.
+    let backend = NativeBackend::on(fs.clone());
+    let cancel = CancelToken::new();
+    let mut req = GrepRequest::new("needle 1", &root);
+    req.cancel = cancel.clone();
+    let c = cancel.clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        c.cancel();
+    });
+    let started = Instant::now();
+    let o = backend.grep(&req);
+    canceller.join().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        matches!(o.status, Status::Cancelled | Status::Exited(0)),
+        "{:?}",
+        o.status
+    );
+    let again = backend.grep(&GrepRequest::new("needle 1", &root));
+    assert_eq!(again.status, Status::Exited(0), "{:?}", again.stderr);
+    assert_eq!(
+        fs.stats().connects,
+        1,
+        "one connection throughout: {:?}",
+        fs.stats()
+    );
+}
