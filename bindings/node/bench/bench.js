@@ -102,7 +102,7 @@ async function main() {
     const rare = await pair(grepArgv('zq_unique_sentinel_42'), linux, linuxIterations)
     rows.push(['linux-source-6.1', 'grep rare literal, rg() vs spawn', fmt(rare.addon), fmt(rare.spawned), (rare.addon / rare.spawned).toFixed(2), `exit ${rare.exitCode}`])
   } else {
-    console.error(`no Linux tree at ${linux} (shared/tools/linux-corpus.sh unpacks it); its row is left out`)
+    console.error(`no Linux tree at ${linux} (pass --linux DIR with an unpacked linux-source-6.1 tree); its row is left out`)
   }
   console.log('| tree | workload | addon (median) | other side (median) | ratio | note |')
   console.log('|---|---|---:|---:|---:|---|')
