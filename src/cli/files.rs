@@ -10,7 +10,7 @@ use std::io::{self, Read};
 
 use serde_json::{json, Map, Value};
 
-use super::setup::{context, exit_code, make_tools, print, run_call};
+use super::setup::{exit_code, print, run_call, tools_and_context};
 use super::{Common, EditArgs, Format, ReadArgs, WriteArgs};
 use crate::cancel::CancelToken;
 
@@ -31,12 +31,8 @@ pub fn read(common: &Common, args: &ReadArgs) -> u8 {
 /// held at a time, whatever its size), and the wait for it ends at SIGINT,
 /// SIGTERM or SIGHUP with nothing written.
 pub fn write(common: &Common, args: &WriteArgs) -> u8 {
-    let tools = match make_tools(common) {
-        Ok(t) => t,
-        Err(e) => return super::fail(e),
-    };
-    let ctx = match context(common) {
-        Ok(c) => c,
+    let (tools, ctx) = match tools_and_context(common) {
+        Ok(both) => both,
         Err(e) => return super::fail(e),
     };
     let mut stdin = CancellableStdin::new(common.cancel.clone());

@@ -90,14 +90,15 @@ fn session_store(common: &Common) -> Result<Option<Arc<Sessions>>, String> {
     Ok(Some(Arc::new(Sessions::persistent(dir))))
 }
 
+/// The tools and the call context of the common options, in that order.
+pub(crate) fn tools_and_context(common: &Common) -> Result<(Tools, CallContext), String> {
+    Ok((make_tools(common)?, context(common)?))
+}
+
 /// One call through the tools' dispatch, printed in `format`.
 pub(crate) fn run_call(common: &Common, tool: &str, args: &Value, format: Format) -> u8 {
-    let tools = match make_tools(common) {
-        Ok(t) => t,
-        Err(e) => return super::fail(e),
-    };
-    let ctx = match context(common) {
-        Ok(c) => c,
+    let (tools, ctx) = match tools_and_context(common) {
+        Ok(both) => both,
         Err(e) => return super::fail(e),
     };
     let result = tools.call(tool, args, &ctx);
