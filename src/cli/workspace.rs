@@ -255,14 +255,23 @@ fn open_sftp(
         }
     }
     let mut b = SftpFs::builder(host).port(port);
-    if let Some(u) = user {
+    // The defaults from the environment, read here at the edge.
+    if let Some(u) = user
+        .map(String::from)
+        .or_else(|| std::env::var("USER").ok())
+    {
         b = b.user(u);
     }
     if let Some(k) = &common.identity {
         b = b.identity(k);
     }
-    if let Some(k) = &common.known_hosts {
-        b = b.known_hosts(k);
+    match &common.known_hosts {
+        Some(k) => b = b.known_hosts(k),
+        None => {
+            let home = std::env::var_os("HOME")
+                .ok_or("no --known-hosts and no HOME to find ~/.ssh/known_hosts in")?;
+            b = b.known_hosts(PathBuf::from(home).join(".ssh/known_hosts"));
+        }
     }
     let fs = b.build().map_err(|e| e.to_string())?;
     fs.connect().map_err(|e| e.to_string())?;

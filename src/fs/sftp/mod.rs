@@ -76,7 +76,7 @@ impl SftpBuilder {
         self
     }
 
-    /// The remote user (default: `$USER`, else `root`).
+    /// The remote user (default `root`; the command line passes `$USER`).
     pub fn user(mut self, user: impl Into<String>) -> SftpBuilder {
         self.user = Some(user.into());
         self
@@ -90,7 +90,7 @@ impl SftpBuilder {
     }
 
     /// The known-hosts file the host key is checked against, strictly
-    /// (default `~/.ssh/known_hosts`).
+    /// (required; the command line passes `~/.ssh/known_hosts`).
     pub fn known_hosts(mut self, path: impl Into<PathBuf>) -> SftpBuilder {
         self.known_hosts = Some(path.into());
         self
@@ -105,18 +105,12 @@ impl SftpBuilder {
     /// The filesystem; nothing is connected until the first operation (or
     /// [`SftpFs::connect`]).
     pub fn build(self) -> io::Result<SftpFs> {
-        let known_hosts = match self.known_hosts {
-            Some(p) => p,
-            None => std::env::var_os("HOME")
-                .map(|h| PathBuf::from(h).join(".ssh/known_hosts"))
-                .ok_or_else(|| {
-                    io::Error::other("no --known-hosts and no HOME to find ~/.ssh/known_hosts in")
-                })?,
-        };
-        let user = self
-            .user
-            .or_else(|| std::env::var("USER").ok())
-            .unwrap_or_else(|| "root".into());
+        // The library reads no environment of its own: the command line
+        // passes `~/.ssh/known_hosts` and `$USER` as the defaults.
+        let known_hosts = self
+            .known_hosts
+            .ok_or_else(|| io::Error::other("no known-hosts file to check the host key against"))?;
+        let user = self.user.unwrap_or_else(|| "root".into());
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("dsh-search-sftp")
