@@ -9,6 +9,7 @@ const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const { execFileSync } = require('node:child_process')
 
 const { Tools } = require('..')
 const h = require('./helpers.js')
@@ -100,9 +101,13 @@ for (const backend of BACKENDS) {
   test(`an AbortSignal ends the call with the tool's aborted error (${backend})`, async () => {
     const large = h.largeTree(1000)
     try {
+      // A FIFO nobody writes keeps the search going until the abort, and
+      // 300 ms is long after the thread pool dispatched the call even on a
+      // loaded machine (before dispatch it is ABORTED_BEFORE_DISPATCH).
+      execFileSync('mkfifo', [path.join(large.root, 'pipe')])
       const ac = new AbortController()
-      const call = new Tools({ backend }).call('grep', { pattern: 'amet\\s+\\w+ X' }, { cwd: large.root, signal: ac.signal })
-      setTimeout(() => ac.abort(), 20)
+      const call = new Tools({ backend }).call('grep', { pattern: 'x', path: 'pipe' }, { cwd: large.root, signal: ac.signal })
+      setTimeout(() => ac.abort(), 300)
       const r = await call
       assert.equal(r.isError, true)
       assert.equal(r.error.info.code, 'SEARCH_ABORTED', r.content)
