@@ -53,7 +53,7 @@ const READS_IN_FLIGHT: usize = 32;
 /// Files read ahead of the engine at once ([`FileSystem::will_open`]):
 /// handles open on the server, and replies the searching threads have not
 /// taken yet.
-const AHEAD_FILES: usize = 64;
+const AHEAD_FILES: usize = 128;
 /// The bytes those files may hold, in KiB.
 const AHEAD_KIB: u32 = 16 * 1024;
 /// The largest file read ahead; a larger one is read when it is opened.
@@ -664,10 +664,14 @@ async fn not_found(conn: &Conn, path: &[u8]) -> io::Error {
     errno::not_found()
 }
 
-/// Read the open `handle` of a file of `size` bytes to its end: every
-/// `READ` of the expected size at once (up to [`READS_IN_FLIGHT`]), and
-/// one at `size` that finds the end; a short read, or a file that grew,
-/// reads on from where the data stopped.
+/// Read the open `handle` of a regular file of `size` bytes to its end:
+/// every `READ` of the expected size at once (up to [`READS_IN_FLIGHT`]),
+/// the last one a byte longer than what is left. SFTP v3 guarantees that a
+/// read of a regular disk file returns the bytes asked for or up to the end
+/// of the file (draft-ietf-secsh-filexfer-02 §6.4), so a reply shorter than
+/// its request is the end, and the end costs no request of its own (for a
+/// small file: one `READ`). A file that grew reads on from where the data
+/// stopped.
 async fn read_handle(
     conn: &Arc<Conn>,
     handle: &[u8],
@@ -681,27 +685,24 @@ async fn read_handle(
         if cancel.is_some_and(CancelToken::is_cancelled) {
             return Err(cancelled());
         }
-        let mut offsets = Vec::new();
+        // (offset, length): up to one byte past the expected end.
+        let mut ranges = Vec::new();
         let mut at = offset;
-        while at < size && offsets.len() < READS_IN_FLIGHT {
-            offsets.push(at);
+        while at <= size && ranges.len() < READS_IN_FLIGHT {
+            ranges.push((at, chunk.min(size + 1 - at)));
             at += chunk;
         }
-        if offsets.len() < READS_IN_FLIGHT {
-            offsets.push(if offsets.is_empty() { offset } else { size });
+        if ranges.is_empty() {
+            ranges.push((offset, chunk));
         }
-        let reads = offsets
+        let reads = ranges
             .iter()
-            .map(|&at| {
-                let len = if at < size {
-                    chunk.min(size - at)
-                } else {
-                    chunk
-                } as u32;
+            .map(|&(at, len)| {
+                let len = len as u32;
                 conn.call(proto::FXP_READ, move |o| o.bytes(handle).u64(at).u32(len))
             })
             .collect();
-        for (&at, reply) in offsets.iter().zip(join_all(reads).await) {
+        for (&(at, len), reply) in ranges.iter().zip(join_all(reads).await) {
             if at != offset {
                 // An earlier read came back short: read on from there.
                 break;
@@ -710,6 +711,9 @@ async fn read_handle(
                 Reply::Data(d) => {
                     offset += d.len() as u64;
                     data.extend_from_slice(&d);
+                    if (d.len() as u64) < len {
+                        return Ok(data);
+                    }
                 }
                 Reply::Status(proto::FX_EOF, _) => return Ok(data),
                 Reply::Status(c, m) => return Err(status_error(c, &m)),
