@@ -334,6 +334,17 @@ pub trait FileSystem: Send + Sync + 'static {
         let _ = (dir, dir_path, name, metadata);
     }
 
+    /// Whether a walk that would open each directory by its whole path
+    /// ([`FileSystem::open_dir`], so that queued directories hold no
+    /// descriptor) should rather open a subdirectory through its parent as
+    /// soon as the parent is listed, after [`FileSystem::will_list`]: for a
+    /// filesystem whose handles hold nothing open and whose listings are
+    /// slow to come (SFTP). `false` (the default): by path, when its turn
+    /// comes.
+    fn lists_ahead(&self) -> bool {
+        false
+    }
+
     /// A hint: the engine will soon open the subdirectory `name` of `dir`
     /// (whose path is `dir_path`) with [`FileSystem::open_dir_at`] and list
     /// it. A filesystem with a slow round trip (SFTP) starts listing it now;

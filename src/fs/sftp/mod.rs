@@ -944,6 +944,10 @@ impl FileSystem for SftpFs {
             .insert(name.to_os_string(), Ahead { state, task });
     }
 
+    fn lists_ahead(&self) -> bool {
+        true
+    }
+
     fn will_list(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) {
         if self.ahead_dirs.fetch_add(1, Ordering::AcqRel) >= AHEAD_DIRS {
             self.ahead_dirs.fetch_sub(1, Ordering::AcqRel);
