@@ -5,11 +5,12 @@
 //! The SSH layer is `russh` (pure Rust, `ring` for the cryptography); the
 //! SFTP client is the crate's own ([`proto`], [`conn`]), small enough to
 //! pipeline exactly as the engine needs: a listing sends several `READDIR`s
-//! at once, a file's `OPEN` and `STAT` go together and then every `READ`
-//! of it at once. The Tokio runtime that drives the connection is private
-//! to each [`SftpFs`]: the seam stays synchronous and thread-safe, and the
-//! engine's worker threads each wait on their own requests, so walking is
-//! parallel over the one connection.
+//! at once, the files and subdirectories the engine says it will open
+//! ([`FileSystem::will_open`], [`FileSystem::will_list`]) are read and
+//! listed ahead of it in a bounded window, and a file's `READ`s all go at
+//! once. The Tokio runtime that drives the connection is private to each
+//! [`SftpFs`]: the seam stays synchronous and thread-safe, and the engine's
+//! threads take what was read ahead or wait on their own requests.
 //!
 //! What SFTP v3 does not carry, the filesystem does without: inodes and
 //! devices (a version token is `0:hash(path):size:mtime:0`), change times,
