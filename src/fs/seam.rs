@@ -317,6 +317,42 @@ pub trait FileSystem: Send + Sync + 'static {
     /// Open the file `name` of `dir` (whose path is `dir_path`) for reading.
     fn open_at(&self, dir: &Self::Dir, dir_path: &Path, name: &OsStr) -> io::Result<Self::File>;
 
+    /// A hint: the engine will soon open the regular file `name` of `dir`
+    /// (whose path is `dir_path`) with [`FileSystem::open_at`], listed with
+    /// `metadata` when the listing had it. A filesystem with a slow round
+    /// trip (SFTP) starts reading it now, so that the reads of many files
+    /// travel together; the default does nothing. What `open_at` then
+    /// returns is the same, and a file hinted but never opened costs at
+    /// most a read.
+    fn will_open(
+        &self,
+        dir: &Self::Dir,
+        dir_path: &Path,
+        name: &OsStr,
+        metadata: Option<&Metadata>,
+    ) {
+        let _ = (dir, dir_path, name, metadata);
+    }
+
+    /// Whether a walk that would open each directory by its whole path
+    /// ([`FileSystem::open_dir`], so that queued directories hold no
+    /// descriptor) should rather open a subdirectory through its parent as
+    /// soon as the parent is listed, after [`FileSystem::will_list`]: for a
+    /// filesystem whose handles hold nothing open and whose listings are
+    /// slow to come (SFTP). `false` (the default): by path, when its turn
+    /// comes.
+    fn lists_ahead(&self) -> bool {
+        false
+    }
+
+    /// A hint: the engine will soon open the subdirectory `name` of `dir`
+    /// (whose path is `dir_path`) with [`FileSystem::open_dir_at`] and list
+    /// it. A filesystem with a slow round trip (SFTP) starts listing it now;
+    /// the default does nothing. What `list` then records is the same.
+    fn will_list(&self, dir: &Self::Dir, dir_path: &Path, name: &OsStr) {
+        let _ = (dir, dir_path, name);
+    }
+
     /// Open the file at `path` for reading, symlinks followed. A FIFO is
     /// read as it comes, and the wait for its data ends with an error once
     /// `cancel` is set.

@@ -297,7 +297,7 @@ fn visit_entries<F: FileSystem>(
     out: &mut impl Output<F>,
 ) {
     let abs = dir.path();
-    for (name, ft) in listing.iter() {
+    for (i, (name, ft)) in listing.iter().enumerate() {
         if out.stopped() {
             return;
         }
@@ -329,6 +329,7 @@ fn visit_entries<F: FileSystem>(
             continue;
         }
         if is_dir {
+            fs.will_list(dir.handle(), abs, &os_str(name));
             stack.push(Pending {
                 parent: dir.clone(),
                 parent_node: node.clone(),
@@ -337,6 +338,9 @@ fn visit_entries<F: FileSystem>(
                 depth: depth + 1,
             });
         } else {
+            // Before the haystack is queued, so that the read it starts is
+            // the one a searching thread then finds.
+            fs.will_open(dir.handle(), abs, &os_str(name), listing.metadata(i));
             out.file(Haystack {
                 dir: dir.clone(),
                 rg_path,

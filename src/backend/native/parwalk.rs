@@ -85,7 +85,16 @@ pub(crate) fn walk<F: FileSystem>(
         found: Mutex::new(Found::default()),
     };
     let rg_root = printed_dir(root, path);
-    super::pool().scope(|s| visit(s, &ctx, path.to_path_buf(), rg_root, Arc::from(Vec::new())));
+    super::pool().scope(|s| {
+        visit(
+            s,
+            &ctx,
+            path.to_path_buf(),
+            rg_root,
+            Arc::from(Vec::new()),
+            None,
+        )
+    });
     let Found {
         mut files,
         mut errors,
@@ -159,6 +168,7 @@ fn visit<'s, F: FileSystem>(
     path: PathBuf,
     printed: Vec<u8>,
     pos: Arc<[u32]>,
+    ahead: Option<F::Dir>,
 ) {
     if ctx.budget.stopped() {
         return;
@@ -169,6 +179,8 @@ fn visit<'s, F: FileSystem>(
     // and a longer absolute path of ours must not fail before it.
     let opened = if super::dirwalk::too_long_for_rg(&ctx.root.unwalk(&path)) {
         Err(super::dirwalk::name_too_long())
+    } else if let Some(dir) = ahead {
+        Ok(dir)
     } else {
         match ctx.fs.open_dir(&path) {
             Err(e) if super::dirwalk::is_name_too_long(&e) => open_dir_stepwise(ctx, &path),
@@ -234,7 +246,15 @@ fn visit<'s, F: FileSystem>(
             sub_printed.extend_from_slice(bytes);
             sub_printed.push(b'/');
             let sub_path = path_buf(child.clone());
-            s.spawn(move |s| visit(s, ctx, sub_path, sub_printed, sub));
+            // A filesystem whose handles hold no descriptor and whose
+            // listings are slow to come starts listing it now.
+            let ahead = if ctx.fs.lists_ahead() {
+                ctx.fs.will_list(handle, path, &name);
+                ctx.fs.open_dir_at(handle, path, &name).ok()
+            } else {
+                None
+            };
+            s.spawn(move |s| visit(s, ctx, sub_path, sub_printed, sub, ahead));
         } else if kind == FileType::File {
             if ctx.override_set.ignored(&child_path, false) {
                 continue;

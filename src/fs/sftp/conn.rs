@@ -145,6 +145,21 @@ impl Conn {
             // The SFTP window: reads of 255 KiB several at once.
             window_size: 16 * 1024 * 1024,
             maximum_packet_size: 64 * 1024,
+            // AES-GCM first: with the processor's AES instructions it
+            // costs both ends a fraction of ChaCha20-Poly1305 (russh's
+            // first choice) per byte, and a search moves every byte it
+            // reads. The rest of the list is russh's own.
+            preferred: russh::Preferred {
+                cipher: std::borrow::Cow::Borrowed(&[
+                    russh::cipher::AES_128_GCM,
+                    russh::cipher::AES_256_GCM,
+                    russh::cipher::CHACHA20_POLY1305,
+                    russh::cipher::AES_256_CTR,
+                    russh::cipher::AES_192_CTR,
+                    russh::cipher::AES_128_CTR,
+                ]),
+                ..Default::default()
+            },
             ..Default::default()
         });
         let refusal = Arc::new(Mutex::new(None));

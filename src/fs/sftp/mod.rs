@@ -5,11 +5,12 @@
 //! The SSH layer is `russh` (pure Rust, `ring` for the cryptography); the
 //! SFTP client is the crate's own ([`proto`], [`conn`]), small enough to
 //! pipeline exactly as the engine needs: a listing sends several `READDIR`s
-//! at once, a file's `OPEN` and `STAT` go together and then every `READ`
-//! of it at once. The Tokio runtime that drives the connection is private
-//! to each [`SftpFs`]: the seam stays synchronous and thread-safe, and the
-//! engine's worker threads each wait on their own requests, so walking is
-//! parallel over the one connection.
+//! at once, the files and subdirectories the engine says it will open
+//! ([`FileSystem::will_open`], [`FileSystem::will_list`]) are read and
+//! listed ahead of it in a bounded window, and a file's `READ`s all go at
+//! once. The Tokio runtime that drives the connection is private to each
+//! [`SftpFs`]: the seam stays synchronous and thread-safe, and the engine's
+//! threads take what was read ahead or wait on their own requests.
 //!
 //! What SFTP v3 does not carry, the filesystem does without: inodes and
 //! devices (a version token is `0:hash(path):size:mtime:0`), change times,
@@ -19,15 +20,18 @@
 mod conn;
 mod proto;
 
-use std::ffi::OsStr;
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
 use std::future::Future;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::Poll;
 use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use self::conn::{Conn, Counters, Target};
 use self::proto::{Attrs, Reply};
@@ -47,6 +51,18 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 const READDIRS_IN_FLIGHT: usize = 4;
 /// `READ`s in flight per file.
 const READS_IN_FLIGHT: usize = 32;
+/// Files read ahead of the engine at once ([`FileSystem::will_open`]):
+/// handles open on the server, and replies the searching threads have not
+/// taken yet.
+const AHEAD_FILES: usize = 128;
+/// The bytes those files may hold, in KiB.
+const AHEAD_KIB: u32 = 16 * 1024;
+/// The largest file read ahead; a larger one is read when it is opened.
+const AHEAD_MAX: u64 = 1 << 20;
+/// Directories listed ahead of the engine ([`FileSystem::will_list`]) at
+/// once, in flight or waiting to be taken; past it a directory is listed
+/// when the engine lists it.
+const AHEAD_DIRS: usize = 128;
 
 /// Options of a remote workspace: `sftp://[USER@]HOST[:PORT]`, the key and
 /// the known hosts.
@@ -130,6 +146,9 @@ impl SftpBuilder {
             counters: Arc::new(Counters::default()),
             excludes: OnceLock::new(),
             git_excludes: self.git_excludes,
+            ahead_files: Arc::new(Semaphore::new(AHEAD_FILES)),
+            ahead_kib: Arc::new(Semaphore::new(AHEAD_KIB as usize)),
+            ahead_dirs: Arc::new(AtomicUsize::new(0)),
         })
     }
 }
@@ -149,9 +168,87 @@ pub struct SftpStats {
     pub connects: u64,
 }
 
-/// A directory of an [`SftpFs`]: its remote path.
-#[derive(Clone, Debug)]
-pub struct SftpDir(PathBuf);
+/// A directory of an [`SftpFs`]: its remote path, and the reads of its
+/// files started ahead of the engine ([`FileSystem::will_open`]), which
+/// are abandoned with it.
+pub struct SftpDir {
+    path: PathBuf,
+    ahead: Mutex<HashMap<OsString, Ahead>>,
+    /// The listings of its subdirectories started ahead of the engine.
+    ahead_dirs: Mutex<HashMap<OsString, AheadDir>>,
+    /// Its own listing, started ahead of the engine (taken from its
+    /// parent's when it was opened).
+    listed: Mutex<Option<AheadDir>>,
+}
+
+impl SftpDir {
+    fn new(path: PathBuf) -> SftpDir {
+        SftpDir {
+            path,
+            ahead: Mutex::new(HashMap::new()),
+            ahead_dirs: Mutex::new(HashMap::new()),
+            listed: Mutex::new(None),
+        }
+    }
+}
+
+impl std::fmt::Debug for SftpDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SftpDir").field(&self.path).finish()
+    }
+}
+
+/// A read ahead not yet started: `open_at` may claim it and read the file
+/// itself rather than wait for a place in the window.
+const QUEUED: u8 = 0;
+/// Started: its requests are in flight, `open_at` waits for its reply.
+const STARTED: u8 = 1;
+/// Claimed by `open_at` before it started: it never starts.
+const CLAIMED: u8 = 2;
+
+/// The places in the read-ahead window a file holds until its bytes are
+/// taken (or dropped).
+type Places = (OwnedSemaphorePermit, OwnedSemaphorePermit);
+
+/// One file's read ahead: aborted when dropped (its directory dropped, or
+/// its waiter timed out), which gives its places back.
+struct Ahead {
+    state: Arc<AtomicU8>,
+    task: tokio::task::JoinHandle<Option<(io::Result<Vec<u8>>, Places)>>,
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A place among the [`AHEAD_DIRS`] listings ahead, given back when dropped.
+struct DirPlace(Arc<AtomicUsize>);
+
+impl Drop for DirPlace {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// One directory's listing ahead: aborted when dropped.
+struct AheadDir {
+    task: tokio::task::JoinHandle<(Listing, io::Result<()>, DirPlace)>,
+}
+
+impl Drop for AheadDir {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn take<T>(slot: &Mutex<T>) -> T
+where
+    T: Default,
+{
+    std::mem::take(&mut *slot.lock().unwrap_or_else(|e| e.into_inner()))
+}
 
 /// A file of an [`SftpFs`], read whole when opened (with all its reads in
 /// flight at once), then served from memory.
@@ -181,6 +278,11 @@ pub struct SftpFs {
     /// Where git's global excludes file is (found once).
     excludes: OnceLock<Option<PathBuf>>,
     git_excludes: Option<PathBuf>,
+    /// The read-ahead window: files, and KiB.
+    ahead_files: Arc<Semaphore>,
+    ahead_kib: Arc<Semaphore>,
+    /// Listings ahead now (at most [`AHEAD_DIRS`]).
+    ahead_dirs: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for SftpFs {
@@ -225,6 +327,60 @@ impl SftpFs {
             round_trips: c.round_trips.load(Ordering::Relaxed),
             bytes_read: c.bytes_read.load(Ordering::Relaxed),
             connects: c.connects.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The connection if it is open and alive (never connects).
+    fn live_conn(&self) -> Option<Arc<Conn>> {
+        let slot = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        slot.as_ref().filter(|c| !c.is_dead()).cloned()
+    }
+
+    /// The bytes of the file `name` of `dir` if a read ahead of it was
+    /// started; `None` when there was none, it had not started (it never
+    /// will), or it failed: the caller then reads the file itself, and
+    /// reports what that read finds, exactly as without the read ahead.
+    fn take_ahead(&self, dir: &SftpDir, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
+        let ahead = dir
+            .ahead
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
+        let Some(mut ahead) = ahead else {
+            return Ok(None);
+        };
+        if ahead
+            .state
+            .compare_exchange(QUEUED, CLAIMED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            return Ok(None);
+        }
+        let done = self.run(None, |_| async move {
+            Ok((&mut ahead.task).await.ok().flatten())
+        })?;
+        Ok(match done {
+            Some((Ok(data), _places)) => Some(data),
+            _ => None,
+        })
+    }
+
+    /// The listing of `dir` started ahead, into `listing`: true when it
+    /// was there and complete; false when there was none or it failed (the
+    /// caller then lists the directory itself, and records what that finds).
+    fn take_listed(&self, dir: &SftpDir, listing: &mut Listing) -> io::Result<bool> {
+        let Some(mut ahead) = take(&dir.listed) else {
+            return Ok(false);
+        };
+        let done = self.run(None, |_| async move { Ok((&mut ahead.task).await.ok()) })?;
+        match done {
+            Some((mut fetched, Ok(()), _place)) => {
+                std::mem::swap(&mut listing.names, &mut fetched.names);
+                std::mem::swap(&mut listing.entries, &mut fetched.entries);
+                std::mem::swap(&mut listing.metadata, &mut fetched.metadata);
+                Ok(true)
+            }
+            _ => Ok(false),
         }
     }
 
@@ -503,10 +659,14 @@ async fn not_found(conn: &Conn, path: &[u8]) -> io::Error {
     errno::not_found()
 }
 
-/// Read the open `handle` of a file of `size` bytes to its end: every
-/// `READ` of the expected size at once (up to [`READS_IN_FLIGHT`]), and
-/// one at `size` that finds the end; a short read, or a file that grew,
-/// reads on from where the data stopped.
+/// Read the open `handle` of a regular file of `size` bytes to its end:
+/// every `READ` of the expected size at once (up to [`READS_IN_FLIGHT`]),
+/// the last one a byte longer than what is left. SFTP v3 guarantees that a
+/// read of a regular disk file returns the bytes asked for or up to the end
+/// of the file (draft-ietf-secsh-filexfer-02 §6.4), so a reply shorter than
+/// its request is the end, and the end costs no request of its own (for a
+/// small file: one `READ`). A file that grew reads on from where the data
+/// stopped.
 async fn read_handle(
     conn: &Arc<Conn>,
     handle: &[u8],
@@ -520,27 +680,24 @@ async fn read_handle(
         if cancel.is_some_and(CancelToken::is_cancelled) {
             return Err(cancelled());
         }
-        let mut offsets = Vec::new();
+        // (offset, length): up to one byte past the expected end.
+        let mut ranges = Vec::new();
         let mut at = offset;
-        while at < size && offsets.len() < READS_IN_FLIGHT {
-            offsets.push(at);
+        while at <= size && ranges.len() < READS_IN_FLIGHT {
+            ranges.push((at, chunk.min(size + 1 - at)));
             at += chunk;
         }
-        if offsets.len() < READS_IN_FLIGHT {
-            offsets.push(if offsets.is_empty() { offset } else { size });
+        if ranges.is_empty() {
+            ranges.push((offset, chunk));
         }
-        let reads = offsets
+        let reads = ranges
             .iter()
-            .map(|&at| {
-                let len = if at < size {
-                    chunk.min(size - at)
-                } else {
-                    chunk
-                } as u32;
+            .map(|&(at, len)| {
+                let len = len as u32;
                 conn.call(proto::FXP_READ, move |o| o.bytes(handle).u64(at).u32(len))
             })
             .collect();
-        for (&at, reply) in offsets.iter().zip(join_all(reads).await) {
+        for (&(at, len), reply) in ranges.iter().zip(join_all(reads).await) {
             if at != offset {
                 // An earlier read came back short: read on from there.
                 break;
@@ -549,6 +706,9 @@ async fn read_handle(
                 Reply::Data(d) => {
                     offset += d.len() as u64;
                     data.extend_from_slice(&d);
+                    if (d.len() as u64) < len {
+                        return Ok(data);
+                    }
                 }
                 Reply::Status(proto::FX_EOF, _) => return Ok(data),
                 Reply::Status(c, m) => return Err(status_error(c, &m)),
@@ -556,6 +716,21 @@ async fn read_handle(
             }
         }
     }
+}
+
+/// Read the regular file at `path`, listed with `size` bytes, for a read
+/// ahead: `OPEN`, then its `READ`s (the end-of-file probe with them), and
+/// `CLOSE` without waiting for its reply.
+async fn read_listed(conn: &Arc<Conn>, path: &[u8], size: u64) -> io::Result<Vec<u8>> {
+    let handle = expect_handle(
+        conn.call(proto::FXP_OPEN, |o| {
+            o.bytes(path).u32(proto::FXF_READ).u32(0)
+        })
+        .await,
+    )?;
+    let data = read_handle(conn, &handle, size, None).await;
+    conn.close_later(handle);
+    data
 }
 
 /// Open and read the file at `path`: `OPEN` with `STAT` (or, when the
@@ -683,22 +858,34 @@ impl FileSystem for SftpFs {
         if !m.kind.is_dir() {
             return Err(errno::not_a_directory());
         }
-        Ok(SftpDir(path.to_path_buf()))
+        Ok(SftpDir::new(path.to_path_buf()))
     }
 
     fn open_dir_at(
         &self,
-        _parent: &SftpDir,
+        parent: &SftpDir,
         parent_path: &Path,
         name: &OsStr,
     ) -> io::Result<SftpDir> {
         // The entry was listed as a directory: its listing says the rest.
-        Ok(SftpDir(join_name(parent_path, name)))
+        let dir = SftpDir::new(join_name(parent_path, name));
+        let ahead = parent
+            .ahead_dirs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
+        *dir.listed.lock().unwrap_or_else(|e| e.into_inner()) = ahead;
+        Ok(dir)
     }
 
     fn list(&self, dir: &SftpDir, listing: &mut Listing) {
         listing.clear();
-        let p = path_bytes(&dir.0);
+        match self.take_listed(dir, listing) {
+            Ok(true) => return,
+            Ok(false) => {}
+            Err(e) => return listing.fail(e),
+        }
+        let p = path_bytes(&dir.path);
         let listing_ref = &mut *listing;
         if let Err(e) = self.run(None, |c| async move { list_dir(&c, p, listing_ref).await }) {
             listing.fail(e);
@@ -717,7 +904,70 @@ impl FileSystem for SftpFs {
         self.run(None, |c| async move { stat(&c, p, follow).await })
     }
 
-    fn open_at(&self, _dir: &SftpDir, dir_path: &Path, name: &OsStr) -> io::Result<SftpFile> {
+    fn will_open(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr, metadata: Option<&Metadata>) {
+        // Only a regular file of a known size (what the listing said) that
+        // fits the window; the engine lists nothing else as one.
+        let Some(size) = metadata
+            .filter(|m| m.kind.is_file() && m.len <= AHEAD_MAX)
+            .map(|m| m.len)
+        else {
+            return;
+        };
+        let Some(conn) = self.live_conn() else {
+            return;
+        };
+        let path = path_bytes(&join_name(dir_path, name)).to_vec();
+        let state = Arc::new(AtomicU8::new(QUEUED));
+        let files = self.ahead_files.clone();
+        let kib_window = self.ahead_kib.clone();
+        let kib = (size / 1024 + 1).min(u64::from(AHEAD_KIB)) as u32;
+        let started = state.clone();
+        // The window's places are granted in the order of the hints, the
+        // order the searching threads take the files in.
+        let task = self.rt.spawn(async move {
+            let file = files.acquire_owned().await.ok()?;
+            let bytes = kib_window.acquire_many_owned(kib).await.ok()?;
+            started
+                .compare_exchange(QUEUED, STARTED, Ordering::AcqRel, Ordering::Acquire)
+                .ok()?;
+            let data = read_listed(&conn, &path, size).await;
+            Some((data, (file, bytes)))
+        });
+        dir.ahead
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_os_string(), Ahead { state, task });
+    }
+
+    fn lists_ahead(&self) -> bool {
+        true
+    }
+
+    fn will_list(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) {
+        if self.ahead_dirs.fetch_add(1, Ordering::AcqRel) >= AHEAD_DIRS {
+            self.ahead_dirs.fetch_sub(1, Ordering::AcqRel);
+            return;
+        }
+        let place = DirPlace(self.ahead_dirs.clone());
+        let Some(conn) = self.live_conn() else {
+            return;
+        };
+        let path = path_bytes(&join_name(dir_path, name)).to_vec();
+        let task = self.rt.spawn(async move {
+            let mut listing = Listing::new();
+            let r = list_dir(&conn, &path, &mut listing).await;
+            (listing, r, place)
+        });
+        dir.ahead_dirs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_os_string(), AheadDir { task });
+    }
+
+    fn open_at(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) -> io::Result<SftpFile> {
+        if let Some(data) = self.take_ahead(dir, name)? {
+            return Ok(SftpFile { data, pos: 0 });
+        }
         let path = join_name(dir_path, name);
         let p = path_bytes(&path);
         let (_, data) = self.run(None, |c| async move {
