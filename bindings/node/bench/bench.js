@@ -10,13 +10,14 @@
 // the 100-file workspace is missing, cargo (`cargo test --bench search --
 // corpus small DIR` writes it). Not part of the tests.
 
-const { spawn, execFileSync } = require('node:child_process')
+const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { performance } = require('node:perf_hooks')
 
 const { rg } = require('..')
+const h = require('../test/helpers.js')
 const native = require('../dsh-search.node')
 
 const args = process.argv.slice(2)
@@ -33,19 +34,10 @@ const bin = process.env.DSH_SEARCH_RG
 if (!bin) throw new Error('set DSH_SEARCH_RG to the rg 15.2.0 binary')
 const repo = path.join(__dirname, '..', '..', '..')
 
-const grepArgv = (pattern) => ['--no-config', '--json', `--regexp=${pattern}`]
+const grepArgv = (pattern) => h.grepArgv(pattern)
 
-function spawnRg(argv, cwd) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, argv, { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
-    const out = []
-    const err = []
-    child.stdout.on('data', (b) => out.push(b))
-    child.stderr.on('data', (b) => err.push(b))
-    child.on('error', reject)
-    child.on('close', (exitCode) => resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitCode }))
-  })
-}
+// The spawn the tests compare with (test/helpers.js), here as the other side.
+const spawnRg = (argv, cwd) => h.spawnRg(bin, argv, cwd)
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const fmt = (ms) => (ms < 1 ? `${(ms * 1000).toFixed(0)} µs` : `${ms.toFixed(1)} ms`)
