@@ -369,11 +369,13 @@ fn sftp_permission_denied_as_nobody() {
 /// refusal one line with exit 2.
 #[test]
 fn sftp_command_line() {
-    let td = tempfile::tempdir().unwrap();
-    let root = td.path().canonicalize().unwrap();
-    std::fs::write(root.join("a.txt"), "needle a\n").unwrap();
-    std::fs::create_dir_all(root.join("sub")).unwrap();
-    std::fs::write(root.join("sub/b.txt"), "needle b\n").unwrap();
+    use crate::util::tree::{file, Tree};
+    // Distinct whole-second mtimes (the tree builder's default): SFTP v3
+    // carries whole seconds, so files written within one second would tie
+    // over SFTP and fall back to the server's listing order, while the
+    // local disk still tells them apart by nanoseconds (README, limits).
+    let tree = Tree::build(&[file("a.txt", "needle a\n"), file("sub/b.txt", "needle b\n")]);
+    let root = tree.root().canonicalize().unwrap();
     let server = sshd::shared();
     let bin = env!("CARGO_BIN_EXE_dsh-search");
     let run = |args: &[String]| {
