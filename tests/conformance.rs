@@ -544,6 +544,51 @@ pub(crate) fn haystack_edges() {
         grep(r"\Afoo|foo$", None, None),
     ];
     check("haystack_edges_large", &specs, &cases, Mode::InProcess);
+
+    // A walked file is checked piece by piece as it is read (64 KiB, then
+    // 256 KiB at a time, each up to its last line end): a match across
+    // the place where a read stops, a line longer than a piece, patterns
+    // that see a piece's end (`$`, `\b`) and ones that only match a line
+    // whole, in files that end with and without a line terminator.
+    let filler = |n: usize| format!("{}\n", "w".repeat(n - 1));
+    let across = |at: usize, needle: &str| {
+        let mut s = filler(at - 3);
+        s.push_str("xy ");
+        s.push_str(needle);
+        s.push_str(" tail\n");
+        s.push_str(&filler(100_000));
+        s
+    };
+    let mut long_line = "v".repeat(400_000);
+    long_line.push_str(" foo inside a long line ");
+    long_line.push_str(&"v".repeat(300_000));
+    long_line.push('\n');
+    let mut no_end = filler(65_536 + 262_144);
+    no_end.push_str("last foo");
+    let mut word_at_end = filler(65_536 - 4);
+    word_at_end.push_str("foo");
+    word_at_end.push_str(&"q".repeat(10));
+    word_at_end.push('\n');
+    let specs = vec![
+        file("at64k.txt", across(65_536, "foo")),
+        file("at320k.txt", across(65_536 + 262_144, "foo")),
+        file("long_line.txt", long_line),
+        file("no_end.txt", no_end),
+        file("word_at_end.txt", word_at_end),
+        file("clean.txt", filler(100).repeat(5_000)),
+    ];
+    let cases = [
+        grep("foo", None, None),
+        grep("xy foo tail", None, None),
+        grep(r"\bfoo\b", None, None),
+        grep("foo$", None, None),
+        grep(r"^last", None, None),
+        grep("w$", None, Some("clean.txt")),
+        grep(r"\bfoo", None, Some("word_at_end.txt")),
+        grep("^$", None, None),
+        grep("v foo", None, None),
+    ];
+    check("preload_pieces", &specs, &cases, Mode::InProcess);
 }
 
 /// Nothing a call leaves behind changes the next one. A searcher's line

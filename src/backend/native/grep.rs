@@ -676,10 +676,8 @@ impl<'a, F: FileSystem> Worker<'a, F> {
             let mut reader = FileReader::new(file, cancel, readbuf);
             if !explicit && self.ctx.prefilter {
                 let started = Instant::now();
-                if let Some(data) = reader.preload()? {
-                    if is_clean_miss(matcher, data) {
-                        return Ok(clean_miss(started, data.len()));
-                    }
+                if let Some(len) = reader.preload_miss(matcher)? {
+                    return Ok(clean_miss(started, len));
                 }
             }
             searcher.search_reader(&*matcher, reader, &mut sink)?;

@@ -1,6 +1,6 @@
 //! Reading a haystack: whole (the one explicit file), or through a reader
 //! that the searcher pulls from, which can first read the file ahead and
-//! let a file without a match skip the searcher (`FileReader::preload`,
+//! let a file without a match skip the searcher (`FileReader::preload_miss`,
 //! `is_clean_miss`). Every read stops once the call is cancelled.
 
 use std::io::{self, Read};
@@ -36,8 +36,8 @@ pub(crate) fn read_whole(
 /// starting with one is transcoded or stripped, never checked whole.
 const BOMS: [&[u8]; 3] = [b"\xEF\xBB\xBF", b"\xFF\xFE", b"\xFE\xFF"];
 
-/// Whether the bytes of a whole file, read by [`FileReader::preload`]
-/// (no BOM, no NUL), can be counted as searched without a match and
+/// Whether the bytes of a whole file (no BOM, no NUL), or of a piece of it
+/// that starts at a line's start ([`FileReader::preload_miss`]), can be counted as searched without a match and
 /// without running the searcher: the pattern matches nowhere in them.
 ///
 /// Asked the way the searcher asks of each buffer (grep-searcher
@@ -50,17 +50,22 @@ pub(crate) fn is_clean_miss(matcher: &RegexMatcher, data: &[u8]) -> bool {
     matches!(matcher.find_candidate_line(data), Ok(None))
 }
 
-/// How much of a walked file [`FileReader::preload`] reads at first: the
+/// How much of a walked file [`FileReader::preload_miss`] reads at first: the
 /// searcher's own buffer size (grep-searcher `DEFAULT_BUFFER_CAPACITY`),
 /// which holds most source files whole.
 const PRELOAD: usize = 64 * 1024;
 
+/// How much [`FileReader::preload_miss`] reads at a time past the first
+/// `PRELOAD` bytes: a few times the searcher's buffer, well within the
+/// processor's second-level cache.
+const PRELOAD_STEP: usize = 256 * 1024;
+
 /// How far the preload buffer grows to hold a larger file whole. Half of
-/// the Linux tree's bytes are in files over 64 KiB; checked whole, they are
-/// read in a few large `read(2)`s, copied once and never line-counted.
+/// the Linux tree's bytes are in files over 64 KiB; checked as they are
+/// read, they are copied once and never line-counted.
 const PRELOAD_MAX: usize = 8 << 20;
 
-/// Whether [`FileReader::preload`] would return a file with these bytes
+/// Whether [`FileReader::preload_miss`] would check a file with these bytes
 /// whole: smaller than `PRELOAD_MAX`, no byte-order mark, no NUL (known
 /// already when `nul_free`).
 pub(crate) fn preloadable(data: &[u8], nul_free: bool) -> bool {
@@ -77,7 +82,7 @@ pub(crate) const PRELOAD_KEEP: usize = 1 << 20;
 
 /// A file reader that fails once the call is cancelled (the searcher reads
 /// in 64 KiB buffers, so a large file stops promptly) and that can read the
-/// start of the file before the searcher runs ([`FileReader::preload`]).
+/// start of the file before the searcher runs ([`FileReader::preload_miss`]).
 /// Preloaded bytes are served first, so the searcher's 3-byte BOM peek
 /// (`encoding_rs_io: BomPeeker::peek_bom`) costs no `read(2)` of its own.
 ///
@@ -116,18 +121,42 @@ impl<'b, R: Read> FileReader<'b, R> {
         }
     }
 
-    /// Read the file before anything is consumed, `PRELOAD` bytes at first
-    /// and then, while it goes on, up to `PRELOAD_MAX`: the whole file when
-    /// it ends within that, has no byte-order mark and no NUL. A BOM or a
-    /// NUL stops the reading at once (the searcher transcodes the file or
-    /// stops at the binary data); whatever was read is served to the
-    /// searcher first.
-    pub(crate) fn preload(&mut self) -> io::Result<Option<&[u8]>> {
+    /// Read the file before anything is consumed and look for the
+    /// pattern in it as it comes: `Some(len)` when the whole file (`len`
+    /// bytes, under `PRELOAD_MAX`, no byte-order mark, no NUL) has no
+    /// candidate line ([`is_clean_miss`]), so it can be counted as searched
+    /// without the searcher; `None` as soon as that cannot be (a BOM, a NUL,
+    /// a candidate, a file too large), and whatever was read is served to
+    /// the searcher first.
+    ///
+    /// The file is read `PRELOAD` bytes at first, then `PRELOAD_STEP` at a
+    /// time, and each step is checked right after it was read, while its
+    /// bytes are still in the processor's cache (checked whole after
+    /// reading, a large file was copied to memory by `read(2)` and read back
+    /// from it). A step is checked up to its last line terminator, the rest
+    /// with the next one: the matcher never matches a line terminator
+    /// (grep-regex `RegexMatcherBuilder::line_terminator`), so every match
+    /// lies inside one line, and every line is checked whole, from its
+    /// start, in one of the pieces. A piece can only show more candidates
+    /// than the whole file (`$` or `\b` at its end), never fewer, so a clean
+    /// miss is one of the whole file; the patterns for which the start or
+    /// end of the haystack differs from a line's (`\A`, `\z`, `(?-m)^`) are
+    /// never preloaded (`GrepCall::prefilter`).
+    pub(crate) fn preload_miss(&mut self, matcher: &RegexMatcher) -> io::Result<Option<usize>> {
         let mut n = 0;
-        let mut end = PRELOAD;
+        // `ahead[..checked]` has no candidate line and ends at a line's end.
+        let mut checked = 0;
         loop {
             if self.cancel.is_cancelled() {
                 return Err(cancelled());
+            }
+            let end = if n == 0 {
+                PRELOAD
+            } else {
+                (n + PRELOAD_STEP).min(PRELOAD_MAX)
+            };
+            if self.ahead.len() < end {
+                self.ahead.resize(end, 0);
             }
             let mut ahead = std::mem::take(self.ahead);
             let got = self.fill(&mut ahead[n..end]);
@@ -141,15 +170,23 @@ impl<'b, R: Read> FileReader<'b, R> {
             if refused {
                 return Ok(None);
             }
+            let upto = if self.eof {
+                n
+            } else {
+                memchr::memrchr(b'\n', &self.ahead[checked..n]).map_or(checked, |i| checked + i + 1)
+            };
+            // An empty file is asked about too, as the whole-file check did.
+            if upto > checked || n == 0 {
+                if !is_clean_miss(matcher, &self.ahead[checked..upto]) {
+                    return Ok(None);
+                }
+                checked = upto;
+            }
             if self.eof {
-                return Ok(Some(&self.ahead[..n]));
+                return Ok(Some(n));
             }
             if end == PRELOAD_MAX {
                 return Ok(None);
-            }
-            end = (end * 4).min(PRELOAD_MAX);
-            if self.ahead.len() < end {
-                self.ahead.resize(end, 0);
             }
         }
     }
