@@ -546,7 +546,8 @@ pub(crate) fn haystack_edges() {
     check("haystack_edges_large", &specs, &cases, Mode::InProcess);
 
     // A walked file is checked piece by piece as it is read (64 KiB, then
-    // 256 KiB at a time, each up to its last line end): a match across
+    // 256 KiB at a time, each up to its last line end, only the first
+    // piece kept for the searcher): a match across
     // the place where a read stops, a line longer than a piece, patterns
     // that see a piece's end (`$`, `\b`) and ones that only match a line
     // whole, in files that end with and without a line terminator.
@@ -576,6 +577,10 @@ pub(crate) fn haystack_edges() {
         file("no_end.txt", no_end),
         file("word_at_end.txt", word_at_end),
         file("clean.txt", filler(100).repeat(5_000)),
+        // Longer than the 8 MiB a line is held for: checked all the way
+        // as it is read, and a line past that left to the searcher.
+        file("big_clean.txt", filler(100).repeat(90_000)),
+        file("huge_line.txt", format!("{} foo\n", "u".repeat(8_500_000))),
     ];
     let cases = [
         grep("foo", None, None),
@@ -587,8 +592,36 @@ pub(crate) fn haystack_edges() {
         grep(r"\bfoo", None, Some("word_at_end.txt")),
         grep("^$", None, None),
         grep("v foo", None, None),
+        grep("u foo|early|late", None, None),
+        grep("zzz_not_anywhere", None, None),
     ];
     check("preload_pieces", &specs, &cases, Mode::InProcess);
+
+    // Past the first read, a candidate or a NUL means the file is searched
+    // again from its start. In a tree of its own: a searcher's line buffer
+    // grown by a long line in an earlier file makes it read more at once and
+    // meet the NUL sooner, in rg as here, so which thread searched what
+    // would decide the output.
+    let specs = vec![
+        file("late_nul.txt", {
+            let mut s = filler(100).repeat(700);
+            s.push_str("foo early\n");
+            s.push_str(&filler(100).repeat(3_000));
+            s.push_str("\0foo late\n");
+            s
+        }),
+        file("late_match.txt", {
+            let mut s = filler(100).repeat(4_000);
+            s.push_str("foo late\n");
+            s
+        }),
+    ];
+    let cases = [
+        grep("foo", None, None),
+        grep("late", None, None),
+        grep("zzz_not_anywhere", None, None),
+    ];
+    check("preload_pieces_reopened", &specs, &cases, Mode::InProcess);
 }
 
 /// Nothing a call leaves behind changes the next one. A searcher's line

@@ -21,7 +21,7 @@ use super::matcher;
 use super::messages::{walk_error, Messages, NOTHING_SEARCHED};
 use super::parwalk::dir_error;
 use super::paths::{PathForm, Root};
-use super::reader::{cancelled, is_clean_miss, preloadable, FileReader, PRELOAD_KEEP};
+use super::reader::{cancelled, is_clean_miss, preloadable, FileReader, Preload, PRELOAD_KEEP};
 use super::rgignore::RgIgnore;
 use super::sink::{FileBlock, JsonSink};
 use super::walk::overrides;
@@ -659,25 +659,31 @@ impl<'a, F: FileSystem> Worker<'a, F> {
             if source.path_form() == PathForm::Rg && dirwalk::too_long_for_rg(path) {
                 return Err(dirwalk::name_too_long());
             }
-            let file = match source {
-                Source::InDir(dir, name) => fs.open_at(dir.handle(), dir.path(), name)?,
-                Source::Explicit => fs.open(path, &cancel)?,
+            let open = || match source {
+                Source::InDir(dir, name) => fs.open_at(dir.handle(), dir.path(), name),
+                Source::Explicit => fs.open(path, &cancel),
             };
+            let file = open()?;
             if !explicit && self.ctx.prefilter {
                 // A file the filesystem holds in memory is checked in place.
                 let started = Instant::now();
                 let nul_free = fs.known_nul_free(&file);
                 if let Some(data) = fs.contents(&file).filter(|d| preloadable(d, nul_free)) {
                     if is_clean_miss(matcher, data) {
-                        return Ok(clean_miss(started, data.len()));
+                        return Ok(clean_miss(started, data.len() as u64));
                     }
                 }
             }
-            let mut reader = FileReader::new(file, cancel, readbuf);
+            let mut reader = FileReader::new(file, cancel.clone(), readbuf);
             if !explicit && self.ctx.prefilter {
                 let started = Instant::now();
-                if let Some(len) = reader.preload_miss(matcher)? {
-                    return Ok(clean_miss(started, len));
+                match reader.preload_miss(matcher)? {
+                    Preload::Miss(len) => return Ok(clean_miss(started, len)),
+                    Preload::Search => {}
+                    Preload::Reopen => {
+                        drop(reader);
+                        reader = FileReader::new(open()?, cancel.clone(), readbuf);
+                    }
                 }
             }
             searcher.search_reader(&*matcher, reader, &mut sink)?;
@@ -691,12 +697,12 @@ impl<'a, F: FileSystem> Worker<'a, F> {
 
 /// What the searcher reports for a file without a match checked whole: one
 /// search over every byte, nothing printed (`JsonSink::finish`).
-fn clean_miss(started: Instant, len: usize) -> FileBlock {
+fn clean_miss(started: Instant, len: u64) -> FileBlock {
     FileBlock {
         stats: Stats {
             elapsed: started.elapsed(),
             searches: 1,
-            bytes_searched: len as u64,
+            bytes_searched: len,
             ..Stats::default()
         },
         ..FileBlock::default()

@@ -56,18 +56,20 @@ pub(crate) fn is_clean_miss(matcher: &RegexMatcher, data: &[u8]) -> bool {
 const PRELOAD: usize = 64 * 1024;
 
 /// How much [`FileReader::preload_miss`] reads at a time past the first
-/// `PRELOAD` bytes: a few times the searcher's buffer, well within the
-/// processor's second-level cache.
+/// `PRELOAD` bytes: a few times the searcher's buffer, and, with the
+/// unchecked end of a line carried over, well within the processor's
+/// second-level cache.
 const PRELOAD_STEP: usize = 256 * 1024;
 
-/// How far the preload buffer grows to hold a larger file whole. Half of
-/// the Linux tree's bytes are in files over 64 KiB; checked as they are
-/// read, they are copied once and never line-counted.
+/// The longest line [`FileReader::preload_miss`] holds to check it; a
+/// longer one is left to the searcher. (Half of the Linux tree's bytes are
+/// in files over 64 KiB; checked as they are read, they are copied once and
+/// never line-counted.)
 const PRELOAD_MAX: usize = 8 << 20;
 
-/// Whether [`FileReader::preload_miss`] would check a file with these bytes
-/// whole: smaller than `PRELOAD_MAX`, no byte-order mark, no NUL (known
-/// already when `nul_free`).
+/// Whether a file the filesystem holds in memory is checked whole, in
+/// place, for a clean miss: smaller than `PRELOAD_MAX`, no byte-order
+/// mark, no NUL (known already when `nul_free`).
 pub(crate) fn preloadable(data: &[u8], nul_free: bool) -> bool {
     data.len() < PRELOAD_MAX
         && !BOMS.iter().any(|b| data.starts_with(b))
@@ -79,6 +81,17 @@ pub(crate) fn preloadable(data: &[u8], nul_free: bool) -> bool {
 /// place instead made every call fault its pages in anew: 5 times the page
 /// faults on the Linux tree).
 pub(crate) const PRELOAD_KEEP: usize = 1 << 20;
+
+/// What [`FileReader::preload_miss`] found.
+pub(crate) enum Preload {
+    /// No candidate line in the file, which was this long.
+    Miss(u64),
+    /// The searcher must run; the reader serves the file from its start.
+    Search,
+    /// The searcher must run on the file opened again: the reader no
+    /// longer holds its start.
+    Reopen,
+}
 
 /// A file reader that fails once the call is cancelled (the searcher reads
 /// in 64 KiB buffers, so a large file stops promptly) and that can read the
@@ -121,40 +134,44 @@ impl<'b, R: Read> FileReader<'b, R> {
         }
     }
 
-    /// Read the file before anything is consumed and look for the
-    /// pattern in it as it comes: `Some(len)` when the whole file (`len`
-    /// bytes, under `PRELOAD_MAX`, no byte-order mark, no NUL) has no
-    /// candidate line ([`is_clean_miss`]), so it can be counted as searched
-    /// without the searcher; `None` as soon as that cannot be (a BOM, a NUL,
-    /// a candidate, a file too large), and whatever was read is served to
-    /// the searcher first.
+    /// Read the file before anything is consumed and look for the pattern
+    /// in it as it comes, to count a file without a candidate line
+    /// ([`is_clean_miss`]) as searched without running the searcher.
     ///
-    /// The file is read `PRELOAD` bytes at first, then `PRELOAD_STEP` at a
-    /// time, and each step is checked right after it was read, while its
-    /// bytes are still in the processor's cache (checked whole after
-    /// reading, a large file was copied to memory by `read(2)` and read back
-    /// from it). A step is checked up to its last line terminator, the rest
-    /// with the next one: the matcher never matches a line terminator
+    /// The first `PRELOAD` bytes (most source files whole) are kept: when
+    /// they hold a byte-order mark, a NUL or a candidate, the searcher is
+    /// served them first ([`Preload::Search`]). Past them the file is read
+    /// `PRELOAD_STEP` bytes at a time into the same place, each step checked
+    /// right after `read(2)` copied it, while it is in the processor's cache
+    /// (read whole and then checked, a large file went to memory and back,
+    /// and `read(2)` wrote to a different part of an 8 MiB buffer for each
+    /// step); so those bytes are not kept, and a NUL or a candidate found
+    /// there means the file is searched again from its start
+    /// ([`Preload::Reopen`]).
+    ///
+    /// Each piece is checked up to its last line terminator, the rest with
+    /// the next one: the matcher never matches a line terminator
     /// (grep-regex `RegexMatcherBuilder::line_terminator`), so every match
     /// lies inside one line, and every line is checked whole, from its
-    /// start, in one of the pieces. A piece can only show more candidates
-    /// than the whole file (`$` or `\b` at its end), never fewer, so a clean
-    /// miss is one of the whole file; the patterns for which the start or
-    /// end of the haystack differs from a line's (`\A`, `\z`, `(?-m)^`) are
-    /// never preloaded (`GrepCall::prefilter`).
-    pub(crate) fn preload_miss(&mut self, matcher: &RegexMatcher) -> io::Result<Option<usize>> {
+    /// start, in one piece. A piece can only show more candidates than the
+    /// whole file (`$` or `\b` at its end), never fewer, so a clean miss is
+    /// one of the whole file; the patterns for which the start or end of the
+    /// haystack differs from a line's (`\A`, `\z`, `(?-m)^`) are never
+    /// preloaded (`GrepCall::prefilter`). A line longer than `PRELOAD_MAX`
+    /// is left to the searcher.
+    pub(crate) fn preload_miss(&mut self, matcher: &RegexMatcher) -> io::Result<Preload> {
+        // `ahead[..n]` was read; the file's bytes before `ahead[0]` (`gone`
+        // of them) and `ahead[..checked]` have no candidate, and `checked`
+        // is at a line's start.
         let mut n = 0;
-        // `ahead[..checked]` has no candidate line and ends at a line's end.
         let mut checked = 0;
+        let mut gone: u64 = 0;
+        let mut first = true;
         loop {
             if self.cancel.is_cancelled() {
                 return Err(cancelled());
             }
-            let end = if n == 0 {
-                PRELOAD
-            } else {
-                (n + PRELOAD_STEP).min(PRELOAD_MAX)
-            };
+            let end = if first { PRELOAD } else { n + PRELOAD_STEP };
             if self.ahead.len() < end {
                 self.ahead.resize(end, 0);
             }
@@ -163,31 +180,55 @@ impl<'b, R: Read> FileReader<'b, R> {
             *self.ahead = ahead;
             let k = got?;
             let fresh = &self.ahead[n..n + k];
-            let refused = (n == 0 && BOMS.iter().any(|b| fresh.starts_with(b)))
+            let refused = (first && BOMS.iter().any(|b| fresh.starts_with(b)))
                 || memchr::memchr(0, fresh).is_some();
             n += k;
-            self.len = n;
+            if gone == 0 {
+                self.len = n;
+            }
             if refused {
-                return Ok(None);
+                return Ok(self.not_missed(gone));
             }
             let upto = if self.eof {
                 n
             } else {
                 memchr::memrchr(b'\n', &self.ahead[checked..n]).map_or(checked, |i| checked + i + 1)
             };
-            // An empty file is asked about too, as the whole-file check did.
-            if upto > checked || n == 0 {
+            // An empty file is asked about too, as a whole-file check would.
+            if upto > checked || (first && n == 0) {
                 if !is_clean_miss(matcher, &self.ahead[checked..upto]) {
-                    return Ok(None);
+                    return Ok(self.not_missed(gone));
                 }
                 checked = upto;
             }
             if self.eof {
-                return Ok(Some(n));
+                return Ok(Preload::Miss(gone + n as u64));
             }
-            if end == PRELOAD_MAX {
-                return Ok(None);
+            first = false;
+            if n - checked >= PRELOAD_MAX {
+                return Ok(self.not_missed(gone));
             }
+            // Keep only the unchecked end of the last line.
+            if checked > 0 {
+                self.ahead.copy_within(checked..n, 0);
+                gone += checked as u64;
+                n -= checked;
+                checked = 0;
+                self.pos = 0;
+                self.len = 0;
+            }
+        }
+    }
+
+    /// What [`FileReader::preload_miss`] answers when the searcher must
+    /// run, `gone` bytes of the file no longer being held.
+    fn not_missed(&mut self, gone: u64) -> Preload {
+        if gone == 0 {
+            Preload::Search
+        } else {
+            self.pos = 0;
+            self.len = 0;
+            Preload::Reopen
         }
     }
 
