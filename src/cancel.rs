@@ -71,9 +71,11 @@ impl CancelToken {
         self.0.flag.store(true, Ordering::Release);
     }
 
-    /// The token's own flag, for code that sets it from a signal handler
-    /// (where nothing but an atomic store is allowed).
-    pub(crate) fn flag(&self) -> Arc<AtomicBool> {
+    /// The token's own flag, for code that sets it from a signal handler,
+    /// where nothing but an atomic store is allowed (the command line hands
+    /// it to `signal_hook::flag::register`): storing `true` cancels the
+    /// token as [`CancelToken::cancel`] does.
+    pub fn flag(&self) -> Arc<AtomicBool> {
         Arc::clone(&self.0.flag)
     }
 
@@ -128,8 +130,12 @@ impl std::fmt::Display for Cancelled {
 
 impl std::error::Error for Cancelled {}
 
-/// The error a reader returns once its call is cancelled.
-pub(crate) fn cancelled_error() -> std::io::Error {
+/// The error a reader returns once its call is cancelled: the engine's
+/// readers return it, and a reader handed to
+/// [`Tools::write_stream`](crate::tool::Tools::write_stream) (the command
+/// line's standard input) returns it too, so that the call ends with the
+/// tool's aborted error rather than an io error.
+pub fn cancelled_error() -> std::io::Error {
     std::io::Error::other(Cancelled)
 }
 

@@ -23,24 +23,38 @@
 //!    the file tools and the guard go through, with the local disk
 //!    ([`fs::LocalFs`]), a tree in memory ([`fs::MemFs`]) and an overlay
 //!    ([`fs::OverlayFs`]); the tools' text semantics over it once
-//!    ([`fs::TextFs`]).
-//! 6. [`invocation`]: rg's own argv for the two invocations, recognized
+//!    ([`fs::TextFs`]), and a host over SFTP (`fs::SftpFs`, the `sftp`
+//!    feature).
+//! 6. [`workspace`]: a workspace described as the command line and the
+//!    Node binding describe it ([`FsSpec`]: `local`, `mem[:ROOT]`,
+//!    `sftp://[USER@]HOST[:PORT]`; an overlay directory; the backend; the
+//!    SSH key and known hosts), opened into its filesystem, its backend
+//!    and its [`Tools`] ([`WorkspaceOptions`], [`Workspace`]).
+//! 7. [`invocation`]: rg's own argv for the two invocations, recognized
 //!    by shape and answered with the bytes and exit code of the rg binary
 //!    (the command line's `--format raw`, the Node binding's `rg()`).
 //!
-//! The `dsh-search` command line, its servers (MCP, JSON lines) and the
-//! benchmark harness live in hidden modules (`cli`, `server`, `bench`):
-//! the binary, the Node binding and the benches share them, but they are
-//! not the library's API.
+//! The `dsh-search` binary (its command line, its MCP and JSON-lines
+//! servers, its benchmark harness) is built on this API alone; it is not
+//! part of the library.
 //!
 //! # The public API
 //!
 //! Everything a user needs is re-exported here, at the top: the backends
 //! and their requests and outcomes, the events, the tools, the
-//! configuration, the filesystems, the spill store, the sessions, the
-//! guard and rg's own invocations. The modules stay public for the
-//! details of each (every field of [`config::Config`], every filesystem
-//! type in [`fs`]).
+//! configuration, the filesystems and the workspaces, the spill store, the
+//! sessions, the guard and rg's own invocations. The modules stay public
+//! for the details of each (every field of [`config::Config`], every
+//! filesystem type in [`fs`]).
+//!
+//! The library reads no environment variable of its own: the process-wide
+//! settings are the caller's to pass, the engine's worker count
+//! ([`set_search_threads`], before the first search) and the rg binary
+//! ([`RgConfig::path`], [`WorkspaceOptions::rg_path`]). The few it does
+//! read come with the behavior they reproduce: git's global excludes are
+//! found through `HOME` and `XDG_CONFIG_HOME` as rg finds them, an rg
+//! without a path is the first on `PATH`, and an SFTP login without an
+//! identity file asks the SSH agent at `SSH_AUTH_SOCK`.
 //!
 //! # Example
 //!
@@ -111,16 +125,10 @@ pub mod session;
 pub mod spill;
 pub mod tool;
 
-// Not the library's API: the command line, its servers and the benchmark
-// harness, shared by the binary, the Node binding and the benches.
-#[doc(hidden)]
-pub mod bench;
-#[doc(hidden)]
-pub mod cli;
-#[doc(hidden)]
-pub mod server;
+pub mod workspace;
 
 // The backends and the two invocations.
+pub use backend::native::set_search_threads;
 pub use backend::rg::{RgCommand, RgConfig};
 pub use backend::{make_backend, BackendKind, NativeBackend, RgBackend, SearchBackend};
 pub use cancel::CancelToken;
@@ -137,8 +145,12 @@ pub use session::Sessions;
 pub use spill::{LocalSpillStore, SpillStore};
 pub use tool::{CallContext, CallGuard, ToolError, ToolResult, Tools};
 
-// The filesystems.
+// The filesystems, and a workspace described as the command line and the
+// Node binding describe it.
 pub use fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs, TextFs};
+#[cfg(feature = "sftp")]
+pub use fs::{SftpBuilder, SftpFs};
+pub use workspace::{FsSpec, SftpAddress, Workspace, WorkspaceError, WorkspaceOptions};
 
 // rg's own argv, answered with rg's bytes.
 pub use invocation::{Invocation, InvocationError, RawOutput, RawRun};
