@@ -21,11 +21,11 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use dsh_search::tool::{CallContext, Tools};
 use serde_json::{json, Value};
 
 use super::measure::median;
 use super::report::human;
-use dsh_search::tool::{CallContext, Tools};
 
 /// The measured sides, in table order.
 const SIDES: [&str; 4] = ["in process", "JSON lines", "MCP stdio", "rg spawn"];

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use clap::Args;
+use dsh_search::backend::rg::rg_from_env;
 
 use super::Common;
 use crate::bench::{self, corpus::Tier, measure, report, Level};
-use dsh_search::backend::rg::rg_from_env;
 
 /// `dsh-search bench` options.
 #[derive(Debug, Args)]

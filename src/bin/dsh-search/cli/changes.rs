@@ -7,8 +7,9 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{ChangesArgs, Common};
 use dsh_search::fs::{Change, LocalFs, OverlayFs};
+
+use super::{ChangesArgs, Common};
 
 /// `dsh-search changes`.
 pub(crate) fn run(common: &Common, args: &ChangesArgs) -> u8 {

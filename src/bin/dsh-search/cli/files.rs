@@ -8,11 +8,11 @@
 
 use std::io::{self, Read};
 
+use dsh_search::cancel::CancelToken;
 use serde_json::{json, Map, Value};
 
 use super::setup::{exit_code, print, run_call, tools_and_context};
 use super::{Common, EditArgs, Format, ReadArgs, WriteArgs};
-use dsh_search::cancel::CancelToken;
 
 /// `dsh-search read`.
 pub(crate) fn read(common: &Common, args: &ReadArgs) -> u8 {

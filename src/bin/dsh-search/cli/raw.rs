@@ -9,9 +9,10 @@
 
 use std::io::{self, BufWriter, Write};
 
-use super::{Common, GlobArgs, GrepArgs};
 use dsh_search::invocation::{Invocation, RawRun};
 use dsh_search::request::{GlobRequest, GrepRequest};
+
+use super::{Common, GlobArgs, GrepArgs};
 
 /// `dsh-search glob --format raw`.
 pub(crate) fn glob(common: &Common, args: &GlobArgs) -> u8 {

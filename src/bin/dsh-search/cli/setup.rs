@@ -13,13 +13,13 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{Common, Format};
 use dsh_search::backend::SearchBackend;
 use dsh_search::config::Config;
 use dsh_search::session::Sessions;
+use dsh_search::tool::{CallContext, ToolResult, Tools};
 use serde_json::Value;
 
-use dsh_search::tool::{CallContext, ToolResult, Tools};
+use super::{Common, Format};
 
 /// The configuration `--config` names, or the defaults.
 pub(crate) fn load_config(common: &Common) -> Result<Config, String> {

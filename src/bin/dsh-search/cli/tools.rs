@@ -4,11 +4,11 @@
 //! A CLI call is a direct call: over-cap results spill to the local store
 //! (when `--session` names an owner) and the result carries its meta.
 
+use dsh_search::tool::definitions;
 use serde_json::{json, Map, Value};
 
 use super::setup::{load_config, print, run_call};
 use super::{CallArgs, Common, Format, GlobArgs, GrepArgs};
-use dsh_search::tool::definitions;
 
 /// `dsh-search glob --format text|json`.
 pub(crate) fn glob(common: &Common, args: &GlobArgs) -> u8 {

@@ -52,11 +52,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
+use dsh_search::tool::{CallContext, Tools};
 use serde_json::{Map, Value};
 
 use super::{InFlight, SIGNAL_DRAIN};
 use crate::cli::Common;
-use dsh_search::tool::{CallContext, Tools};
 
 /// The longest request line read; a longer one is skipped with an error
 /// answer. Large enough for a `write` of a 10 MiB file with every byte

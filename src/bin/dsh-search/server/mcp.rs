@@ -33,6 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dsh_search::tool::{definitions, CallContext, ToolResult, Tools};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, ContentBlock,
     ErrorCode, Implementation, InitializeRequestParams, JsonObject, JsonRpcMessage,
@@ -51,7 +52,6 @@ use tokio::sync::Mutex as AsyncMutex;
 use super::jsonl::MAX_LINE_BYTES;
 use super::{InFlight, SIGNAL_DRAIN};
 use crate::cli::Common;
-use dsh_search::tool::{definitions, CallContext, ToolResult, Tools};
 
 /// How long the server waits for the client's answer to `roots/list`.
 const ROOTS_TIMEOUT: Duration = Duration::from_secs(10);

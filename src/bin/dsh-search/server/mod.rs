@@ -28,10 +28,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::cli::Common;
 use dsh_search::cancel::CancelToken;
 use dsh_search::session::Sessions;
 use dsh_search::tool::Tools;
+
+use crate::cli::Common;
 
 /// How long a server waits, after a signal, for its cancelled calls to end
 /// before it exits anyway. A cancelled search stops within milliseconds on
