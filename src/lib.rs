@@ -128,8 +128,8 @@ pub mod tool;
 pub mod workspace;
 
 // The backends and the two invocations.
-pub use backend::native::set_search_threads;
 pub use backend::rg::{RgCommand, RgConfig};
+pub use backend::set_search_threads;
 pub use backend::{make_backend, BackendKind, NativeBackend, RgBackend, SearchBackend};
 pub use cancel::CancelToken;
 pub use request::{GlobRequest, GrepRequest};

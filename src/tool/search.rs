@@ -87,7 +87,7 @@ impl GrepValue {
 }
 
 /// A `SearchError` (`seed-reference.md` §4.1).
-pub fn search_error(code: &str, message: impl Into<String>) -> ToolError {
+pub(super) fn search_error(code: &str, message: impl Into<String>) -> ToolError {
     ToolError::coded("SearchError", code, message)
 }
 
@@ -114,7 +114,7 @@ fn any_cancelled(tokens: &[&CancelToken]) -> bool {
 /// The stderr excerpt: rg's stderr as the seam would have kept it (the
 /// lines, each ending in `\n`, tail-kept within `max_bytes`), JS-trimmed,
 /// with ` [stderr truncated]` when bytes were dropped. `None` when empty.
-pub fn stderr_excerpt(lines: &[String], max_bytes: u64) -> Option<String> {
+pub(super) fn stderr_excerpt(lines: &[String], max_bytes: u64) -> Option<String> {
     let mut text = String::new();
     for l in lines {
         // rg's messages quote file names raw: escaped here (D6).
@@ -228,7 +228,7 @@ fn ladder<T>(
 
 /// Run glob on `backend`. `cancel` is the call's own token (handed to the
 /// backend); `caller` is the caller's.
-pub fn run_glob(
+pub(super) fn run_glob(
     backend: &dyn SearchBackend,
     args: &GlobArgs,
     ctx: &CallContext,
@@ -290,7 +290,7 @@ pub fn run_glob(
 }
 
 /// Run grep on `backend`.
-pub fn run_grep(
+pub(super) fn run_grep(
     backend: &dyn SearchBackend,
     args: &GrepArgs,
     ctx: &CallContext,
@@ -367,6 +367,22 @@ fn strip_terminator(line: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// rg's messages quote names raw; the tool's `search failed` text escapes
+    /// them in place.
+    #[test]
+    fn search_failed_text_escapes_names() {
+        let lines = vec![
+            "rg: ./bad\u{1b}[1mname: Permission denied (os error 13)".to_string(),
+            "rg: ./ok: Permission denied (os error 13)".to_string(),
+        ];
+        let text = stderr_excerpt(&lines, 65_536).unwrap();
+        assert_eq!(
+            text,
+            "rg: ./bad\\u001b[1mname: Permission denied (os error 13)\n\
+             rg: ./ok: Permission denied (os error 13)"
+        );
+    }
 
     #[test]
     fn terminators() {
