@@ -111,6 +111,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// The unit tests name the crate as the integration tests do (the helpers
+// they share with them, `tests/util/fs.rs`, are written that way).
+#[cfg(test)]
+extern crate self as dsh_search;
+
 pub mod backend;
 pub mod cancel;
 pub mod config;

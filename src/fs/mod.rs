@@ -43,7 +43,8 @@ pub use overlay::{Change, ChangeKind, OverlayDir, OverlayFile, OverlayFs};
 pub use resolve::ResolvedPath;
 #[cfg(feature = "sftp")]
 pub use sftp::{SftpBuilder, SftpDir, SftpFile, SftpFs, SftpStats};
+#[cfg(test)]
+pub(crate) use text::ATTEMPTS;
 pub use text::{
     DirEntry, EditOutcome, FileKind, Stat, StreamedWrite, TextFs, WriteOperation, WriteOutcome,
-    ATTEMPTS,
 };

@@ -38,7 +38,7 @@ pub(crate) const DEFAULT_DIFF_BASIS_MAX_BYTES: u64 = 10 * 1024 * 1024;
 /// other writers keep changing the file between its read and its publish.
 /// Each retry means another writer published in the meantime, so the bound
 /// is only reached under a stream of concurrent writes.
-pub const ATTEMPTS: usize = 8;
+pub(crate) const ATTEMPTS: usize = 8;
 
 /// The size of a streamed chunk.
 const STREAM_CHUNK: usize = 64 * 1024;

@@ -12,7 +12,7 @@ mod context;
 pub mod definitions;
 mod dispatch;
 mod display;
-pub mod files;
+mod files;
 pub(crate) mod names;
 mod render;
 mod result;
