@@ -127,7 +127,7 @@ mod js;
 pub mod outcome;
 pub mod request;
 pub mod session;
-pub mod spill;
+mod spill;
 pub mod tool;
 
 pub mod workspace;
@@ -147,7 +147,7 @@ pub use outcome::{GlobResults, GrepResults, Outcome, Status};
 pub use config::Config;
 pub use guard::Guard;
 pub use session::Sessions;
-pub use spill::{LocalSpillStore, SpillStore};
+pub use spill::{LocalSpillStore, SpillRef, SpillSource, SpillStore};
 pub use tool::{CallContext, CallGuard, ToolError, ToolResult, Tools};
 
 // The filesystems, and a workspace described as the command line and the

@@ -10,11 +10,11 @@ use std::time::Duration;
 use dsh_search::config::Config;
 use dsh_search::event::{Begin, End, Event, Match, Stats, Summary};
 use dsh_search::fs::DynFileSystem;
-use dsh_search::spill::{SpillRef, SpillSource, SpillStore};
 use dsh_search::tool::{CallContext, CallGuard, ToolResult, Tools};
 use dsh_search::{
     GlobRequest, GlobResults, GrepRequest, GrepResults, Outcome, SearchBackend, Status,
 };
+use dsh_search::{SpillRef, SpillSource, SpillStore};
 use serde_json::{json, Value};
 
 /// A backend that returns scripted outcomes and records its requests. With
