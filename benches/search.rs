@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use dsh_search::backend::rg::rg_from_env;
 use dsh_search::backend::{make_backend, BackendKind};
 use dsh_search::config::Config;
-use dsh_search::request::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
 use dsh_search::tool::{CallContext, Tools};
+use dsh_search::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
 
 // The benchmark corpus is the binary's (`dsh-search bench` generates the
 // same trees): included as a source file rather than made a library item,

@@ -1,17 +1,3 @@
-//! Cooperative cancellation shared by a call and the work it started, with
-//! the call's deadline.
-//!
-//! A token is cancelled by [`CancelToken::cancel`] on any handle, by its
-//! parent's cancellation, or by the passing of its deadline. No thread
-//! watches the deadline: every holder already asks [`is_cancelled`] where
-//! it can stop (the walker, between buffers, the rg child's wait), and the
-//! question compares the clock with the deadline there. A call's timeout
-//! (`timeoutMs`, `seed-reference.md` §4.4) is a child of the caller's token
-//! with a deadline; [`CancelToken::timed_out`] says afterwards whether the
-//! deadline, rather than a cancellation, stopped it.
-//!
-//! [`is_cancelled`]: CancelToken::is_cancelled
-
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,6 +7,20 @@ use std::time::Instant;
 /// Cloning gives another handle to the same token. The native engine checks
 /// it in the walker and between buffers of a file; the rg backend kills rg's
 /// process group when it is set.
+///
+/// Cooperative cancellation shared by a call and the work it started, with
+/// the call's deadline.
+///
+/// A token is cancelled by [`CancelToken::cancel`] on any handle, by its
+/// parent's cancellation, or by the passing of its deadline. No thread
+/// watches the deadline: every holder already asks [`is_cancelled`] where
+/// it can stop (the walker, between buffers, the rg child's wait), and the
+/// question compares the clock with the deadline there. A call's timeout
+/// (`timeoutMs`, `seed-reference.md` §4.4) is a child of the caller's token
+/// with a deadline; [`CancelToken::timed_out`] says afterwards whether the
+/// deadline, rather than a cancellation, stopped it.
+///
+/// [`is_cancelled`]: CancelToken::is_cancelled
 #[derive(Clone, Debug, Default)]
 pub struct CancelToken(Arc<Inner>);
 

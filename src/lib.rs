@@ -5,19 +5,21 @@
 //! process, byte for byte like ripgrep 15.2.0, and puts the model-facing
 //! tools on top. The data flows top to bottom through these modules:
 //!
-//! 1. [`request`]: a [`GlobRequest`] or [`GrepRequest`], one of the two
-//!    invocations as a value (pattern, path, include, workdir, cancellation,
-//!    raw-output budget).
+//! 1. The requests: a [`GlobRequest`] or [`GrepRequest`], one of the two
+//!    invocations as a value (pattern, path, include, workdir, cancellation
+//!    with a [`CancelToken`], raw-output budget).
 //! 2. [`backend`]: the [`SearchBackend`] trait, with the in-process
 //!    [`NativeBackend`] and the [`RgBackend`] that spawns a real `rg`.
-//! 3. [`outcome`] and [`event`]: what a backend returns: rg's exit status,
-//!    its stderr lines, and the listed files or the typed `--json` events,
-//!    which serialize to rg's bytes.
+//! 3. What a backend returns, an [`Outcome`]: rg's exit [`Status`], its
+//!    stderr lines, and the listed files ([`GlobResults`]) or the typed
+//!    `--json` events ([`GrepResults`], [`event`]), which serialize to rg's
+//!    bytes.
 //! 4. [`tool`]: the model-facing tools (`glob`, `grep`, `read`, `write`,
-//!    `edit`) behind one dispatch entry point, [`tool::Tools::call`]; with
-//!    [`config`], [`spill`] (over-cap results), [`session`] (the
-//!    observation policy's state) and [`guard`] (hopeless calls denied
-//!    before they run).
+//!    `edit`) behind one dispatch entry point, [`Tools::call`], described
+//!    as data in [`tool::definitions`]; with their [`config`], the
+//!    [`SpillStore`] that keeps over-cap results ([`LocalSpillStore`]), the
+//!    [`Sessions`] that hold the observation policy's state, and the
+//!    [`Guard`] that denies hopeless calls before they run.
 //! 5. [`fs`], under all of them: the filesystem seam
 //!    ([`fs::FileSystem`], byte-level) that the engine walks and reads and
 //!    the file tools and the guard go through, with the local disk
@@ -117,16 +119,16 @@
 extern crate self as dsh_search;
 
 pub mod backend;
-pub mod cancel;
+mod cancel;
 pub mod config;
 pub mod event;
 pub mod fs;
-pub mod guard;
+mod guard;
 pub mod invocation;
 mod js;
-pub mod outcome;
-pub mod request;
-pub mod session;
+mod outcome;
+mod request;
+mod session;
 mod spill;
 pub mod tool;
 
@@ -136,8 +138,8 @@ pub mod workspace;
 pub use backend::rg::{RgCommand, RgConfig};
 pub use backend::set_search_threads;
 pub use backend::{make_backend, BackendKind, NativeBackend, RgBackend, SearchBackend};
-pub use cancel::CancelToken;
-pub use request::{GlobRequest, GrepRequest};
+pub use cancel::{cancelled_error, CancelToken};
+pub use request::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
 
 // What a backend returns.
 pub use event::Event;
@@ -145,7 +147,7 @@ pub use outcome::{GlobResults, GrepResults, Outcome, Status};
 
 // The tools, their configuration and what they keep.
 pub use config::Config;
-pub use guard::Guard;
+pub use guard::{Guard, MemoryCounters, ZeroResultStore};
 pub use session::Sessions;
 pub use spill::{LocalSpillStore, SpillRef, SpillSource, SpillStore};
 pub use tool::{CallContext, CallGuard, ToolError, ToolResult, Tools};

@@ -378,7 +378,7 @@ backend_test!(
         let t = tools_with(b, c)
             .with_filesystem(Arc::new(fs))
             .with_spill_store(Arc::new(store))
-            .with_guard(Arc::new(dsh_search::guard::Guard::default()));
+            .with_guard(Arc::new(dsh_search::Guard::default()));
         let r = t.call("glob", &json!({"pattern": "*.txt"}), &ws.ctx());
         let (_, footer) = r.content.split_once("\n\n").expect(&r.content);
         let locator = footer

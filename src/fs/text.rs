@@ -267,7 +267,7 @@ impl TextFs {
     ///
     /// An unconditional write ([`WriteGuard::None`]) over a text file is
     /// published over the version its `before` text was read at, and redone
-    /// when another writer got in between; after [`ATTEMPTS`] tries it is
+    /// when another writer got in between; after 8 tries it is
     /// published unconditionally, with no `before` text.
     pub fn write_text(
         &self,
@@ -331,7 +331,7 @@ impl TextFs {
     ///
     /// The file is read with its version, edited, and published over that
     /// version. Without a guard, a file changed in between by another writer
-    /// is edited again as they left it, up to [`ATTEMPTS`] times.
+    /// is edited again as they left it, up to 8 times.
     pub fn edit_text(
         &self,
         target: &ResolvedPath,

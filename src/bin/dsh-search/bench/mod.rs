@@ -17,8 +17,8 @@ use std::sync::Arc;
 use dsh_search::backend::{make_backend, BackendKind, SearchBackend};
 use dsh_search::config::Config;
 use dsh_search::fs::{FileSystem, LocalFs, MemFs, OverlayFs};
-use dsh_search::request::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
 use dsh_search::tool::{CallContext, Tools};
+use dsh_search::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
 use workload::{Call, Workload};
 
 /// At which level a workload is measured.
@@ -397,7 +397,7 @@ pub(crate) fn cancel_latency(
         cancel.cancel();
         let returned_at = rx.recv().expect("the search thread reports");
         let status = h.join().expect("the search thread ends");
-        if status == dsh_search::outcome::Status::Cancelled {
+        if status == dsh_search::Status::Cancelled {
             out.push(returned_at.saturating_duration_since(cancelled_at));
         }
     }

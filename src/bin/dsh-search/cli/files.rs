@@ -8,7 +8,7 @@
 
 use std::io::{self, Read};
 
-use dsh_search::cancel::CancelToken;
+use dsh_search::CancelToken;
 use serde_json::{json, Map, Value};
 
 use super::setup::{exit_code, print, run_call, tools_and_context};
@@ -89,7 +89,7 @@ impl Read for CancellableStdin {
             let fd = stdin.as_fd();
             loop {
                 if self.cancel.is_cancelled() {
-                    return Err(dsh_search::cancel::cancelled_error());
+                    return Err(dsh_search::cancelled_error());
                 }
                 let mut fds = [PollFd::new(&fd, PollFlags::IN)];
                 let tick = Timespec {
@@ -111,7 +111,7 @@ impl Read for CancellableStdin {
         #[cfg(not(unix))]
         {
             if self.cancel.is_cancelled() {
-                return Err(dsh_search::cancel::cancelled_error());
+                return Err(dsh_search::cancelled_error());
             }
             io::stdin().lock().read(buf)
         }

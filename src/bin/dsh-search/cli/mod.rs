@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use dsh_search::backend::BackendKind;
-use dsh_search::cancel::CancelToken;
+use dsh_search::CancelToken;
 
 /// dsh-search: the glob and grep tools of a coding agent, in-process.
 #[derive(Debug, Parser)]

@@ -10,7 +10,7 @@
 use std::io::{self, BufWriter, Write};
 
 use dsh_search::invocation::{Invocation, RawRun};
-use dsh_search::request::{GlobRequest, GrepRequest};
+use dsh_search::{GlobRequest, GrepRequest};
 
 use super::{Common, GlobArgs, GrepArgs};
 

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use dsh_search::backend::SearchBackend;
 use dsh_search::config::Config;
-use dsh_search::session::Sessions;
 use dsh_search::tool::{CallContext, ToolResult, Tools};
+use dsh_search::Sessions;
 use serde_json::Value;
 
 use super::{Common, Format};

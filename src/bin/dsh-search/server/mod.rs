@@ -28,9 +28,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use dsh_search::cancel::CancelToken;
-use dsh_search::session::Sessions;
 use dsh_search::tool::Tools;
+use dsh_search::CancelToken;
+use dsh_search::Sessions;
 
 use crate::cli::Common;
 
