@@ -45,9 +45,27 @@
 //! Everything a user needs is re-exported here, at the top: the backends
 //! and their requests and outcomes, the events, the tools, the
 //! configuration, the filesystems and the workspaces, the spill store, the
-//! sessions, the guard and rg's own invocations. The modules stay public
-//! for the details of each (every field of [`config::Config`], every
-//! filesystem type in [`fs`]).
+//! sessions, the guard and rg's own invocations. Seven modules stay public
+//! for the details of each:
+//!
+//! - [`backend`], with [`backend::rg`]: rg's argv for a request
+//!   ([`glob_args`], [`grep_args`], [`RgCommand`]), where the rg binary is
+//!   found ([`RG_ENV`], [`rg_from_env`]), the default kill grace, and
+//!   [`backend::rg::orphan::intercept`], the first call of an embedder's
+//!   `main` that makes rg die with it;
+//! - [`config`]: every configuration key ([`config::SearchConfig`],
+//!   [`config::FsConfig`], [`config::SpillConfig`], [`config::GuardConfig`]);
+//! - [`event`]: rg's `--json` messages as values;
+//! - [`fs`]: every filesystem type: the seam's listings, metadata, versions
+//!   and write guards, each filesystem's handles, the text layer's outcomes
+//!   and its errors;
+//! - [`invocation`] and [`workspace`]: their types' documentation at length;
+//! - [`tool`]: the results' parts and [`tool::definitions`], the tools as
+//!   data (names, descriptions, schemas, prompts) for a harness to register.
+//!
+//! The rest (the engine, the tools' implementations, the cancellation's,
+//! the sessions', the guard's and the spill store's internals) is private
+//! to the crate.
 //!
 //! The library reads no environment variable of its own: the process-wide
 //! settings are the caller's to pass, the engine's worker count
@@ -135,7 +153,7 @@ pub mod tool;
 pub mod workspace;
 
 // The backends and the two invocations.
-pub use backend::rg::{RgCommand, RgConfig};
+pub use backend::rg::{glob_args, grep_args, rg_from_env, RgCommand, RgConfig, RG_ENV};
 pub use backend::set_search_threads;
 pub use backend::{make_backend, BackendKind, NativeBackend, RgBackend, SearchBackend};
 pub use cancel::{cancelled_error, CancelToken};
@@ -157,7 +175,9 @@ pub use tool::{CallContext, CallGuard, ToolError, ToolResult, Tools};
 pub use fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs, TextFs};
 #[cfg(feature = "sftp")]
 pub use fs::{SftpBuilder, SftpFs};
-pub use workspace::{FsSpec, SftpAddress, Workspace, WorkspaceError, WorkspaceOptions};
+pub use workspace::{
+    FsSpec, ParseFsSpecError, SftpAddress, Workspace, WorkspaceError, WorkspaceOptions,
+};
 
 // rg's own argv, answered with rg's bytes.
 pub use invocation::{Invocation, InvocationError, RawOutput, RawRun};
