@@ -23,4 +23,5 @@ pub use definitions::ToolDefinition;
 pub use dispatch::{CallGuard, Tools};
 pub use render::call_title;
 pub use result::{ErrorInfo, ToolError, ToolResult};
-pub use search::{GlobValue, GrepMatch, GrepValue};
+#[cfg(test)]
+pub(crate) use search::GrepMatch;

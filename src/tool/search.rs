@@ -18,40 +18,35 @@ use crate::tool::CallContext;
 
 /// glob's canonical value: `{ root, paths }`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GlobValue {
+pub(crate) struct GlobValue {
     /// `.` without a path, else the path in display form.
-    pub root: String,
+    pub(crate) root: String,
     /// Every listed file in rg's order, in display form.
-    pub paths: Vec<String>,
+    pub(crate) paths: Vec<String>,
 }
 
 /// One grep match: `{ path, lineNumber, line }`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GrepMatch {
+pub(crate) struct GrepMatch {
     /// The file, in display form.
-    pub path: String,
+    pub(crate) path: String,
     /// 1-based line number.
-    pub line_number: u64,
+    pub(crate) line_number: u64,
     /// The whole line without its `\n` or `\r\n`.
-    pub line: String,
+    pub(crate) line: String,
 }
 
 /// grep's canonical value: `{ matches }`, ordered by display path bytes,
 /// then line number (contract D2).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GrepValue {
+pub(crate) struct GrepValue {
     /// The matches.
-    pub matches: Vec<GrepMatch>,
+    pub(crate) matches: Vec<GrepMatch>,
 }
 
 impl GlobValue {
-    /// As JSON.
-    pub fn to_json(&self) -> Value {
-        self.clone().into_json()
-    }
-
     /// As JSON, its strings moved rather than copied.
-    pub fn into_json(self) -> Value {
+    pub(crate) fn into_json(self) -> Value {
         let paths = self.paths.into_iter().map(Value::String).collect();
         let mut obj = serde_json::Map::new();
         obj.insert("root".to_string(), Value::String(self.root));
@@ -61,14 +56,9 @@ impl GlobValue {
 }
 
 impl GrepValue {
-    /// As JSON.
-    pub fn to_json(&self) -> Value {
-        self.clone().into_json()
-    }
-
     /// As JSON, its strings moved rather than copied (a spilled grep holds
     /// tens of thousands of matches).
-    pub fn into_json(self) -> Value {
+    pub(crate) fn into_json(self) -> Value {
         let matches = self
             .matches
             .into_iter()
