@@ -27,12 +27,12 @@
 //!    ([`fs::OverlayFs`]); the tools' text semantics over it once
 //!    ([`fs::TextFs`]), and a host over SFTP (`fs::SftpFs`, the `sftp`
 //!    feature).
-//! 6. [`workspace`]: a workspace described as the command line and the
-//!    Node binding describe it ([`FsSpec`]: `local`, `mem[:ROOT]`,
+//! 6. A workspace described as the command line and the Node binding
+//!    describe it ([`FsSpec`]: `local`, `mem[:ROOT]`,
 //!    `sftp://[USER@]HOST[:PORT]`; an overlay directory; the backend; the
 //!    SSH key and known hosts), opened into its filesystem, its backend
 //!    and its [`Tools`] ([`WorkspaceOptions`], [`Workspace`]).
-//! 7. [`invocation`]: rg's own argv for the two invocations, recognized
+//! 7. [`Invocation`]: rg's own argv for the two invocations, recognized
 //!    by shape and answered with the bytes and exit code of the rg binary
 //!    (the command line's `--format raw`, the Node binding's `rg()`).
 //!
@@ -45,7 +45,7 @@
 //! Everything a user needs is re-exported here, at the top: the backends
 //! and their requests and outcomes, the events, the tools, the
 //! configuration, the filesystems and the workspaces, the spill store, the
-//! sessions, the guard and rg's own invocations. Seven modules stay public
+//! sessions, the guard and rg's own invocations. Five modules stay public
 //! for the details of each:
 //!
 //! - [`backend`], with [`backend::rg`]: rg's argv for a request
@@ -59,7 +59,6 @@
 //! - [`fs`]: every filesystem type: the seam's listings, metadata, versions
 //!   and write guards, each filesystem's handles, the text layer's outcomes
 //!   and its errors;
-//! - [`invocation`] and [`workspace`]: their types' documentation at length;
 //! - [`tool`]: the results' parts and [`tool::definitions`], the tools as
 //!   data (names, descriptions, schemas, prompts) for a harness to register.
 //!
@@ -142,7 +141,7 @@ pub mod config;
 pub mod event;
 pub mod fs;
 mod guard;
-pub mod invocation;
+mod invocation;
 mod js;
 mod outcome;
 mod request;
@@ -150,7 +149,7 @@ mod session;
 mod spill;
 pub mod tool;
 
-pub mod workspace;
+mod workspace;
 
 // The backends and the two invocations.
 pub use backend::rg::{glob_args, grep_args, rg_from_env, RgCommand, RgConfig, RG_ENV};

@@ -1,45 +1,3 @@
-//! A workspace from its description (`contract.md` §10–12): which
-//! filesystem holds it (the local disk, a copy in memory, an overlay
-//! directory over either, a host over SFTP), which backend searches it, and
-//! the tools over both.
-//!
-//! The command line (`--fs`, `--overlay`, `--backend`, `--identity`,
-//! `--known-hosts`), its servers and the Node binding (`new Tools({fs,
-//! overlay, root, backend, identity, knownHosts})`) describe a workspace
-//! the same way and build it here, so that they all accept the same
-//! combinations and refuse the others with the same errors.
-//!
-//! Nothing here reads the environment or the process's current directory:
-//! the caller passes absolute paths, the rg binary and the SSH defaults
-//! (`$USER`, `~/.ssh/known_hosts`) it wants.
-//!
-//! # Example
-//!
-//! ```
-//! use dsh_search::tool::CallContext;
-//! use dsh_search::workspace::{FsSpec, WorkspaceOptions};
-//! use dsh_search::{Config, Sessions};
-//! use std::sync::Arc;
-//!
-//! let dir = std::env::temp_dir().join(format!("dsh-search-ws-doc-{}", std::process::id()));
-//! std::fs::create_dir_all(&dir)?;
-//! std::fs::write(dir.join("a.txt"), "TODO: one\n")?;
-//!
-//! // `--fs mem`: the directory copied into memory at the same path.
-//! let spec: FsSpec = "mem".parse()?;
-//! let workspace = WorkspaceOptions::new(spec).root(&dir).open()?;
-//! let tools = workspace.tools(Config::default(), Some(Arc::new(Sessions::in_memory())))?;
-//! let r = tools.call("write", &serde_json::json!({"file_path": "b.txt", "content": "TODO: two\n"}),
-//!                    &CallContext::new(&dir));
-//! assert!(!r.is_error, "{}", r.content);
-//! let r = tools.call("grep", &serde_json::json!({"pattern": "TODO"}), &CallContext::new(&dir));
-//! assert_eq!(r.content, "Found 2 matches\n\na.txt\nLine 1: TODO: one\n\nb.txt\nLine 1: TODO: two");
-//! // The write went to memory, not to the disk.
-//! assert!(!dir.join("b.txt").exists());
-//! # std::fs::remove_dir_all(&dir)?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -261,6 +219,47 @@ impl std::error::Error for WorkspaceError {
 /// How to open a workspace: the filesystem, its root, an overlay, the
 /// backend, and for SFTP the key and the known hosts. Reusable: each
 /// [`WorkspaceOptions::open`] opens a new workspace.
+///
+/// A workspace from its description (`contract.md` §10–12): which
+/// filesystem holds it (the local disk, a copy in memory, an overlay
+/// directory over either, a host over SFTP), which backend searches it, and
+/// the tools over both.
+///
+/// The command line (`--fs`, `--overlay`, `--backend`, `--identity`,
+/// `--known-hosts`), its servers and the Node binding (`new Tools({fs,
+/// overlay, root, backend, identity, knownHosts})`) describe a workspace
+/// the same way and build it here, so that they all accept the same
+/// combinations and refuse the others with the same errors.
+///
+/// Nothing here reads the environment or the process's current directory:
+/// the caller passes absolute paths, the rg binary and the SSH defaults
+/// (`$USER`, `~/.ssh/known_hosts`) it wants.
+///
+/// # Example
+///
+/// ```
+/// use dsh_search::tool::CallContext;
+/// use dsh_search::{Config, FsSpec, Sessions, WorkspaceOptions};
+/// use std::sync::Arc;
+///
+/// let dir = std::env::temp_dir().join(format!("dsh-search-ws-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("a.txt"), "TODO: one\n")?;
+///
+/// // `--fs mem`: the directory copied into memory at the same path.
+/// let spec: FsSpec = "mem".parse()?;
+/// let workspace = WorkspaceOptions::new(spec).root(&dir).open()?;
+/// let tools = workspace.tools(Config::default(), Some(Arc::new(Sessions::in_memory())))?;
+/// let r = tools.call("write", &serde_json::json!({"file_path": "b.txt", "content": "TODO: two\n"}),
+///                    &CallContext::new(&dir));
+/// assert!(!r.is_error, "{}", r.content);
+/// let r = tools.call("grep", &serde_json::json!({"pattern": "TODO"}), &CallContext::new(&dir));
+/// assert_eq!(r.content, "Found 2 matches\n\na.txt\nLine 1: TODO: one\n\nb.txt\nLine 1: TODO: two");
+/// // The write went to memory, not to the disk.
+/// assert!(!dir.join("b.txt").exists());
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct WorkspaceOptions {
     fs: FsSpec,

@@ -8,7 +8,7 @@
 //! - [`rg`]: one of rg's two argv vectors (`dsh_search::Invocation`) run on
 //!   the native engine, resolving to rg's stdout, stderr and exit code;
 //! - [`NativeTools`]: the tools over the workspace its options name
-//!   (`dsh_search::workspace`, as the command line and its servers build
+//!   (`dsh_search::WorkspaceOptions`, as the command line and its servers build
 //!   it), with one call resolving to the `--format json` object as JSON
 //!   text;
 //! - [`check_rg_argv`]: whether an argv is one of the two, without running

@@ -2,7 +2,7 @@
 //! (`server`: MCP and JSON lines) and the benchmark harness (`bench`), all
 //! on the library's public API. None of them is part of the library: a
 //! program that embeds dsh-search builds its workspace with
-//! `dsh_search::workspace`, as `cli::setup` does.
+//! `dsh_search::WorkspaceOptions`, as `cli::setup` does.
 
 mod bench;
 mod cli;

@@ -9,8 +9,8 @@
 
 use std::io::{self, BufWriter, Write};
 
-use dsh_search::invocation::{Invocation, RawRun};
 use dsh_search::{GlobRequest, GrepRequest};
+use dsh_search::{Invocation, RawRun};
 
 use super::{Common, GlobArgs, GrepArgs};
 
