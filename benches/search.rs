@@ -22,8 +22,15 @@ use std::time::{Duration, Instant};
 use dsh_search::backend::rg::rg_from_env;
 use dsh_search::backend::{make_backend, BackendKind};
 use dsh_search::config::Config;
-use dsh_search::request::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
 use dsh_search::tool::{CallContext, Tools};
+use dsh_search::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
+
+// The benchmark corpus is the binary's (`dsh-search bench` generates the
+// same trees): included as a source file rather than made a library item,
+// since generating fake source trees is no part of the search API.
+#[path = "../src/bin/dsh-search/bench/corpus.rs"]
+#[allow(dead_code, reason = "this bench uses part of the corpus module")]
+mod corpus;
 
 fn main() {
     // `cargo bench` passes `--bench`; skip flags.
@@ -38,11 +45,16 @@ fn main() {
         std::process::exit(2);
     }
     let (what, pattern, dir) = (&args[0], &args[1], PathBuf::from(&args[2]));
-    dsh_search::cli::threads_from_env();
+    // `DSH_SEARCH_THREADS`, read at this edge as the command line reads it.
+    if let Some(n) = std::env::var("DSH_SEARCH_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        dsh_search::set_search_threads(n);
+    }
     if what == "corpus" {
-        let tier = dsh_search::bench::corpus::Tier::parse(pattern)
-            .expect("a tier: small, medium or large");
-        dsh_search::bench::corpus::generate(&dir, tier, 1).expect("write the corpus");
+        let tier = corpus::Tier::parse(pattern).expect("a tier: small, medium or large");
+        corpus::generate(&dir, tier, 1).expect("write the corpus");
         return;
     }
     let n: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(10);

@@ -21,9 +21,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dsh_search::backend::rg::{glob_args, grep_args};
-use dsh_search::bench::corpus::{self, Tier};
 use dsh_search::fs::SftpFs;
 use dsh_search::{GlobRequest, GrepRequest, NativeBackend, SearchBackend};
+
+// The benchmark corpus is the binary's (`dsh-search bench` generates the
+// same trees): included as a source file rather than made a library item,
+// since generating fake source trees is no part of the search API.
+#[path = "../src/bin/dsh-search/bench/corpus.rs"]
+#[allow(dead_code, reason = "this bench uses part of the corpus module")]
+mod corpus;
+use corpus::Tier;
 
 fn sh(cmd: &mut Command) {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));

@@ -1,17 +1,3 @@
-//! Cooperative cancellation shared by a call and the work it started, with
-//! the call's deadline.
-//!
-//! A token is cancelled by [`CancelToken::cancel`] on any handle, by its
-//! parent's cancellation, or by the passing of its deadline. No thread
-//! watches the deadline: every holder already asks [`is_cancelled`] where
-//! it can stop (the walker, between buffers, the rg child's wait), and the
-//! question compares the clock with the deadline there. A call's timeout
-//! (`timeoutMs`, `seed-reference.md` §4.4) is a child of the caller's token
-//! with a deadline; [`CancelToken::timed_out`] says afterwards whether the
-//! deadline, rather than a cancellation, stopped it.
-//!
-//! [`is_cancelled`]: CancelToken::is_cancelled
-
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,6 +7,20 @@ use std::time::Instant;
 /// Cloning gives another handle to the same token. The native engine checks
 /// it in the walker and between buffers of a file; the rg backend kills rg's
 /// process group when it is set.
+///
+/// Cooperative cancellation shared by a call and the work it started, with
+/// the call's deadline.
+///
+/// A token is cancelled by [`CancelToken::cancel`] on any handle, by its
+/// parent's cancellation, or by the passing of its deadline. No thread
+/// watches the deadline: every holder already asks [`is_cancelled`] where
+/// it can stop (the walker, between buffers, the rg child's wait), and the
+/// question compares the clock with the deadline there. A call's timeout
+/// (`timeoutMs`, `seed-reference.md` §4.4) is a child of the caller's token
+/// with a deadline; [`CancelToken::timed_out`] says afterwards whether the
+/// deadline, rather than a cancellation, stopped it.
+///
+/// [`is_cancelled`]: CancelToken::is_cancelled
 #[derive(Clone, Debug, Default)]
 pub struct CancelToken(Arc<Inner>);
 
@@ -71,9 +71,11 @@ impl CancelToken {
         self.0.flag.store(true, Ordering::Release);
     }
 
-    /// The token's own flag, for code that sets it from a signal handler
-    /// (where nothing but an atomic store is allowed).
-    pub(crate) fn flag(&self) -> Arc<AtomicBool> {
+    /// The token's own flag, for code that sets it from a signal handler,
+    /// where nothing but an atomic store is allowed (the command line hands
+    /// it to `signal_hook::flag::register`): storing `true` cancels the
+    /// token as [`CancelToken::cancel`] does.
+    pub fn flag(&self) -> Arc<AtomicBool> {
         Arc::clone(&self.0.flag)
     }
 
@@ -128,8 +130,12 @@ impl std::fmt::Display for Cancelled {
 
 impl std::error::Error for Cancelled {}
 
-/// The error a reader returns once its call is cancelled.
-pub(crate) fn cancelled_error() -> std::io::Error {
+/// The error a reader returns once its call is cancelled: the engine's
+/// readers return it, and a reader handed to
+/// [`Tools::write_stream`](crate::tool::Tools::write_stream) (the command
+/// line's standard input) returns it too, so that the call ends with the
+/// tool's aborted error rather than an io error.
+pub fn cancelled_error() -> std::io::Error {
     std::io::Error::other(Cancelled)
 }
 

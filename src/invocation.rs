@@ -1,32 +1,3 @@
-//! rg's own argument lists, answered in-process (`contract.md` §2 and §12).
-//!
-//! A harness that spawns rg builds one of two argv vectors. [`Invocation`]
-//! recognizes them by shape ([`Invocation::parse`]: anything else is an
-//! [`InvocationError`] naming what was expected), runs one on a
-//! [`SearchBackend`] and gives back what the rg binary would have printed
-//! and exited with ([`RawRun`]): the command line's `--format raw` and the
-//! Node binding's `rg()` both go through it.
-//!
-//! # Example
-//!
-//! ```
-//! use dsh_search::invocation::Invocation;
-//! use dsh_search::NativeBackend;
-//!
-//! let dir = std::env::temp_dir().join(format!("dsh-search-inv-{}", std::process::id()));
-//! std::fs::create_dir_all(&dir)?;
-//! std::fs::write(dir.join("a.txt"), "one\nTODO: two\n")?;
-//!
-//! let argv = ["--no-config", "--json", "--regexp=TODO", "--", "a.txt"];
-//! let run = Invocation::parse(&argv, &dir)?.run(&NativeBackend::new());
-//! assert_eq!(run.exit_code(), Some(0));
-//! let out = run.into_output();
-//! assert!(out.stdout.starts_with(br#"{"type":"begin","data":{"path":{"text":"a.txt"}}}"#));
-//! assert!(out.stderr.is_empty());
-//! # std::fs::remove_dir_all(&dir)?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-
 use std::fmt;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -46,6 +17,35 @@ const GREP_SHAPE: &str = "--no-config --json --regexp=<pattern> [--glob=<include
 
 /// One of the two invocations of `contract.md` §2, with its workdir and
 /// cancellation.
+///
+/// rg's own argument lists, answered in-process (`contract.md` §2 and §12).
+///
+/// A harness that spawns rg builds one of two argv vectors. [`Invocation`]
+/// recognizes them by shape ([`Invocation::parse`]: anything else is an
+/// [`InvocationError`] naming what was expected), runs one on a
+/// [`SearchBackend`] and gives back what the rg binary would have printed
+/// and exited with ([`RawRun`]): the command line's `--format raw` and the
+/// Node binding's `rg()` both go through it.
+///
+/// # Example
+///
+/// ```
+/// use dsh_search::Invocation;
+/// use dsh_search::NativeBackend;
+///
+/// let dir = std::env::temp_dir().join(format!("dsh-search-inv-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("a.txt"), "one\nTODO: two\n")?;
+///
+/// let argv = ["--no-config", "--json", "--regexp=TODO", "--", "a.txt"];
+/// let run = Invocation::parse(&argv, &dir)?.run(&NativeBackend::new());
+/// assert_eq!(run.exit_code(), Some(0));
+/// let out = run.into_output();
+/// assert!(out.stdout.starts_with(br#"{"type":"begin","data":{"path":{"text":"a.txt"}}}"#));
+/// assert!(out.stderr.is_empty());
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub enum Invocation {
     /// `rg --no-config --files --glob=<pattern> … [-- <path>]`.

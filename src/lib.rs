@@ -5,42 +5,75 @@
 //! process, byte for byte like ripgrep 15.2.0, and puts the model-facing
 //! tools on top. The data flows top to bottom through these modules:
 //!
-//! 1. [`request`]: a [`GlobRequest`] or [`GrepRequest`], one of the two
-//!    invocations as a value (pattern, path, include, workdir, cancellation,
-//!    raw-output budget).
+//! 1. The requests: a [`GlobRequest`] or [`GrepRequest`], one of the two
+//!    invocations as a value (pattern, path, include, workdir, cancellation
+//!    with a [`CancelToken`], raw-output budget).
 //! 2. [`backend`]: the [`SearchBackend`] trait, with the in-process
 //!    [`NativeBackend`] and the [`RgBackend`] that spawns a real `rg`.
-//! 3. [`outcome`] and [`event`]: what a backend returns: rg's exit status,
-//!    its stderr lines, and the listed files or the typed `--json` events,
-//!    which serialize to rg's bytes.
+//! 3. What a backend returns, an [`Outcome`]: rg's exit [`Status`], its
+//!    stderr lines, and the listed files ([`GlobResults`]) or the typed
+//!    `--json` events ([`GrepResults`], [`event`]), which serialize to rg's
+//!    bytes.
 //! 4. [`tool`]: the model-facing tools (`glob`, `grep`, `read`, `write`,
-//!    `edit`) behind one dispatch entry point, [`tool::Tools::call`]; with
-//!    [`config`], [`spill`] (over-cap results), [`session`] (the
-//!    observation policy's state) and [`guard`] (hopeless calls denied
-//!    before they run).
+//!    `edit`) behind one dispatch entry point, [`Tools::call`], described
+//!    as data in [`tool::definitions`]; with their [`config`], the
+//!    [`SpillStore`] that keeps over-cap results ([`LocalSpillStore`]), the
+//!    [`Sessions`] that hold the observation policy's state, and the
+//!    [`Guard`] that denies hopeless calls before they run.
 //! 5. [`fs`], under all of them: the filesystem seam
 //!    ([`fs::FileSystem`], byte-level) that the engine walks and reads and
 //!    the file tools and the guard go through, with the local disk
 //!    ([`fs::LocalFs`]), a tree in memory ([`fs::MemFs`]) and an overlay
 //!    ([`fs::OverlayFs`]); the tools' text semantics over it once
-//!    ([`fs::TextFs`]).
-//! 6. [`invocation`]: rg's own argv for the two invocations, recognized
+//!    ([`fs::TextFs`]), and a host over SFTP (`fs::SftpFs`, the `sftp`
+//!    feature).
+//! 6. A workspace described as the command line and the Node binding
+//!    describe it ([`FsSpec`]: `local`, `mem[:ROOT]`,
+//!    `sftp://[USER@]HOST[:PORT]`; an overlay directory; the backend; the
+//!    SSH key and known hosts), opened into its filesystem, its backend
+//!    and its [`Tools`] ([`WorkspaceOptions`], [`Workspace`]).
+//! 7. [`Invocation`]: rg's own argv for the two invocations, recognized
 //!    by shape and answered with the bytes and exit code of the rg binary
 //!    (the command line's `--format raw`, the Node binding's `rg()`).
 //!
-//! The `dsh-search` command line, its servers (MCP, JSON lines) and the
-//! benchmark harness live in hidden modules (`cli`, `server`, `bench`):
-//! the binary, the Node binding and the benches share them, but they are
-//! not the library's API.
+//! The `dsh-search` binary (its command line, its MCP and JSON-lines
+//! servers, its benchmark harness) is built on this API alone; it is not
+//! part of the library.
 //!
 //! # The public API
 //!
 //! Everything a user needs is re-exported here, at the top: the backends
 //! and their requests and outcomes, the events, the tools, the
-//! configuration, the filesystems, the spill store, the sessions, the
-//! guard and rg's own invocations. The modules stay public for the
-//! details of each (every field of [`config::Config`], every filesystem
-//! type in [`fs`]).
+//! configuration, the filesystems and the workspaces, the spill store, the
+//! sessions, the guard and rg's own invocations. Five modules stay public
+//! for the details of each:
+//!
+//! - [`backend`], with [`backend::rg`]: rg's argv for a request
+//!   ([`glob_args`], [`grep_args`], [`RgCommand`]), where the rg binary is
+//!   found ([`RG_ENV`], [`rg_from_env`]), the default kill grace, and
+//!   [`backend::rg::orphan::intercept`], the first call of an embedder's
+//!   `main` that makes rg die with it;
+//! - [`config`]: every configuration key ([`config::SearchConfig`],
+//!   [`config::FsConfig`], [`config::SpillConfig`], [`config::GuardConfig`]);
+//! - [`event`]: rg's `--json` messages as values;
+//! - [`fs`]: every filesystem type: the seam's listings, metadata, versions
+//!   and write guards, each filesystem's handles, the text layer's outcomes
+//!   and its errors;
+//! - [`tool`]: the results' parts and [`tool::definitions`], the tools as
+//!   data (names, descriptions, schemas, prompts) for a harness to register.
+//!
+//! The rest (the engine, the tools' implementations, the cancellation's,
+//! the sessions', the guard's and the spill store's internals) is private
+//! to the crate.
+//!
+//! The library reads no environment variable of its own: the process-wide
+//! settings are the caller's to pass, the engine's worker count
+//! ([`set_search_threads`], before the first search) and the rg binary
+//! ([`RgConfig::path`], [`WorkspaceOptions::rg_path`]). The few it does
+//! read come with the behavior they reproduce: git's global excludes are
+//! found through `HOME` and `XDG_CONFIG_HOME` as rg finds them, an rg
+//! without a path is the first on `PATH`, and an SFTP login without an
+//! identity file asks the SSH agent at `SSH_AUTH_SOCK`.
 //!
 //! # Example
 //!
@@ -97,34 +130,33 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// The unit tests name the crate as the integration tests do (the helpers
+// they share with them, `tests/util/fs.rs`, are written that way).
+#[cfg(test)]
+extern crate self as dsh_search;
+
 pub mod backend;
-pub mod cancel;
+mod cancel;
 pub mod config;
 pub mod event;
 pub mod fs;
-pub mod guard;
-pub mod invocation;
+mod guard;
+mod invocation;
 mod js;
-pub mod outcome;
-pub mod request;
-pub mod session;
-pub mod spill;
+mod outcome;
+mod request;
+mod session;
+mod spill;
 pub mod tool;
 
-// Not the library's API: the command line, its servers and the benchmark
-// harness, shared by the binary, the Node binding and the benches.
-#[doc(hidden)]
-pub mod bench;
-#[doc(hidden)]
-pub mod cli;
-#[doc(hidden)]
-pub mod server;
+mod workspace;
 
 // The backends and the two invocations.
-pub use backend::rg::{RgCommand, RgConfig};
+pub use backend::rg::{glob_args, grep_args, rg_from_env, RgCommand, RgConfig, RG_ENV};
+pub use backend::set_search_threads;
 pub use backend::{make_backend, BackendKind, NativeBackend, RgBackend, SearchBackend};
-pub use cancel::CancelToken;
-pub use request::{GlobRequest, GrepRequest};
+pub use cancel::{cancelled_error, CancelToken};
+pub use request::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
 
 // What a backend returns.
 pub use event::Event;
@@ -132,13 +164,19 @@ pub use outcome::{GlobResults, GrepResults, Outcome, Status};
 
 // The tools, their configuration and what they keep.
 pub use config::Config;
-pub use guard::Guard;
+pub use guard::{Guard, MemoryCounters, ZeroResultStore};
 pub use session::Sessions;
-pub use spill::{LocalSpillStore, SpillStore};
+pub use spill::{LocalSpillStore, SpillRef, SpillSource, SpillStore};
 pub use tool::{CallContext, CallGuard, ToolError, ToolResult, Tools};
 
-// The filesystems.
+// The filesystems, and a workspace described as the command line and the
+// Node binding describe it.
 pub use fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs, TextFs};
+#[cfg(feature = "sftp")]
+pub use fs::{SftpBuilder, SftpFs};
+pub use workspace::{
+    FsSpec, ParseFsSpecError, SftpAddress, Workspace, WorkspaceError, WorkspaceOptions,
+};
 
 // rg's own argv, answered with rg's bytes.
 pub use invocation::{Invocation, InvocationError, RawOutput, RawRun};

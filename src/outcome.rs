@@ -1,6 +1,3 @@
-//! What a backend returns for a request: rg's exit status, its stderr lines
-//! and the results (`contract.md` §2, raw level).
-
 use std::cmp::Ordering;
 use std::io::{self, Write};
 

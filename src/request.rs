@@ -1,5 +1,3 @@
-//! Backend-neutral requests for the two fixed invocations (`contract.md` §2).
-
 use std::path::PathBuf;
 
 use crate::cancel::CancelToken;

@@ -1,23 +1,3 @@
-//! Per-session state: the read observations of the file tools
-//! (`seed-reference.md` §6.4) and the guard's zero-result counters.
-//!
-//! A [`Sessions`] store holds every session's [`SessionState`] in memory for
-//! the life of a process. The command line runs one tool call per process,
-//! so it uses a persistent store instead: one JSON file per session in a
-//! state directory outside the workspace, updated under an exclusive `flock`
-//! and replaced atomically, so that `read` then `edit` as two commands
-//! behave like two calls of one session.
-//!
-//! # Platform behavior
-//!
-//! On Unix the state directory is created 0700, its files 0600, and the
-//! lock is an exclusive `flock` on `<session>.lock`. On Windows the
-//! directory and files get the default permissions (the ACL inherited from
-//! the parent directory; the default state directory is under the user's
-//! profile), and the lock is the lock file held open without sharing: a
-//! second process retries until the first closes it, which the system does
-//! for a process that dies.
-
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
@@ -33,7 +13,7 @@ use crate::cancel::CancelToken;
 /// What a session last saw of one file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "camelCase")]
-pub enum Observation {
+pub(crate) enum Observation {
     /// The file existed at this version.
     Present {
         /// The version token.
@@ -46,16 +26,36 @@ pub enum Observation {
 /// The state of one session.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SessionState {
+pub(crate) struct SessionState {
     /// Observations keyed by target key.
     #[serde(default)]
-    pub observations: BTreeMap<String, Observation>,
+    pub(crate) observations: BTreeMap<String, Observation>,
     /// The guard's consecutive zero-result grep counts, keyed by target.
     #[serde(default)]
-    pub zero_results: BTreeMap<String, u32>,
+    pub(crate) zero_results: BTreeMap<String, u32>,
 }
 
 /// Where session states live.
+///
+/// Per-session state: the read observations of the file tools
+/// (`seed-reference.md` §6.4) and the guard's zero-result counters.
+///
+/// A [`Sessions`] store holds every session's state in memory for
+/// the life of a process. The command line runs one tool call per process,
+/// so it uses a persistent store instead: one JSON file per session in a
+/// state directory outside the workspace, updated under an exclusive `flock`
+/// and replaced atomically, so that `read` then `edit` as two commands
+/// behave like two calls of one session.
+///
+/// # Platform behavior
+///
+/// On Unix the state directory is created 0700, its files 0600, and the
+/// lock is an exclusive `flock` on `<session>.lock`. On Windows the
+/// directory and files get the default permissions (the ACL inherited from
+/// the parent directory; the default state directory is under the user's
+/// profile), and the lock is the lock file held open without sharing: a
+/// second process retries until the first closes it, which the system does
+/// for a process that dies.
 #[derive(Debug)]
 pub struct Sessions {
     memory: Mutex<HashMap<String, SessionState>>,
@@ -96,7 +96,11 @@ impl Sessions {
     /// every other caller of the same store (threads, and for a persistent
     /// store, processes). A persistent state is written back only when `f`
     /// changed it.
-    pub fn with<R>(&self, id: &str, f: impl FnOnce(&mut SessionState) -> R) -> io::Result<R> {
+    pub(crate) fn with<R>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&mut SessionState) -> R,
+    ) -> io::Result<R> {
         self.with_cancel(id, &CancelToken::new(), f)
     }
 
@@ -104,7 +108,7 @@ impl Sessions {
     /// session ended by `cancel`: it then fails with the cancellation
     /// error ([`crate::cancel`]) and `f` does not run. For what comes
     /// before a mutation; recording what a mutation did waits (`with`).
-    pub fn with_cancel<R>(
+    pub(crate) fn with_cancel<R>(
         &self,
         id: &str,
         cancel: &CancelToken,

@@ -33,7 +33,8 @@ use sha2::{Digest, Sha256};
 use crate::fs::resolve::lexical_join;
 
 /// The retrieval hint of the local store (`seed-reference.md` §3.6, literal).
-pub const LOCAL_HINT: &str = "Use read with offset/limit, or grep this path to search within it.";
+pub(crate) const LOCAL_HINT: &str =
+    "Use read with offset/limit, or grep this path to search within it.";
 
 /// What produced a spilled text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,7 +56,19 @@ pub struct SpillRef {
     pub hint: String,
 }
 
-/// Saves a text on behalf of a session (`contract.md` §4).
+/// Saves a text on behalf of a session (`contract.md` §4): where a direct
+/// call's complete result goes when the model sees only part of it.
+///
+/// # Reading a reference back
+///
+/// The footer of a spilled result tells the model to `read` its locator. The
+/// store belongs to the harness, not to the workspace: the local store
+/// writes on the local disk whatever filesystem the workspace is on (in
+/// memory, an overlay, a remote host). So a store says which paths are its
+/// references ([`SpillStore::is_reference`]), and the tools' dispatch runs
+/// a `read` of one on the local disk instead of the workspace's filesystem.
+/// Only the calling session's own references qualify: the store is not a
+/// window onto the rest of the disk.
 pub trait SpillStore: Send + Sync {
     /// Save `content` for the session `owner`; `suggested_name` is a file
     /// name such as `glob-results.txt`.
@@ -86,7 +99,15 @@ pub trait SpillStore: Send + Sync {
 
 /// A spill store in a local directory:
 /// `<root>/session-<first 12 hex of sha256(owner)>/<12 random hex>-<encoded name>`,
-/// directories 0700, files 0600 (on Unix) created exclusively.
+/// directories 0700, files 0600 (on Unix) created exclusively, as
+/// `seed-reference.md` §3.6 lays it out.
+///
+/// # Platform behavior
+///
+/// On Unix the store's directories are created 0700 and its files 0600, so
+/// only the owner can read a spilled result. On Windows they get the
+/// default permissions, the ACL inherited from the parent directory (the
+/// default root is in the user's temp directory, under the user's profile).
 #[derive(Clone, Debug, Default)]
 pub struct LocalSpillStore {
     root: Option<PathBuf>,
@@ -170,7 +191,7 @@ impl SpillStore for LocalSpillStore {
 }
 
 /// `session-<first 12 hex of sha256(session id)>`.
-pub fn session_dir(owner: &str) -> String {
+pub(crate) fn session_dir(owner: &str) -> String {
     let digest = Sha256::digest(owner.as_bytes());
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     format!("session-{}", &hex[..12])
@@ -180,7 +201,7 @@ pub fn session_dir(owner: &str) -> String {
 /// `[A-Za-z0-9._-]` and writes every other unit as `~XXXX` (uppercase hex).
 /// `""` becomes `~`, and the path tokens `.` and `..` are escaped whole, so
 /// no encoded name can traverse (`seed-reference.md` §3.6).
-pub fn encode_segment(name: &str) -> String {
+pub(crate) fn encode_segment(name: &str) -> String {
     if name.is_empty() {
         return "~".to_string();
     }
@@ -236,7 +257,7 @@ fn private_dirs(recursive: bool) -> DirBuilder {
 }
 
 /// The first at most `max` bytes of `s`, cut on a character boundary.
-pub fn utf8_head(s: &str, max: usize) -> &str {
+pub(crate) fn utf8_head(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }
@@ -248,7 +269,7 @@ pub fn utf8_head(s: &str, max: usize) -> &str {
 }
 
 /// The last at most `max` bytes of `s`, cut on a character boundary.
-pub fn utf8_tail(s: &str, max: usize) -> &str {
+pub(crate) fn utf8_tail(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }
@@ -265,7 +286,7 @@ pub fn utf8_tail(s: &str, max: usize) -> &str {
 /// <locator>. <hint>)`, within `max_inline` bytes. `None` keeps the text:
 /// it fits, there is no owner or store, the save failed, or the replacement
 /// would not fit either.
-pub fn apply_inline_cap(
+pub(crate) fn apply_inline_cap(
     text: &str,
     max_inline: u64,
     tool: &str,

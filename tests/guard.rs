@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use dsh_search::fs::LocalFs;
-use dsh_search::guard::{Guard, GuardConfig};
 use dsh_search::tool::{CallContext, ToolResult};
+use dsh_search::{config::GuardConfig, Guard};
 use serde_json::{json, Value};
 
 use crate::util::fs::TestFs;

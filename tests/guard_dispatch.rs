@@ -7,8 +7,8 @@ use std::process::Command;
 use std::sync::Arc;
 
 use dsh_search::config::Config;
-use dsh_search::guard::Guard;
 use dsh_search::tool::{CallContext, Tools};
+use dsh_search::Guard;
 use dsh_search::{NativeBackend, RgBackend, SearchBackend};
 use serde_json::json;
 

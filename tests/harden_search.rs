@@ -372,21 +372,6 @@ fn file_names_cannot_forge_results(backend: &str) {
     );
 }
 
-/// rg's messages quote names raw; the tool's `search failed` text escapes
-/// them in place.
-fn search_failed_text_escapes_names(_backend: &str) {
-    let lines = vec![
-        "rg: ./bad\u{1b}[1mname: Permission denied (os error 13)".to_string(),
-        "rg: ./ok: Permission denied (os error 13)".to_string(),
-    ];
-    let text = dsh_search::tool::search::stderr_excerpt(&lines, 65_536).unwrap();
-    assert_eq!(
-        text,
-        "rg: ./bad\\u001b[1mname: Permission denied (os error 13)\n\
-         rg: ./ok: Permission denied (os error 13)"
-    );
-}
-
 // ------------------------------------------------------------ item 4
 
 /// Run `call` through the CLI's `--format raw` on `backend`.
@@ -792,11 +777,6 @@ fn harden_search() {
             name: "file names cannot forge results (shown escaped, reachable escaped)",
             backends: both,
             run: file_names_cannot_forge_results,
-        },
-        Case {
-            name: "search failed text escapes the names in rg's messages",
-            backends: &["native"],
-            run: search_failed_text_escapes_names,
         },
         Case {
             name: "explicit files past 16 MiB: rg's output, in windows",

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use dsh_search::cancel::CancelToken;
 use dsh_search::fs::{FileSystem, Listing, WriteGuard};
+use dsh_search::CancelToken;
 
 use crate::util::sshd;
 

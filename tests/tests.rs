@@ -19,9 +19,8 @@ mod random_trees;
 // The rg backend and the CLI raw mode against a real rg.
 mod rg_backend;
 
-// The file tools through the library on a real disk: read windows, the
-// observation policy, LocalFs concurrency and aliases.
-mod files;
+// (The file tools through the library on a real disk, their internals,
+// are the unit tests of `tool::files`: `src/tool/files/tests.rs`.)
 
 // The file tools through the binary: sessions across processes, a writer
 // killed mid-write.

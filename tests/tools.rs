@@ -335,7 +335,7 @@ backend_test!(over_cap_spills_to_a_local_store, |ws, b| {
     let spill_root = tempfile::tempdir().unwrap();
     let mut c = Config::default();
     c.search.glob_max_results = 2;
-    let store = dsh_search::spill::LocalSpillStore::new(Some(spill_root.path().into())).unwrap();
+    let store = dsh_search::LocalSpillStore::new(Some(spill_root.path().into())).unwrap();
     let t = tools_with(b, c).with_spill_store(Arc::new(store));
     let r = t.call("glob", &json!({"pattern": "*.txt"}), &ws.ctx());
     let (page, footer) = r.content.split_once("\n\n").unwrap();
@@ -369,7 +369,7 @@ backend_test!(
         let mut c = Config::default();
         c.search.glob_max_results = 2;
         c.spill.max_inline_bytes = None;
-        let store = dsh_search::spill::LocalSpillStore::new(Some(spill_root.clone())).unwrap();
+        let store = dsh_search::LocalSpillStore::new(Some(spill_root.clone())).unwrap();
         // The workspace's filesystem has the workspace, and at the spill
         // root's path a directory of its own, empty: only the local disk has
         // the spilled texts.
@@ -378,7 +378,7 @@ backend_test!(
         let t = tools_with(b, c)
             .with_filesystem(Arc::new(fs))
             .with_spill_store(Arc::new(store))
-            .with_guard(Arc::new(dsh_search::guard::Guard::default()));
+            .with_guard(Arc::new(dsh_search::Guard::default()));
         let r = t.call("glob", &json!({"pattern": "*.txt"}), &ws.ctx());
         let (_, footer) = r.content.split_once("\n\n").expect(&r.content);
         let locator = footer

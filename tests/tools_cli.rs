@@ -21,6 +21,15 @@ fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()
 }
 
+/// A session's spill directory, as `seed-reference.md` §3.6 lays it out:
+/// `session-<first 12 hex of sha256(session id)>`.
+fn session_dir(owner: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(owner.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("session-{}", &hex[..12])
+}
+
 fn tree() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "needle one\n-flag line\n").unwrap();
@@ -203,9 +212,7 @@ fn session_spills_to_the_configured_root() {
         .unwrap_or_else(|| panic!("{text}"));
     let saved = std::fs::read_to_string(locator).unwrap();
     assert_eq!(saved.lines().count(), 2);
-    assert!(
-        Path::new(locator).starts_with(spill.path().join(dsh_search::spill::session_dir("s-1")))
-    );
+    assert!(Path::new(locator).starts_with(spill.path().join(session_dir("s-1"))));
 }
 
 #[test]

@@ -10,12 +10,11 @@ use std::time::Duration;
 use dsh_search::config::Config;
 use dsh_search::event::{Begin, End, Event, Match, Stats, Summary};
 use dsh_search::fs::DynFileSystem;
-use dsh_search::spill::{SpillRef, SpillSource, SpillStore};
-use dsh_search::tool::render::sample_across_top_level;
 use dsh_search::tool::{CallContext, CallGuard, ToolResult, Tools};
 use dsh_search::{
     GlobRequest, GlobResults, GrepRequest, GrepResults, Outcome, SearchBackend, Status,
 };
+use dsh_search::{SpillRef, SpillSource, SpillStore};
 use serde_json::{json, Value};
 
 /// A backend that returns scripted outcomes and records its requests. With
@@ -674,125 +673,6 @@ fn glob_root_is_the_display_form_of_path() {
         // The path itself goes to the backend verbatim.
         assert_eq!(s.fake.globs.lock().unwrap()[0].path.as_deref(), Some(path));
     }
-}
-
-fn strs(s: &[&str]) -> Vec<String> {
-    s.iter().map(|x| x.to_string()).collect()
-}
-
-#[test]
-fn sampling_table() {
-    // (input, max, root, items, shown, total)
-    type Case<'a> = (&'a [&'a str], usize, &'a str, &'a [&'a str], usize, usize);
-    let cases: &[Case] = &[
-        (
-            &["v/a", "v/b", "v/c", "v/d", "src/e", "guide/f"],
-            3,
-            ".",
-            &["v/a", "src/e", "guide/f"],
-            3,
-            3,
-        ),
-        (
-            &["v/a", "v/b", "v/c", "v/d", "src/e", "guide/f"],
-            5,
-            ".",
-            &["v/a", "v/b", "v/c", "src/e", "guide/f"],
-            3,
-            3,
-        ),
-        (
-            &["solo/a", "many/b", "many/c", "many/d"],
-            3,
-            ".",
-            &["solo/a", "many/b", "many/c"],
-            2,
-            2,
-        ),
-        (&["a/1", "b/1", "c/1", "d/1"], 2, ".", &["a/1", "b/1"], 2, 4),
-        (
-            &["/out/a", "/out/b", "/away/c", "/away/d"],
-            2,
-            ".",
-            &["/out/a", "/away/c"],
-            2,
-            2,
-        ),
-        (&["a.ts", "b.ts", "c.ts"], 2, ".", &["a.ts", "b.ts"], 2, 3),
-        (
-            &[
-                "workspace/vendor/a.ts",
-                "workspace/vendor/b.ts",
-                "workspace/source/c.ts",
-                "workspace/guides/d.md",
-            ],
-            3,
-            "workspace",
-            &[
-                "workspace/vendor/a.ts",
-                "workspace/source/c.ts",
-                "workspace/guides/d.md",
-            ],
-            3,
-            3,
-        ),
-        (
-            &["/vendor/a.ts", "/src/b.ts"],
-            2,
-            "/",
-            &["/vendor/a.ts", "/src/b.ts"],
-            2,
-            2,
-        ),
-        (
-            &["old\\one", "old\\two", "src/a"],
-            2,
-            ".",
-            &["old\\one", "old\\two"],
-            2,
-            3,
-        ),
-        (
-            &["./x/a", "./x/b", "./y/c"],
-            2,
-            ".",
-            &["./x/a", "./y/c"],
-            2,
-            2,
-        ),
-        (
-            &["other/a.ts", "src", "src/b"],
-            2,
-            "src",
-            &["other/a.ts", "src"],
-            2,
-            3,
-        ),
-    ];
-    for (input, max, root, want, shown, total) in cases {
-        let paths = strs(input);
-        let s = sample_across_top_level(&paths, *max, root);
-        assert_eq!(s.items, want.to_vec(), "{input:?} max {max}");
-        assert_eq!((s.shown, s.total), (*shown, *total), "{input:?} max {max}");
-    }
-}
-
-#[test]
-fn sampling_scales_linearly() {
-    // 125,000 singleton groups.
-    let paths: Vec<String> = (0..125_000).map(|i| format!("g{i}/f")).collect();
-    let s = sample_across_top_level(&paths, 100, ".");
-    assert_eq!(s.items.len(), 100);
-    assert_eq!((s.shown, s.total), (100, 125_000));
-    // 12,500 singletons, then one group holding 200,000 paths: the big
-    // group fills the page after the singletons run out.
-    let mut paths: Vec<String> = (0..12_500).map(|i| format!("s{i}/f")).collect();
-    paths.extend((0..200_000).map(|i| format!("big/{i}")));
-    let s = sample_across_top_level(&paths, 100_000, ".");
-    assert_eq!(s.items.len(), 100_000);
-    assert_eq!(s.items[12_500], "big/0");
-    assert_eq!(s.items[99_999], "big/87499");
-    assert_eq!((s.shown, s.total), (12_501, 12_501));
 }
 
 // ---- the failure ladder ----

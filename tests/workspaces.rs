@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use dsh_search::config::Config;
 use dsh_search::fs::{ChangeKind, FileSystem, LocalFs, MemFs, OverlayFs};
-use dsh_search::guard::Guard;
-use dsh_search::spill::LocalSpillStore;
 use dsh_search::tool::{CallContext, ToolResult, Tools};
+use dsh_search::Guard;
+use dsh_search::LocalSpillStore;
 use dsh_search::{GrepRequest, NativeBackend, SearchBackend};
 use serde_json::{json, Value};
 

@@ -41,18 +41,31 @@ export interface ToolsOptions {
   /** The search backend: the in-process engine (default) or a real `rg` on the PATH or `DSH_SEARCH_RG`. */
   backend?: 'native' | 'rg'
   /**
-   * The workspace's filesystem: the local disk (default), or `mem` / `mem:ROOT`,
-   * a copy in memory of ROOT (default: `root`) at the same path.
+   * The workspace's filesystem: the local disk (default); `mem` / `mem:ROOT`,
+   * a copy in memory of ROOT (default: `root`) at the same path; or
+   * `sftp://[USER@]HOST[:PORT]`, a host over SSH (login default: `$USER`),
+   * whose calls' `cwd` are absolute directories on that host, checked there.
    */
-  fs?: 'local' | 'mem' | `mem:${string}`
-  /** An overlay directory: write and edit change only it; every tool sees the merged view. */
+  fs?: 'local' | 'mem' | `mem:${string}` | `sftp://${string}`
+  /** An overlay directory: write and edit change only it; every tool sees the merged view. Not with `sftp://`. */
   overlay?: string
-  /** The directory `mem` loads and the overlay covers (default: `process.cwd()`). */
+  /** The directory `mem` loads and the overlay covers (default: `process.cwd()`). Not with `sftp://`. */
   root?: string
+  /** With `sftp://`: the private key to log in with (default: the SSH agent at `SSH_AUTH_SOCK`). */
+  identity?: string
+  /**
+   * With `sftp://`: the known-hosts file the host key must be in (default:
+   * `~/.ssh/known_hosts`); an unknown or changed key is refused.
+   */
+  knownHosts?: string
 }
 
 export interface CallOptions {
-  /** The session's working directory: the base of relative paths; must exist. */
+  /**
+   * The session's working directory: the base of relative paths; must exist
+   * (with `sftp://`: an absolute directory on the remote host; a failed
+   * login or host-key check rejects the call).
+   */
   cwd: string
   /** The session id: owner of read observations, guard counters and spills. */
   session?: string

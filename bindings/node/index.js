@@ -42,6 +42,14 @@ function checkCwd(who, cwd) {
   return path.resolve(cwd)
 }
 
+function checkRemoteCwd(who, cwd) {
+  if (typeof cwd !== 'string' || cwd.length === 0) {
+    throw new TypeError(`${who}: cwd must be a non-empty string (an absolute directory on the remote host), got ${cwd === undefined ? 'nothing' : describe(cwd)}`)
+  }
+  if (cwd.includes('\0')) throw new TypeError(`${who}: cwd contains a NUL byte`)
+  return cwd
+}
+
 function checkArgv(who, argv) {
   if (!Array.isArray(argv)) throw new TypeError(`${who}: argv must be an array of strings, got ${describe(argv)}`)
   argv.forEach((a, i) => {
@@ -87,21 +95,25 @@ async function rg(argv, options) {
 /** The model-facing tools (glob, grep, read, write, edit) over one workspace. */
 class Tools {
   #native
+  #remote
 
   constructor(options = {}) {
     if (options === null || typeof options !== 'object' || Array.isArray(options)) {
       throw new TypeError(`Tools: options must be an object, got ${describe(options)}`)
     }
     const o = { ...options }
-    for (const key of ['backend', 'fs', 'overlay', 'root']) {
+    for (const key of ['backend', 'fs', 'overlay', 'root', 'identity', 'knownHosts']) {
       if (o[key] !== undefined && typeof o[key] !== 'string') {
         throw new TypeError(`Tools: options.${key} must be a string, got ${describe(o[key])}`)
       }
     }
-    if (o.overlay !== undefined) o.overlay = path.resolve(o.overlay)
-    if (o.root !== undefined) o.root = path.resolve(o.root)
-    // mem and an overlay cover a directory: the root, else the current one.
-    if (o.root === undefined && (o.overlay !== undefined || (o.fs || '').startsWith('mem'))) {
+    for (const key of ['overlay', 'root', 'identity', 'knownHosts']) {
+      if (o[key] !== undefined) o[key] = path.resolve(o[key])
+    }
+    // mem and an overlay cover a directory: the root, else the current one
+    // (a remote workspace has none: its calls' cwds name remote directories).
+    const remote = (o.fs || '').startsWith('sftp://')
+    if (o.root === undefined && !remote && (o.overlay !== undefined || (o.fs || '').startsWith('mem'))) {
       o.root = process.cwd()
     }
     let json
@@ -111,6 +123,9 @@ class Tools {
       throw new TypeError(`Tools: options must be JSON-serializable: ${e.message}`)
     }
     this.#native = new native.NativeTools(json)
+    // A remote workspace's cwd is a path on the host: never resolved
+    // against this process's directory, and checked there by the call.
+    this.#remote = remote
   }
 
   /** The tool definitions: name, description, input schema, prompt. */
@@ -127,7 +142,7 @@ class Tools {
     if (options === null || typeof options !== 'object') {
       throw new TypeError(`Tools.call: options must be an object with cwd, got ${options === undefined ? 'nothing' : describe(options)}`)
     }
-    const cwd = checkCwd('Tools.call', options.cwd)
+    const cwd = this.#remote ? checkRemoteCwd('Tools.call', options.cwd) : checkCwd('Tools.call', options.cwd)
     const { session } = options
     if (session !== undefined && session !== null && typeof session !== 'string') {
       throw new TypeError(`Tools.call: session must be a string, got ${describe(session)}`)

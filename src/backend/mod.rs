@@ -7,7 +7,7 @@
 //! CLI, the conformance suite) holds a `&dyn SearchBackend` and cannot tell the
 //! two apart.
 
-pub mod native;
+mod native;
 pub mod rg;
 
 use std::path::Path;
@@ -15,7 +15,7 @@ use std::path::Path;
 use crate::outcome::{GlobResults, GrepResults, Outcome};
 use crate::request::{GlobRequest, GrepRequest};
 
-pub use native::NativeBackend;
+pub use native::{set_search_threads, NativeBackend};
 pub use rg::RgBackend;
 
 /// Runs the two fixed invocations. Object safe: tools hold `&dyn SearchBackend`.

@@ -46,7 +46,7 @@ pub fn decode_strict(bytes: &[u8], nul_anywhere: bool) -> Result<&str, NotText> 
 /// [`BINARY_SNIFF_BYTES`] bytes only): feed byte chunks, get text chunks that
 /// never split a character.
 #[derive(Debug, Default)]
-pub struct TextDecoder {
+pub(super) struct TextDecoder {
     seen: usize,
     /// Bytes of an incomplete character (or of a possible BOM) held back.
     pending: Vec<u8>,
@@ -56,12 +56,12 @@ pub struct TextDecoder {
 
 impl TextDecoder {
     /// A decoder at the start of a file.
-    pub fn new() -> TextDecoder {
+    pub(super) fn new() -> TextDecoder {
         TextDecoder::default()
     }
 
     /// Decode the next chunk; the returned text is valid until the next call.
-    pub fn push(&mut self, chunk: &[u8]) -> Result<&str, NotText> {
+    pub(super) fn push(&mut self, chunk: &[u8]) -> Result<&str, NotText> {
         if self.seen < BINARY_SNIFF_BYTES {
             let n = chunk.len().min(BINARY_SNIFF_BYTES - self.seen);
             if memchr::memchr(0, &chunk[..n]).is_some() {
@@ -95,7 +95,7 @@ impl TextDecoder {
 
     /// End of input: anything held back is an error (a truncated character),
     /// except a file that is only a partial BOM.
-    pub fn finish(&mut self) -> Result<(), NotText> {
+    pub(super) fn finish(&mut self) -> Result<(), NotText> {
         if self.pending.is_empty() {
             return Ok(());
         }

@@ -114,7 +114,7 @@ impl FsError {
 }
 
 /// An OS error's text without Rust's ` (os error N)` tail.
-pub fn io_message(err: &std::io::Error) -> String {
+pub(crate) fn io_message(err: &std::io::Error) -> String {
     let text = err.to_string();
     match text.rfind(" (os error ") {
         Some(i) => text[..i].to_string(),

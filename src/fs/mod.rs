@@ -33,16 +33,18 @@ pub use seam::{
     Written,
 };
 
-pub use decode::{decode_strict, NotText, TextDecoder, BINARY_SNIFF_BYTES};
-pub use error::{io_message, FsError, FsErrorCode};
+pub use decode::{decode_strict, NotText, BINARY_SNIFF_BYTES};
+pub(crate) use error::io_message;
+pub use error::{FsError, FsErrorCode};
 pub use literal::LiteralEdit;
 pub use local::{LocalDir, LocalFile, LocalFs};
 pub use mem::{MemDir, MemFile, MemFs};
 pub use overlay::{Change, ChangeKind, OverlayDir, OverlayFile, OverlayFs};
-pub use resolve::{has_dotdot_segment, ResolvedPath};
+pub use resolve::ResolvedPath;
 #[cfg(feature = "sftp")]
 pub use sftp::{SftpBuilder, SftpDir, SftpFile, SftpFs, SftpStats};
+#[cfg(test)]
+pub(crate) use text::ATTEMPTS;
 pub use text::{
     DirEntry, EditOutcome, FileKind, Stat, StreamedWrite, TextFs, WriteOperation, WriteOutcome,
-    ATTEMPTS,
 };

@@ -34,7 +34,7 @@ impl ResolvedPath {
 }
 
 /// Whether `path` has a `..` segment: between separators or at either end.
-pub fn has_dotdot_segment(path: &str) -> bool {
+pub(crate) fn has_dotdot_segment(path: &str) -> bool {
     path.split('/').any(|seg| seg == "..")
 }
 

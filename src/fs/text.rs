@@ -38,7 +38,7 @@ pub(crate) const DEFAULT_DIFF_BASIS_MAX_BYTES: u64 = 10 * 1024 * 1024;
 /// other writers keep changing the file between its read and its publish.
 /// Each retry means another writer published in the meantime, so the bound
 /// is only reached under a stream of concurrent writes.
-pub const ATTEMPTS: usize = 8;
+pub(crate) const ATTEMPTS: usize = 8;
 
 /// The size of a streamed chunk.
 const STREAM_CHUNK: usize = 64 * 1024;
@@ -267,7 +267,7 @@ impl TextFs {
     ///
     /// An unconditional write ([`WriteGuard::None`]) over a text file is
     /// published over the version its `before` text was read at, and redone
-    /// when another writer got in between; after [`ATTEMPTS`] tries it is
+    /// when another writer got in between; after 8 tries it is
     /// published unconditionally, with no `before` text.
     pub fn write_text(
         &self,
@@ -331,7 +331,7 @@ impl TextFs {
     ///
     /// The file is read with its version, edited, and published over that
     /// version. Without a guard, a file changed in between by another writer
-    /// is edited again as they left it, up to [`ATTEMPTS`] times.
+    /// is edited again as they left it, up to 8 times.
     pub fn edit_text(
         &self,
         target: &ResolvedPath,

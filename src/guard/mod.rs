@@ -1,30 +1,3 @@
-//! The search-path guard (`contract.md` §7, seed `003_…`).
-//!
-//! It runs on the raw arguments of a call, after schema validation and
-//! before the tool's own checks, and either allows the call (`None`) or
-//! denies it with a one-line reason, rendered `Error: <reason>` with no code
-//! (`seed-reference.md` §7). Its rules:
-//!
-//! - glob or grep whose `path` does not exist, read whose `file_path` does
-//!   not exist: denied, with the nearest existing directory,
-//!   the closest names in it and the glob call that lists it;
-//! - edit of a file of at most `maxEditBytes` whose `old_string` is absent,
-//!   or present more than once without `replace_all`, counted exactly as
-//!   edit counts (BOM stripped, CRLF normalized, non-overlapping);
-//! - a grep on a target (its resolved `path`, or the workdir) that found
-//!   nothing `zeroResultBlock` times in a row in the session: denied, until a
-//!   grep on that target finds something.
-//!
-//! Whenever it cannot decide (no path, a non-string or blank path, an
-//! unusable workdir, a stat failing for another reason than absence, a binary
-//! or unreadable file) it allows: the tool then reports what is wrong. It
-//! never changes the result of a call it allows.
-//!
-//! It looks at the workspace only through the filesystem the call runs on
-//! (the [`DynFileSystem`] a [`Tools`](crate::tool::Tools) passes it), so an
-//! in-memory or overlay workspace is guarded as itself, not as the host
-//! disk.
-
 mod counters;
 mod message;
 mod target;
@@ -37,7 +10,7 @@ use crate::fs::literal::{count_occurrences, normalize_crlf};
 use crate::fs::DynFileSystem;
 use crate::tool::{CallContext, CallGuard, ToolResult};
 
-pub use crate::config::GuardConfig;
+use crate::config::GuardConfig;
 pub use counters::{MemoryCounters, ZeroResultStore};
 
 use target::{Presence, Workdir};
@@ -45,6 +18,33 @@ use target::{Presence, Workdir};
 use crate::cancel::CancelToken;
 
 /// The search-path guard. Cheap to share: `check` and `after` take `&self`.
+///
+/// The search-path guard (`contract.md` §7, seed `003_…`).
+///
+/// It runs on the raw arguments of a call, after schema validation and
+/// before the tool's own checks, and either allows the call (`None`) or
+/// denies it with a one-line reason, rendered `Error: <reason>` with no code
+/// (`seed-reference.md` §7). Its rules:
+///
+/// - glob or grep whose `path` does not exist, read whose `file_path` does
+///   not exist: denied, with the nearest existing directory,
+///   the closest names in it and the glob call that lists it;
+/// - edit of a file of at most `maxEditBytes` whose `old_string` is absent,
+///   or present more than once without `replace_all`, counted exactly as
+///   edit counts (BOM stripped, CRLF normalized, non-overlapping);
+/// - a grep on a target (its resolved `path`, or the workdir) that found
+///   nothing `zeroResultBlock` times in a row in the session: denied, until a
+///   grep on that target finds something.
+///
+/// Whenever it cannot decide (no path, a non-string or blank path, an
+/// unusable workdir, a stat failing for another reason than absence, a binary
+/// or unreadable file) it allows: the tool then reports what is wrong. It
+/// never changes the result of a call it allows.
+///
+/// It looks at the workspace only through the filesystem the call runs on
+/// (the [`DynFileSystem`] a [`Tools`](crate::tool::Tools) passes it), so an
+/// in-memory or overlay workspace is guarded as itself, not as the host
+/// disk.
 #[derive(Clone)]
 pub struct Guard {
     config: GuardConfig,

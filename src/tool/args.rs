@@ -96,7 +96,7 @@ fn string(obj: &Map<String, Value>, name: &str) -> Option<String> {
 
 /// glob's arguments after schema validation.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GlobArgs {
+pub(super) struct GlobArgs {
     /// The glob, verbatim.
     pub pattern: String,
     /// The search path, verbatim.
@@ -105,7 +105,7 @@ pub struct GlobArgs {
 
 /// grep's arguments after schema validation.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GrepArgs {
+pub(super) struct GrepArgs {
     /// The regex, verbatim.
     pub pattern: String,
     /// The search path, verbatim.
@@ -116,7 +116,7 @@ pub struct GrepArgs {
 
 impl GlobArgs {
     /// Take validated arguments and run glob's own checks (§4.2).
-    pub fn from_validated(obj: &Map<String, Value>) -> Result<GlobArgs, ToolError> {
+    pub(super) fn from_validated(obj: &Map<String, Value>) -> Result<GlobArgs, ToolError> {
         let args = GlobArgs {
             pattern: string(obj, "pattern").unwrap_or_default(),
             path: string(obj, "path"),
@@ -131,7 +131,7 @@ impl GlobArgs {
 
 impl GrepArgs {
     /// Take validated arguments and run grep's own checks (§4.2).
-    pub fn from_validated(obj: &Map<String, Value>) -> Result<GrepArgs, ToolError> {
+    pub(super) fn from_validated(obj: &Map<String, Value>) -> Result<GrepArgs, ToolError> {
         let args = GrepArgs {
             pattern: string(obj, "pattern").unwrap_or_default(),
             path: string(obj, "path"),

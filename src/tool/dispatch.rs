@@ -351,7 +351,7 @@ impl Tools {
     }
 
     /// `write` with the content read from `content` until its end, one
-    /// chunk at a time: [`files::write_stream`] through the dispatch's
+    /// chunk at a time: the `write` tool streaming through the dispatch's
     /// filesystem, policy and spill policy (the guard has no write rule).
     /// `dsh-search write` streams its standard input so. The caller's
     /// cancellation ends it (while the content arrives, or while it waits

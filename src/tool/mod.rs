@@ -3,8 +3,8 @@
 //! (`contract.md` §5).
 //!
 //! The flow of a search call: `args` (schema validation, the tools' own
-//! checks) → [`search`] (the backend, the failure ladder, the canonical
-//! value) → [`render`] (the model's text, the presentation meta), all
+//! checks) → `search` (the backend, the failure ladder, the canonical
+//! value) → `render` (the model's text, the presentation meta), all
 //! driven by [`Tools`] (`dispatch`). [`definitions`] holds the tools as data.
 
 mod args;
@@ -12,14 +12,16 @@ mod context;
 pub mod definitions;
 mod dispatch;
 mod display;
-pub mod files;
+mod files;
 pub(crate) mod names;
-pub mod render;
+mod render;
 mod result;
-pub mod search;
+mod search;
 
 pub use context::CallContext;
 pub use definitions::ToolDefinition;
 pub use dispatch::{CallGuard, Tools};
+pub use render::call_title;
 pub use result::{ErrorInfo, ToolError, ToolResult};
-pub use search::{GlobValue, GrepMatch, GrepValue};
+#[cfg(test)]
+pub(crate) use search::GrepMatch;

@@ -10,7 +10,7 @@ use crate::config::SearchConfig;
 use crate::spill::SpillRef;
 use crate::tool::display::preview_line;
 use crate::tool::names::shown;
-use crate::tool::search::{GlobValue, GrepMatch, GrepValue};
+use crate::tool::search::{GlobValue, GrepValue};
 
 /// The unsaved recovery texts (`seed-reference.md` §3.2, §3.4, literal).
 const GREP_UNSAVED: &str =
@@ -68,20 +68,6 @@ fn group_by_path<'m, T>(
     groups
 }
 
-/// `formatGrepMatches`: each file on its own line, then `Line N: <line>`
-/// per match; groups separated by a blank line.
-pub fn format_grep_matches(matches: &[GrepMatch]) -> String {
-    let shown: Vec<Previewed<'_>> = matches
-        .iter()
-        .map(|m| Previewed {
-            path: &m.path,
-            line_number: m.line_number,
-            line: Cow::Borrowed(m.line.as_str()),
-        })
-        .collect();
-    format_previewed(&shown)
-}
-
 fn format_previewed(matches: &[Previewed<'_>]) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
@@ -101,24 +87,24 @@ fn format_previewed(matches: &[Previewed<'_>]) -> String {
 
 /// Whether a grep value is over the inline cap (and so spills on a direct
 /// call).
-pub fn grep_over_cap(value: &GrepValue, config: &SearchConfig) -> bool {
+pub(crate) fn grep_over_cap(value: &GrepValue, config: &SearchConfig) -> bool {
     value.matches.len() as u64 > config.grep_max_matches
 }
 
 /// Whether a glob value is over the inline cap.
-pub fn glob_over_cap(value: &GlobValue, config: &SearchConfig) -> bool {
+pub(crate) fn glob_over_cap(value: &GlobValue, config: &SearchConfig) -> bool {
     value.paths.len() as u64 > config.glob_max_results
 }
 
 /// The complete grep artifact a direct call spills: every match previewed,
 /// under `Found <N> matches` (always plural: N is at least 2 here).
-pub fn grep_artifact(value: &GrepValue, config: &SearchConfig) -> String {
+pub(crate) fn grep_artifact(value: &GrepValue, config: &SearchConfig) -> String {
     let all = previewed(value, config, usize::MAX);
     format!("Found {} matches\n\n{}", all.len(), format_previewed(&all))
 }
 
 /// The complete glob artifact: every path in full order, no footer.
-pub fn glob_artifact(value: &GlobValue) -> String {
+pub(crate) fn glob_artifact(value: &GlobValue) -> String {
     shown_lines(value.paths.iter().map(String::as_str))
 }
 
@@ -136,7 +122,11 @@ fn shown_lines<'a>(paths: impl IntoIterator<Item = &'a str>) -> String {
 
 /// grep's text (§3.2). `spill` is where the complete result went, if it
 /// was saved.
-pub fn render_grep(value: &GrepValue, config: &SearchConfig, spill: Option<&SpillRef>) -> String {
+pub(crate) fn render_grep(
+    value: &GrepValue,
+    config: &SearchConfig,
+    spill: Option<&SpillRef>,
+) -> String {
     let seen = value.matches.len();
     if seen == 0 {
         return "No matches found".to_string();
@@ -159,7 +149,7 @@ pub fn render_grep(value: &GrepValue, config: &SearchConfig, spill: Option<&Spil
 
 /// A sample of an over-cap glob result (§3.5).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Sample<'a> {
+pub(crate) struct Sample<'a> {
     /// The taken paths, group by group.
     pub items: Vec<&'a str>,
     /// Groups that got at least one slot.
@@ -193,7 +183,7 @@ fn group_key<'a>(path: &'a str, root: &str) -> &'a str {
 /// `sampleAcrossTopLevel`: round-robin over top-level groups (in first-seen
 /// order) until `max_items` paths are taken; exhausted groups leave the
 /// rotation, so the work is linear in the input.
-pub fn sample_across_top_level<'a>(
+pub(crate) fn sample_across_top_level<'a>(
     paths: &'a [String],
     max_items: usize,
     root: &str,
@@ -266,7 +256,11 @@ fn glob_page<'a>(value: &'a GlobValue, config: &SearchConfig) -> (Vec<&'a str>, 
 }
 
 /// glob's text (§3.4).
-pub fn render_glob(value: &GlobValue, config: &SearchConfig, spill: Option<&SpillRef>) -> String {
+pub(crate) fn render_glob(
+    value: &GlobValue,
+    config: &SearchConfig,
+    spill: Option<&SpillRef>,
+) -> String {
     let n = value.paths.len();
     if n == 0 {
         return "No files found".to_string();
@@ -319,7 +313,7 @@ fn cap_items(
 }
 
 /// grep's presentation meta (§3.8), from the previewed and capped matches.
-pub fn grep_meta(value: &GrepValue, config: &SearchConfig) -> Value {
+pub(crate) fn grep_meta(value: &GrepValue, config: &SearchConfig) -> Value {
     let total = value.matches.len();
     let kept = previewed(value, config, usize_cap(config.grep_max_matches));
     let mut files: Vec<Value> = group_by_path(&kept, |m| m.path)
@@ -345,7 +339,7 @@ pub fn grep_meta(value: &GrepValue, config: &SearchConfig) -> Value {
 }
 
 /// glob's presentation meta (§3.8): the same page the text shows.
-pub fn glob_meta(value: &GlobValue, config: &SearchConfig) -> Value {
+pub(crate) fn glob_meta(value: &GlobValue, config: &SearchConfig) -> Value {
     let total = value.paths.len();
     let (page, _) = glob_page(value, config);
     let mut paths: Vec<Value> = page.iter().map(|p| json!(p)).collect();
@@ -386,6 +380,126 @@ pub fn call_title(tool: &str, args: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tool::GrepMatch;
+
+    fn strs(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn sampling_table() {
+        // (input, max, root, items, shown, total)
+        type Case<'a> = (&'a [&'a str], usize, &'a str, &'a [&'a str], usize, usize);
+        let cases: &[Case] = &[
+            (
+                &["v/a", "v/b", "v/c", "v/d", "src/e", "guide/f"],
+                3,
+                ".",
+                &["v/a", "src/e", "guide/f"],
+                3,
+                3,
+            ),
+            (
+                &["v/a", "v/b", "v/c", "v/d", "src/e", "guide/f"],
+                5,
+                ".",
+                &["v/a", "v/b", "v/c", "src/e", "guide/f"],
+                3,
+                3,
+            ),
+            (
+                &["solo/a", "many/b", "many/c", "many/d"],
+                3,
+                ".",
+                &["solo/a", "many/b", "many/c"],
+                2,
+                2,
+            ),
+            (&["a/1", "b/1", "c/1", "d/1"], 2, ".", &["a/1", "b/1"], 2, 4),
+            (
+                &["/out/a", "/out/b", "/away/c", "/away/d"],
+                2,
+                ".",
+                &["/out/a", "/away/c"],
+                2,
+                2,
+            ),
+            (&["a.ts", "b.ts", "c.ts"], 2, ".", &["a.ts", "b.ts"], 2, 3),
+            (
+                &[
+                    "workspace/vendor/a.ts",
+                    "workspace/vendor/b.ts",
+                    "workspace/source/c.ts",
+                    "workspace/guides/d.md",
+                ],
+                3,
+                "workspace",
+                &[
+                    "workspace/vendor/a.ts",
+                    "workspace/source/c.ts",
+                    "workspace/guides/d.md",
+                ],
+                3,
+                3,
+            ),
+            (
+                &["/vendor/a.ts", "/src/b.ts"],
+                2,
+                "/",
+                &["/vendor/a.ts", "/src/b.ts"],
+                2,
+                2,
+            ),
+            (
+                &["old\\one", "old\\two", "src/a"],
+                2,
+                ".",
+                &["old\\one", "old\\two"],
+                2,
+                3,
+            ),
+            (
+                &["./x/a", "./x/b", "./y/c"],
+                2,
+                ".",
+                &["./x/a", "./y/c"],
+                2,
+                2,
+            ),
+            (
+                &["other/a.ts", "src", "src/b"],
+                2,
+                "src",
+                &["other/a.ts", "src"],
+                2,
+                3,
+            ),
+        ];
+        for (input, max, root, want, shown, total) in cases {
+            let paths = strs(input);
+            let s = sample_across_top_level(&paths, *max, root);
+            assert_eq!(s.items, want.to_vec(), "{input:?} max {max}");
+            assert_eq!((s.shown, s.total), (*shown, *total), "{input:?} max {max}");
+        }
+    }
+
+    #[test]
+    fn sampling_scales_linearly() {
+        // 125,000 singleton groups.
+        let paths: Vec<String> = (0..125_000).map(|i| format!("g{i}/f")).collect();
+        let s = sample_across_top_level(&paths, 100, ".");
+        assert_eq!(s.items.len(), 100);
+        assert_eq!((s.shown, s.total), (100, 125_000));
+        // 12,500 singletons, then one group holding 200,000 paths: the big
+        // group fills the page after the singletons run out.
+        let mut paths: Vec<String> = (0..12_500).map(|i| format!("s{i}/f")).collect();
+        paths.extend((0..200_000).map(|i| format!("big/{i}")));
+        let s = sample_across_top_level(&paths, 100_000, ".");
+        assert_eq!(s.items.len(), 100_000);
+        assert_eq!(s.items[12_500], "big/0");
+        assert_eq!(s.items[99_999], "big/87499");
+        assert_eq!((s.shown, s.total), (12_501, 12_501));
+    }
 
     #[test]
     fn titles() {
@@ -409,6 +523,20 @@ mod tests {
         );
         assert_eq!(t("read", json!({"pattern": "x"})), None);
         assert_eq!(t("grep", json!({})), None);
+    }
+
+    /// `formatGrepMatches`: each file on its own line, then `Line N: <line>`
+    /// per match; groups separated by a blank line.
+    fn format_grep_matches(matches: &[GrepMatch]) -> String {
+        let shown: Vec<Previewed<'_>> = matches
+            .iter()
+            .map(|m| Previewed {
+                path: &m.path,
+                line_number: m.line_number,
+                line: Cow::Borrowed(m.line.as_str()),
+            })
+            .collect();
+        format_previewed(&shown)
     }
 
     #[test]

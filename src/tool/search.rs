@@ -18,40 +18,35 @@ use crate::tool::CallContext;
 
 /// glob's canonical value: `{ root, paths }`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GlobValue {
+pub(crate) struct GlobValue {
     /// `.` without a path, else the path in display form.
-    pub root: String,
+    pub(crate) root: String,
     /// Every listed file in rg's order, in display form.
-    pub paths: Vec<String>,
+    pub(crate) paths: Vec<String>,
 }
 
 /// One grep match: `{ path, lineNumber, line }`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GrepMatch {
+pub(crate) struct GrepMatch {
     /// The file, in display form.
-    pub path: String,
+    pub(crate) path: String,
     /// 1-based line number.
-    pub line_number: u64,
+    pub(crate) line_number: u64,
     /// The whole line without its `\n` or `\r\n`.
-    pub line: String,
+    pub(crate) line: String,
 }
 
 /// grep's canonical value: `{ matches }`, ordered by display path bytes,
 /// then line number (contract D2).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GrepValue {
+pub(crate) struct GrepValue {
     /// The matches.
-    pub matches: Vec<GrepMatch>,
+    pub(crate) matches: Vec<GrepMatch>,
 }
 
 impl GlobValue {
-    /// As JSON.
-    pub fn to_json(&self) -> Value {
-        self.clone().into_json()
-    }
-
     /// As JSON, its strings moved rather than copied.
-    pub fn into_json(self) -> Value {
+    pub(crate) fn into_json(self) -> Value {
         let paths = self.paths.into_iter().map(Value::String).collect();
         let mut obj = serde_json::Map::new();
         obj.insert("root".to_string(), Value::String(self.root));
@@ -61,14 +56,9 @@ impl GlobValue {
 }
 
 impl GrepValue {
-    /// As JSON.
-    pub fn to_json(&self) -> Value {
-        self.clone().into_json()
-    }
-
     /// As JSON, its strings moved rather than copied (a spilled grep holds
     /// tens of thousands of matches).
-    pub fn into_json(self) -> Value {
+    pub(crate) fn into_json(self) -> Value {
         let matches = self
             .matches
             .into_iter()
@@ -87,7 +77,7 @@ impl GrepValue {
 }
 
 /// A `SearchError` (`seed-reference.md` §4.1).
-pub fn search_error(code: &str, message: impl Into<String>) -> ToolError {
+pub(super) fn search_error(code: &str, message: impl Into<String>) -> ToolError {
     ToolError::coded("SearchError", code, message)
 }
 
@@ -114,7 +104,7 @@ fn any_cancelled(tokens: &[&CancelToken]) -> bool {
 /// The stderr excerpt: rg's stderr as the seam would have kept it (the
 /// lines, each ending in `\n`, tail-kept within `max_bytes`), JS-trimmed,
 /// with ` [stderr truncated]` when bytes were dropped. `None` when empty.
-pub fn stderr_excerpt(lines: &[String], max_bytes: u64) -> Option<String> {
+pub(super) fn stderr_excerpt(lines: &[String], max_bytes: u64) -> Option<String> {
     let mut text = String::new();
     for l in lines {
         // rg's messages quote file names raw: escaped here (D6).
@@ -228,7 +218,7 @@ fn ladder<T>(
 
 /// Run glob on `backend`. `cancel` is the call's own token (handed to the
 /// backend); `caller` is the caller's.
-pub fn run_glob(
+pub(super) fn run_glob(
     backend: &dyn SearchBackend,
     args: &GlobArgs,
     ctx: &CallContext,
@@ -290,7 +280,7 @@ pub fn run_glob(
 }
 
 /// Run grep on `backend`.
-pub fn run_grep(
+pub(super) fn run_grep(
     backend: &dyn SearchBackend,
     args: &GrepArgs,
     ctx: &CallContext,
@@ -367,6 +357,22 @@ fn strip_terminator(line: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// rg's messages quote names raw; the tool's `search failed` text escapes
+    /// them in place.
+    #[test]
+    fn search_failed_text_escapes_names() {
+        let lines = vec![
+            "rg: ./bad\u{1b}[1mname: Permission denied (os error 13)".to_string(),
+            "rg: ./ok: Permission denied (os error 13)".to_string(),
+        ];
+        let text = stderr_excerpt(&lines, 65_536).unwrap();
+        assert_eq!(
+            text,
+            "rg: ./bad\\u001b[1mname: Permission denied (os error 13)\n\
+             rg: ./ok: Permission denied (os error 13)"
+        );
+    }
 
     #[test]
     fn terminators() {

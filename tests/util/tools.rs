@@ -15,10 +15,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use dsh_search::config::Config;
-use dsh_search::outcome::{GlobResults, GrepResults, Outcome};
-use dsh_search::spill::{SpillRef, SpillSource, SpillStore};
 use dsh_search::tool::{CallContext, ToolResult, Tools};
 use dsh_search::{GlobRequest, GrepRequest, RgBackend, SearchBackend};
+use dsh_search::{GlobResults, GrepResults, Outcome};
+use dsh_search::{SpillRef, SpillSource, SpillStore};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 

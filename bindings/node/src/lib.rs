@@ -7,9 +7,10 @@
 //!
 //! - [`rg`]: one of rg's two argv vectors (`dsh_search::Invocation`) run on
 //!   the native engine, resolving to rg's stdout, stderr and exit code;
-//! - [`NativeTools`]: the tools over the workspace its options name, the
-//!   way the servers build them (`dsh_search::server::tools_with`), with one
-//!   call resolving to the `--format json` object as JSON text;
+//! - [`NativeTools`]: the tools over the workspace its options name
+//!   (`dsh_search::WorkspaceOptions`, as the command line and its servers build
+//!   it), with one call resolving to the `--format json` object as JSON
+//!   text;
 //! - [`check_rg_argv`]: whether an argv is one of the two, without running
 //!   it (the subprocess wrapper's recognition).
 //!
@@ -21,15 +22,29 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dsh_search::cli::workspace::FsArg;
-use dsh_search::cli::{BackendArg, Common};
+use dsh_search::backend::rg::rg_from_env;
 use dsh_search::config::Config;
 use dsh_search::tool::{CallContext, Tools};
-use dsh_search::{CancelToken, Invocation, NativeBackend};
+use dsh_search::{
+    BackendKind, CancelToken, FsSpec, Invocation, NativeBackend, Sessions, Workspace,
+    WorkspaceOptions,
+};
 use napi::bindgen_prelude::{AsyncTask, Buffer};
 use napi::{Env, Error, Result, Task};
 use napi_derive::napi;
 use serde_json::Value;
+
+/// `DSH_SEARCH_THREADS=<n>` (1 to 64): the engine's worker count for the
+/// Node process, read at this edge as the command line reads it; any other
+/// value is ignored (and so is a second call: the count is fixed once).
+fn threads_from_env() {
+    if let Some(n) = std::env::var("DSH_SEARCH_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        dsh_search::set_search_threads(n);
+    }
+}
 
 /// A cancellation flag JavaScript sets (from an `AbortSignal`'s `abort`
 /// event) and a running search or call checks.
@@ -108,7 +123,7 @@ impl Task for RgTask {
 /// not an existing directory.
 #[napi]
 pub fn rg(argv: Vec<String>, cwd: String, cancel: &Cancel) -> Result<AsyncTask<RgTask>> {
-    dsh_search::cli::threads_from_env();
+    threads_from_env();
     let workdir = existing_dir(&cwd, "rg")?;
     let invocation = Invocation::parse(&argv, workdir)
         .map_err(|e| Error::from_reason(format!("rg: {e}")))?
@@ -122,7 +137,7 @@ pub fn rg(argv: Vec<String>, cwd: String, cancel: &Cancel) -> Result<AsyncTask<R
 /// (`bench/bench.js`; not part of the package's JavaScript surface).
 #[napi]
 pub fn time_in_process(argv: Vec<String>, cwd: String, n: u32) -> Result<f64> {
-    dsh_search::cli::threads_from_env();
+    threads_from_env();
     let invocation = Invocation::parse(&argv, existing_dir(&cwd, "timeInProcess")?)
         .map_err(|e| Error::from_reason(e.to_string()))?;
     let mut times: Vec<f64> = (0..n.max(1))
@@ -148,12 +163,17 @@ pub fn check_rg_argv(argv: Vec<String>) -> Option<String> {
 #[napi]
 pub struct NativeTools {
     tools: Arc<Tools>,
+    /// The workspace the tools work on: a call's cwd is checked on its
+    /// filesystem (remote for `sftp://`).
+    workspace: Arc<Workspace>,
 }
 
 /// The options of `new Tools(options)`, as JSON text: `config` (the
 /// configuration keys), `backend` (`native` | `rg`), `fs` (`local` | `mem`
-/// | `mem:ROOT`), `overlay` (a directory), `root` (the directory `mem` loads
-/// and the overlay covers).
+/// | `mem:ROOT` | `sftp://[USER@]HOST[:PORT]`), `overlay` (a directory),
+/// `root` (the directory `mem` loads and the overlay covers), `identity`
+/// and `knownHosts` (with `sftp://`: the private key, the known-hosts
+/// file).
 #[napi]
 impl NativeTools {
     /// Build the tools, the way `dsh-search serve` builds them for its
@@ -162,12 +182,13 @@ impl NativeTools {
     /// observations, guard counters) in memory for the life of the object.
     #[napi(constructor)]
     pub fn new(options_json: String) -> Result<NativeTools> {
-        dsh_search::cli::threads_from_env();
+        threads_from_env();
         let options: Value = serde_json::from_str(&options_json)
             .map_err(|e| Error::from_reason(format!("Tools: options are not JSON: {e}")))?;
-        let tools = guarded(|| make_tools(&options))?.map_err(Error::from_reason)?;
+        let (workspace, tools) = guarded(|| make_tools(&options))?.map_err(Error::from_reason)?;
         Ok(NativeTools {
             tools: Arc::new(tools),
+            workspace: Arc::new(workspace),
         })
     }
 
@@ -185,6 +206,10 @@ impl NativeTools {
 
     /// Call tool `name` with `args_json` (a JSON object) in `cwd`, for
     /// `session` when given; resolves to the result object as JSON text.
+    /// `cwd` is a directory of the workspace's filesystem: on the local
+    /// disk it is checked here; on a remote host it must be absolute, and
+    /// it is checked there, off the JavaScript thread (connecting first:
+    /// a refused login or an unknown host key rejects the call).
     #[napi]
     pub fn call(
         &self,
@@ -196,12 +221,17 @@ impl NativeTools {
     ) -> Result<AsyncTask<CallTask>> {
         let args: Value = serde_json::from_str(&args_json)
             .map_err(|e| Error::from_reason(format!("Tools.call: args are not JSON: {e}")))?;
-        let workdir = existing_dir(&cwd, "Tools.call")?;
+        let workdir = if self.workspace.is_remote() {
+            remote_dir_path(&cwd).map_err(|e| Error::from_reason(format!("Tools.call: cwd {e}")))?
+        } else {
+            existing_dir(&cwd, "Tools.call")?
+        };
         let mut ctx = CallContext::new(workdir);
         ctx.session_id = session;
         ctx.cancel = cancel.token.clone();
         Ok(AsyncTask::new(CallTask {
             tools: self.tools.clone(),
+            remote: self.workspace.is_remote().then(|| self.workspace.clone()),
             name,
             args,
             ctx,
@@ -212,6 +242,8 @@ impl NativeTools {
 /// One tool call on the thread pool.
 pub struct CallTask {
     tools: Arc<Tools>,
+    /// The remote workspace whose directory the call's cwd must be.
+    remote: Option<Arc<Workspace>>,
     name: String,
     args: Value,
     ctx: CallContext,
@@ -222,6 +254,10 @@ impl Task for CallTask {
     type JsValue = String;
 
     fn compute(&mut self) -> Result<String> {
+        if let Some(workspace) = &self.remote {
+            guarded(|| check_remote_cwd(workspace, &self.ctx.workdir))?
+                .map_err(|e| Error::from_reason(format!("Tools.call: {e}")))?;
+        }
         let result = guarded(|| self.tools.call(&self.name, &self.args, &self.ctx))?;
         serde_json::to_string(&result).map_err(|e| Error::from_reason(e.to_string()))
     }
@@ -231,15 +267,28 @@ impl Task for CallTask {
     }
 }
 
-/// The tools for the options object (see [`NativeTools`]).
-fn make_tools(options: &Value) -> std::result::Result<Tools, String> {
+/// The workspace and its tools for the options object (see
+/// [`NativeTools`]): built the way `dsh-search serve` builds them for its
+/// options, with the sessions (read observations, guard counters) in
+/// memory for the life of the object.
+fn make_tools(options: &Value) -> std::result::Result<(Workspace, Tools), String> {
+    const KEYS: [&str; 7] = [
+        "config",
+        "backend",
+        "fs",
+        "overlay",
+        "root",
+        "identity",
+        "knownHosts",
+    ];
     let Value::Object(obj) = options else {
         return Err("Tools: options must be an object".into());
     };
     for key in obj.keys() {
-        if !["config", "backend", "fs", "overlay", "root"].contains(&key.as_str()) {
+        if !KEYS.contains(&key.as_str()) {
             return Err(format!(
-                "Tools: unknown option {key:?}: use config, backend, fs, overlay or root"
+                "Tools: unknown option {key:?}: use {}",
+                KEYS.join(", ")
             ));
         }
     }
@@ -248,37 +297,82 @@ fn make_tools(options: &Value) -> std::result::Result<Tools, String> {
         Some(v) => Config::from_json(v)?,
     };
     let backend = match obj.get("backend").and_then(Value::as_str) {
-        None | Some("native") => BackendArg::Native,
-        Some("rg") => BackendArg::Rg,
+        None | Some("native") => BackendKind::Native,
+        Some("rg") => BackendKind::Rg,
         Some(other) => return Err(format!("Tools: backend {other:?}: use native or rg")),
     };
-    let fs = match obj.get("fs").and_then(Value::as_str) {
-        None => FsArg::Local,
-        Some(s) => s.parse::<FsArg>().map_err(|e| format!("Tools: fs: {e}"))?,
+    let mut fs = match obj.get("fs").and_then(Value::as_str) {
+        None => FsSpec::Local,
+        Some(s) => s.parse::<FsSpec>().map_err(|e| format!("Tools: fs: {e}"))?,
     };
-    // A call's cwd is checked on the local disk, and the options have no
-    // identity or known-hosts file yet: a remote workspace is the command
-    // line's and the servers' for now (README, "Node").
-    if matches!(fs, FsArg::Sftp { .. }) {
-        return Err("Tools: fs: sftp:// workspaces are not supported by the Node binding yet (use dsh-search mcp or serve with --fs sftp://)".into());
-    }
     let text = |key: &str| obj.get(key).and_then(Value::as_str).map(PathBuf::from);
-    let root = match text("root") {
-        Some(root) => Some(existing_dir_path(&root).map_err(|e| format!("Tools: root: {e}"))?),
-        None => None,
-    };
-    let common = Common {
-        backend,
-        cwd: root,
-        config: None,
-        session: None,
-        fs,
-        overlay: text("overlay"),
-        identity: None,
-        known_hosts: None,
-        cancel: CancelToken::new(),
-    };
-    dsh_search::server::tools_with(&common, config).map_err(|e| format!("Tools: {e}"))
+    let remote = matches!(fs, FsSpec::Sftp(_));
+    // The SSH defaults, read here at the edge as the command line reads
+    // them: the login `$USER`, the known hosts `~/.ssh/known_hosts`.
+    if let FsSpec::Sftp(address) = &mut fs {
+        if address.user.is_none() {
+            address.user = std::env::var("USER").ok();
+        }
+    }
+    let mut o = WorkspaceOptions::new(fs);
+    o.backend(backend).rg_path(rg_from_env());
+    if remote && obj.contains_key("root") {
+        return Err("Tools: root names a local directory (for mem and an overlay): an sftp:// workspace has none; a call's cwd is the remote directory".into());
+    }
+    if let Some(root) = text("root") {
+        o.root(existing_dir_path(&root).map_err(|e| format!("Tools: root: {e}"))?);
+    }
+    if let Some(dir) = text("overlay") {
+        o.overlay(dir);
+    }
+    if let Some(key) = text("identity") {
+        o.identity(key);
+    }
+    match text("knownHosts") {
+        Some(file) => {
+            o.known_hosts(file);
+        }
+        None if remote => {
+            let home = std::env::var_os("HOME").ok_or(
+                "Tools: an sftp:// workspace needs knownHosts (there is no HOME to find ~/.ssh/known_hosts in)",
+            )?;
+            o.known_hosts(PathBuf::from(home).join(".ssh/known_hosts"));
+        }
+        None => {}
+    }
+    let workspace = o.open().map_err(|e| format!("Tools: {e}"))?;
+    let tools = workspace
+        .tools(config, Some(Arc::new(Sessions::in_memory())))
+        .map_err(|e| format!("Tools: {e}"))?;
+    Ok((workspace, tools))
+}
+
+/// Whether `cwd` is a directory on the remote host (connecting first, so
+/// that a login or host-key failure says so rather than "no such
+/// directory").
+fn check_remote_cwd(workspace: &Workspace, cwd: &Path) -> std::result::Result<(), String> {
+    workspace.connect().map_err(|e| e.to_string())?;
+    match workspace.filesystem().metadata(cwd) {
+        Ok(m) if m.kind.is_dir() => Ok(()),
+        Ok(_) => Err(format!("cwd {cwd:?} is not a directory on the remote host")),
+        Err(e) => Err(format!(
+            "cwd {cwd:?} is not an existing directory on the remote host ({e})"
+        )),
+    }
+}
+
+/// A remote workdir: an absolute path (checked on the host by the call).
+fn remote_dir_path(dir: &str) -> std::result::Result<PathBuf, String> {
+    if dir.is_empty() {
+        return Err("is empty: pass an absolute directory on the remote host".into());
+    }
+    let path = PathBuf::from(dir);
+    if !path.is_absolute() {
+        return Err(format!(
+            "{dir:?} is relative: pass an absolute directory on the remote host"
+        ));
+    }
+    Ok(path)
 }
 
 /// `dir` as a path, when it names an existing directory.

@@ -160,7 +160,6 @@ const BAD_OPTIONS = [
   ['an unknown option', () => new Tools({ speed: 1 }), /Tools: unknown option "speed"/],
   ['an unknown backend', () => new Tools({ backend: 'grep' }), /Tools: backend "grep": use native or rg/],
   ['an unknown filesystem', () => new Tools({ fs: 'zip' }), /unknown filesystem "zip"/],
-  ['sftp (the command line and the servers only)', () => new Tools({ fs: 'sftp://host' }), /sftp:\/\/ workspaces are not supported/],
   ['rg over memory', () => new Tools({ backend: 'rg', fs: 'mem', root: os.tmpdir() }), /searches the local disk only/],
   ['a bad config value', () => new Tools({ config: { globMaxResults: 0 } }), /globMaxResults must be a positive integer/],
   ['an unknown config key', () => new Tools({ config: { nope: 1 } }), /nope/],

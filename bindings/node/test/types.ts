@@ -16,6 +16,11 @@ async function direct(cwd: string, signal: AbortSignal): Promise<number> {
   await rg('--json', { cwd })
   // @ts-expect-error only native or rg
   new Tools({ backend: 'grep' })
+  new Tools({ fs: 'sftp://me@host:2222', identity: '/k', knownHosts: '/kh' })
+  // @ts-expect-error only local, mem, mem:ROOT or sftp://…
+  new Tools({ fs: 'ssh://host' })
+  // @ts-expect-error knownHosts is a path
+  new Tools({ fs: 'sftp://host', knownHosts: true })
   // @ts-expect-error call options need cwd
   await tools.call('grep', {}, { session: 's' })
   return bytes.length + names.length + (code ? 1 : 0) + out.exitCode

@@ -11,7 +11,7 @@ use crate::fs::{LiteralEdit, TextFs};
 use crate::tool::{CallContext, ToolError};
 
 /// Run `edit`.
-pub fn edit(
+pub(crate) fn edit(
     _cfg: &FilesConfig,
     fs: &TextFs,
     policy: Option<&ObservationPolicy>,

@@ -14,22 +14,25 @@ mod policy;
 mod read;
 mod write;
 
+#[cfg(test)]
+mod tests;
+
 use serde_json::Value;
 
-pub use edit::edit;
-pub use policy::ObservationPolicy;
-pub use read::{read, ReadWindow};
-pub use write::{write, write_stream};
+pub(crate) use edit::edit;
+pub(crate) use policy::ObservationPolicy;
+pub(crate) use read::read;
+pub(crate) use write::{write, write_stream};
 
 use crate::fs::{FsError, FsErrorCode, ResolvedPath};
 use crate::tool::ToolError;
 
 /// The file tools' configuration keys (`seed-reference.md` §9.2), loaded
 /// and validated with the rest in [`crate::config`].
-pub use crate::config::FsConfig as FilesConfig;
+pub(crate) use crate::config::FsConfig as FilesConfig;
 
 /// The shape of the three tool functions.
-pub type FileToolFn = fn(
+pub(crate) type FileToolFn = fn(
     &FilesConfig,
     &crate::fs::TextFs,
     Option<&ObservationPolicy>,

@@ -18,19 +18,14 @@ use crate::session::{Observation, Sessions};
 
 /// The policy over a store of sessions.
 #[derive(Clone, Debug, Default)]
-pub struct ObservationPolicy {
+pub(crate) struct ObservationPolicy {
     sessions: Arc<Sessions>,
 }
 
 impl ObservationPolicy {
     /// A policy keeping its observations in `sessions`.
-    pub fn new(sessions: Arc<Sessions>) -> ObservationPolicy {
+    pub(crate) fn new(sessions: Arc<Sessions>) -> ObservationPolicy {
         ObservationPolicy { sessions }
-    }
-
-    /// The session store.
-    pub fn sessions(&self) -> &Arc<Sessions> {
-        &self.sessions
     }
 
     /// What `owner` observed of `target`, before a `verb` (write, edit);
@@ -54,7 +49,7 @@ impl ObservationPolicy {
     /// The condition of a write: replace the observed version, or create
     /// only. A wait for the session's lock ends when `cancel` is set
     /// (`write aborted`).
-    pub fn write_intent(
+    pub(crate) fn write_intent(
         &self,
         owner: Option<&str>,
         target: &ResolvedPath,
@@ -73,7 +68,7 @@ impl ObservationPolicy {
 
     /// The version guard of an edit, or why it may not happen. A wait for
     /// the session's lock ends when `cancel` is set (`edit aborted`).
-    pub fn edit_intent(
+    pub(crate) fn edit_intent(
         &self,
         owner: Option<&str>,
         target: &ResolvedPath,
@@ -101,7 +96,7 @@ impl ObservationPolicy {
     }
 
     /// Record what a successful tool call saw (`None`: absent).
-    pub fn observe(
+    pub(crate) fn observe(
         &self,
         owner: Option<&str>,
         target: &ResolvedPath,

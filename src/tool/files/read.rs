@@ -8,7 +8,7 @@ use crate::fs::{FileKind, FsError, FsErrorCode, TextFs};
 use crate::tool::{CallContext, ToolError};
 
 /// Run `read`.
-pub fn read(
+pub(crate) fn read(
     cfg: &FilesConfig,
     fs: &TextFs,
     policy: Option<&ObservationPolicy>,
@@ -183,7 +183,7 @@ fn render(p: &str, offset: u64, limit: u64, lines: &[(u64, String)], total: u64)
 /// The window algorithm of `seed-reference.md` §6.1, fed text in chunks
 /// whose boundaries carry no meaning.
 #[derive(Debug)]
-pub struct ReadWindow {
+pub(crate) struct ReadWindow {
     offset: u64,
     limit: u64,
     max_len: usize,
@@ -197,16 +197,16 @@ pub struct ReadWindow {
     units: usize,
     bytes: usize,
     /// The selected lines: number and (possibly truncated) text.
-    pub lines: Vec<(u64, String)>,
+    pub(crate) lines: Vec<(u64, String)>,
     /// The byte cap stopped the selection.
-    pub capped: bool,
+    pub(crate) capped: bool,
     /// Every line of the file.
-    pub total_lines: u64,
+    pub(crate) total_lines: u64,
 }
 
 impl ReadWindow {
     /// A window of `limit` lines from line `offset`, with `cfg`'s caps.
-    pub fn new(cfg: &FilesConfig, offset: u64, limit: u64) -> ReadWindow {
+    pub(crate) fn new(cfg: &FilesConfig, offset: u64, limit: u64) -> ReadWindow {
         ReadWindow {
             offset,
             limit,
@@ -228,7 +228,7 @@ impl ReadWindow {
     }
 
     /// Scan the next chunk.
-    pub fn push(&mut self, chunk: &str) {
+    pub(crate) fn push(&mut self, chunk: &str) {
         let mut rest = chunk;
         while let Some(i) = memchr::memchr(b'\n', rest.as_bytes()) {
             self.feed(&rest[..i]);
@@ -239,7 +239,7 @@ impl ReadWindow {
     }
 
     /// End of text: a non-empty tail after the last `\n` is a line.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.raw_nonempty {
             self.end_line();
         }

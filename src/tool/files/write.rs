@@ -13,7 +13,7 @@ use crate::fs::{ResolvedPath, TextFs, WriteGuard, WriteOperation};
 use crate::tool::{CallContext, ToolError};
 
 /// Run `write`.
-pub fn write(
+pub(crate) fn write(
     _cfg: &FilesConfig,
     fs: &TextFs,
     policy: Option<&ObservationPolicy>,
@@ -45,7 +45,7 @@ pub fn write(
 /// chunk at a time (`dsh-search write` streams its standard input so): the
 /// same checks, policy and result text as [`write()`]; the value has no
 /// `before` or `after` text (both `null`).
-pub fn write_stream(
+pub(crate) fn write_stream(
     fs: &TextFs,
     policy: Option<&ObservationPolicy>,
     file_path: &str,

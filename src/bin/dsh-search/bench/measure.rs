@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The median of `samples` (the mean of the two middle ones when even).
-pub fn median(samples: &[Duration]) -> Duration {
+pub(crate) fn median(samples: &[Duration]) -> Duration {
     let mut v = samples.to_vec();
     v.sort();
     let n = v.len();
@@ -22,7 +22,7 @@ pub fn median(samples: &[Duration]) -> Duration {
 /// Run `a` and `b` alternately `iterations` times each (after one warm-up
 /// run of each) and return their samples. Alternating spreads the machine's
 /// noise over both sides instead of biasing one.
-pub fn alternate(
+pub(crate) fn alternate(
     iterations: usize,
     mut a: impl FnMut(),
     mut b: impl FnMut(),
@@ -57,7 +57,7 @@ fn time(f: &mut impl FnMut()) -> Duration {
 /// kernel's high-water mark only grows, so the last sample of each process is
 /// its peak up to that moment; a process living less than a millisecond may
 /// be missed (it is then too small to matter here).
-pub fn peak_rss(cmd: &mut Command) -> std::io::Result<(u64, u64)> {
+pub(crate) fn peak_rss(cmd: &mut Command) -> std::io::Result<(u64, u64)> {
     let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
     let root = child.id();
     let mut own = 0u64;

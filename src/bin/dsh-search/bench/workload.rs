@@ -6,7 +6,7 @@ use crate::bench::corpus;
 
 /// One call of a workload, in tool terms.
 #[derive(Clone, Debug)]
-pub enum Call {
+pub(crate) enum Call {
     /// `glob {pattern, path?}`.
     Glob {
         /// The glob.
@@ -27,7 +27,7 @@ pub enum Call {
 
 impl Call {
     /// The tool's JSON arguments.
-    pub fn args(&self) -> serde_json::Value {
+    pub(crate) fn args(&self) -> serde_json::Value {
         let mut m = serde_json::Map::new();
         let (pattern, path, include) = match self {
             Call::Glob { pattern, path } => (pattern, path, &None),
@@ -48,7 +48,7 @@ impl Call {
     }
 
     /// `glob` or `grep`.
-    pub fn tool(&self) -> &'static str {
+    pub(crate) fn tool(&self) -> &'static str {
         match self {
             Call::Glob { .. } => "glob",
             Call::Grep { .. } => "grep",
@@ -58,19 +58,19 @@ impl Call {
 
 /// A named call on a tree.
 #[derive(Clone, Debug)]
-pub struct Workload {
+pub(crate) struct Workload {
     /// Short label for tables and the chart.
-    pub name: String,
+    pub(crate) name: String,
     /// The tree (the workdir of every call).
-    pub tree: PathBuf,
+    pub(crate) tree: PathBuf,
     /// The call.
-    pub call: Call,
+    pub(crate) call: Call,
 }
 
 impl Workload {
     /// Whether this is the tiny-workspace workload (the same call on every
     /// tree, so measured once).
-    pub fn is_tiny(&self) -> bool {
+    pub(crate) fn is_tiny(&self) -> bool {
         self.name.starts_with(TINY)
     }
 }
@@ -82,7 +82,7 @@ const TINY: &str = "grep tiny workspace";
 /// `generated` says the tree comes from [`corpus::generate`], whose word
 /// frequencies are known; for other trees (the Linux tree) the words are
 /// chosen for similar match counts there.
-pub fn standard(tree: &Path, tiny: &Path, generated: bool) -> Vec<Workload> {
+pub(crate) fn standard(tree: &Path, tiny: &Path, generated: bool) -> Vec<Workload> {
     let sub = subpath(tree);
     let (common, classes) = if generated {
         ("queue_lock", r"0x[0-9a-f]{4}\)")

@@ -2,11 +2,11 @@
 //! in the same run, alternating, reported as medians and native/rg ratios
 //! (issue 6). Speed targets live here, never in tests.
 
-pub mod corpus;
-pub mod measure;
-pub mod report;
-pub mod transport;
-pub mod workload;
+pub(crate) mod corpus;
+pub(crate) mod measure;
+pub(crate) mod report;
+pub(crate) mod transport;
+pub(crate) mod workload;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,16 +14,16 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
-use crate::backend::{make_backend, BackendKind, SearchBackend};
-use crate::config::Config;
-use crate::fs::{FileSystem, LocalFs, MemFs, OverlayFs};
-use crate::request::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
-use crate::tool::{CallContext, Tools};
+use dsh_search::backend::{make_backend, BackendKind, SearchBackend};
+use dsh_search::config::Config;
+use dsh_search::fs::{FileSystem, LocalFs, MemFs, OverlayFs};
+use dsh_search::tool::{CallContext, Tools};
+use dsh_search::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
 use workload::{Call, Workload};
 
 /// At which level a workload is measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
+pub(crate) enum Level {
     /// What a harness pays: the tool call, rendering included.
     Tool,
     /// The backend's outcome (for rg: spawn, read, parse).
@@ -32,7 +32,7 @@ pub enum Level {
 
 impl Level {
     /// `tool` or `raw`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Level::Tool => "tool",
             Level::Raw => "raw",
@@ -43,7 +43,7 @@ impl Level {
 /// The filesystem the native engine searches a tree through; rg always
 /// searches the tree on the disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Workspace {
+pub(crate) enum Workspace {
     /// The local disk's fast path.
     Disk,
     /// The local disk through the portable `std::fs` path.
@@ -56,7 +56,7 @@ pub enum Workspace {
 
 impl Workspace {
     /// `disk`, `portable`, `mem` or `overlay`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Workspace::Disk => "disk",
             Workspace::Portable => "portable",
@@ -66,7 +66,7 @@ impl Workspace {
     }
 
     /// The workspace named `s`.
-    pub fn parse(s: &str) -> Option<Workspace> {
+    pub(crate) fn parse(s: &str) -> Option<Workspace> {
         [
             Workspace::Disk,
             Workspace::Portable,
@@ -80,7 +80,7 @@ impl Workspace {
     /// The native tools over `tree` in this workspace, and what loading it
     /// cost (the in-memory copy: time, and the growth of the process's
     /// resident memory against the bytes of the tree's files).
-    pub fn tools(self, tree: &Path) -> std::io::Result<(Tools, Option<String>)> {
+    pub(crate) fn tools(self, tree: &Path) -> std::io::Result<(Tools, Option<String>)> {
         fn on<F: FileSystem>(fs: Arc<F>) -> Tools {
             Tools::on_workspace(Config::default(), fs)
         }
@@ -146,51 +146,51 @@ fn file_bytes(tree: &Path) -> u64 {
 
 /// One measured row.
 #[derive(Clone, Debug)]
-pub struct Row {
+pub(crate) struct Row {
     /// The workload's label.
-    pub workload: String,
+    pub(crate) workload: String,
     /// The tree's label.
-    pub tree: String,
+    pub(crate) tree: String,
     /// Tool or raw level.
-    pub level: Level,
+    pub(crate) level: Level,
     /// Median wall time of the native backend.
-    pub native: Duration,
+    pub(crate) native: Duration,
     /// Median wall time of the rg backend.
-    pub rg: Duration,
+    pub(crate) rg: Duration,
     /// What the call found (for the reader to sanity-check the work).
-    pub note: String,
+    pub(crate) note: String,
 }
 
 impl Row {
     /// native / rg.
-    pub fn ratio(&self) -> f64 {
+    pub(crate) fn ratio(&self) -> f64 {
         self.native.as_secs_f64() / self.rg.as_secs_f64().max(1e-9)
     }
 }
 
 /// Where a benchmark gets its trees and how long it runs.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub(crate) struct Options {
     /// The rg binary of the rg side (`None`: the first on `PATH`).
-    pub rg: Option<PathBuf>,
+    pub(crate) rg: Option<PathBuf>,
     /// Trees given by path (e.g. the Linux tree), used as they are.
-    pub trees: Vec<PathBuf>,
+    pub(crate) trees: Vec<PathBuf>,
     /// Generated tiers to include.
-    pub tiers: Vec<corpus::Tier>,
+    pub(crate) tiers: Vec<corpus::Tier>,
     /// Where generated trees are cached.
-    pub corpus_dir: PathBuf,
+    pub(crate) corpus_dir: PathBuf,
     /// Timed iterations per backend and workload.
-    pub iterations: usize,
+    pub(crate) iterations: usize,
     /// Only workloads whose label contains one of these (all when empty).
-    pub only: Vec<String>,
+    pub(crate) only: Vec<String>,
     /// Levels to measure.
-    pub levels: Vec<Level>,
+    pub(crate) levels: Vec<Level>,
     /// The workspaces the native engine searches each tree through.
-    pub workspaces: Vec<Workspace>,
+    pub(crate) workspaces: Vec<Workspace>,
 }
 
 /// Run every workload on every tree; rows in order.
-pub fn run(
+pub(crate) fn run(
     opts: &Options,
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> std::io::Result<(Vec<Row>, Vec<String>)> {
@@ -288,7 +288,7 @@ pub fn run(
 }
 
 /// A tree's label in the tables: its directory name.
-pub fn label_of(tree: &Path) -> String {
+pub(crate) fn label_of(tree: &Path) -> String {
     tree.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| tree.display().to_string())
@@ -360,7 +360,7 @@ fn describe(backend: &dyn SearchBackend, w: &Workload) -> String {
 /// cancellation, for `samples` cancellations at different points.
 /// Samples where the search had already finished before the cancellation
 /// are left out (their status is not `Cancelled`).
-pub fn cancel_latency(
+pub(crate) fn cancel_latency(
     file_dir: &Path,
     size: u64,
     samples: usize,
@@ -397,9 +397,42 @@ pub fn cancel_latency(
         cancel.cancel();
         let returned_at = rx.recv().expect("the search thread reports");
         let status = h.join().expect("the search thread ends");
-        if status == crate::outcome::Status::Cancelled {
+        if status == dsh_search::Status::Cancelled {
             out.push(returned_at.saturating_duration_since(cancelled_at));
         }
     }
     Ok(out)
+}
+
+// The corpus's own test lives here, not in `corpus.rs`: the benches
+// include that file, and a harness-less bench build drops `#[test]`s.
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::corpus::{generate, Tier};
+
+    #[test]
+    fn small_tier_is_deterministic() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let na = generate(&a.path().join("t"), Tier::Small, 7).unwrap();
+        let nb = generate(&b.path().join("t"), Tier::Small, 7).unwrap();
+        assert_eq!(na, nb);
+        let list = |root: &Path| {
+            let mut v: Vec<_> = walkdir::WalkDir::new(root)
+                .into_iter()
+                .map(|e| e.unwrap().path().strip_prefix(root).unwrap().to_path_buf())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(list(&a.path().join("t")), list(&b.path().join("t")));
+        // 100 files, plus the .gitignore and the hidden file.
+        let files = list(&a.path().join("t"))
+            .into_iter()
+            .filter(|p| a.path().join("t").join(p).is_file())
+            .count();
+        assert_eq!(files, 102);
+    }
 }

@@ -5,61 +5,61 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use clap::Args;
+use dsh_search::backend::rg::rg_from_env;
 
 use super::Common;
-use crate::backend::rg::rg_from_env;
 use crate::bench::{self, corpus::Tier, measure, report, Level};
 
 /// `dsh-search bench` options.
 #[derive(Debug, Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// A tree to benchmark as it is (repeatable), e.g. the Linux tree.
     #[arg(long = "tree", value_name = "DIR")]
-    pub trees: Vec<PathBuf>,
+    pub(crate) trees: Vec<PathBuf>,
     /// A generated tree: small (100 files), medium (10,000), large
     /// (100,000, about 1 GB). Repeatable. Default: medium, when no --tree.
     #[arg(long = "tier", value_name = "TIER")]
-    pub tiers: Vec<String>,
+    pub(crate) tiers: Vec<String>,
     /// Where generated trees are cached.
     #[arg(long, value_name = "DIR")]
-    pub corpus_dir: Option<PathBuf>,
+    pub(crate) corpus_dir: Option<PathBuf>,
     /// Timed runs per backend and workload (after one warm-up each).
     #[arg(long, default_value_t = 5)]
-    pub iterations: usize,
+    pub(crate) iterations: usize,
     /// Only workloads whose label contains this text (repeatable: any of
     /// them).
     #[arg(long)]
-    pub only: Vec<String>,
+    pub(crate) only: Vec<String>,
     /// tool, raw or both.
     #[arg(long, default_value = "both")]
-    pub level: String,
+    pub(crate) level: String,
     /// Also measure peak memory of each backend on the grep workloads.
     #[arg(long)]
-    pub memory: bool,
+    pub(crate) memory: bool,
     /// Also measure how fast a native grep inside one file of this many MB
     /// returns after its cancellation (e.g. 1024).
     #[arg(long, value_name = "MB")]
-    pub cancel_file_mb: Option<u64>,
+    pub(crate) cancel_file_mb: Option<u64>,
     /// The filesystem the native engine searches each tree through: disk,
     /// portable, mem (an in-memory copy) or overlay (an empty upper layer).
     /// Repeatable. Default: disk. rg always searches the disk.
     #[arg(long = "on", value_name = "WORKSPACE")]
-    pub on: Vec<String>,
+    pub(crate) on: Vec<String>,
     /// Measure the servers instead: one grep on the 100-file workspace in
     /// process, through `dsh-search serve`, through `dsh-search mcp` and
     /// as a spawned `rg`, round-robin.
     #[arg(long)]
-    pub transports: bool,
+    pub(crate) transports: bool,
     /// Calls per side for --transports.
     #[arg(long, default_value_t = 300, value_name = "N")]
-    pub transport_calls: usize,
+    pub(crate) transport_calls: usize,
     /// Write bench.md and bench.svg into this directory.
     #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 }
 
 /// `dsh-search bench`.
-pub fn run(common: &Common, args: &BenchArgs) -> u8 {
+pub(crate) fn run(common: &Common, args: &BenchArgs) -> u8 {
     let run = if args.transports {
         transports(common, args)
     } else {

@@ -4,14 +4,14 @@
 //! A CLI call is a direct call: over-cap results spill to the local store
 //! (when `--session` names an owner) and the result carries its meta.
 
+use dsh_search::tool::definitions;
 use serde_json::{json, Map, Value};
 
 use super::setup::{load_config, print, run_call};
 use super::{CallArgs, Common, Format, GlobArgs, GrepArgs};
-use crate::tool::definitions;
 
 /// `dsh-search glob --format text|json`.
-pub fn glob(common: &Common, args: &GlobArgs) -> u8 {
+pub(crate) fn glob(common: &Common, args: &GlobArgs) -> u8 {
     let mut obj = Map::new();
     obj.insert("pattern".into(), json!(args.pattern));
     if let Some(p) = &args.path {
@@ -21,7 +21,7 @@ pub fn glob(common: &Common, args: &GlobArgs) -> u8 {
 }
 
 /// `dsh-search grep --format text|json`.
-pub fn grep(common: &Common, args: &GrepArgs) -> u8 {
+pub(crate) fn grep(common: &Common, args: &GrepArgs) -> u8 {
     let mut obj = Map::new();
     obj.insert("pattern".into(), json!(args.pattern));
     if let Some(p) = &args.path {
@@ -34,7 +34,7 @@ pub fn grep(common: &Common, args: &GrepArgs) -> u8 {
 }
 
 /// `dsh-search call TOOL JSON`.
-pub fn call(common: &Common, args: &CallArgs) -> u8 {
+pub(crate) fn call(common: &Common, args: &CallArgs) -> u8 {
     if args.format == Format::Raw {
         return super::fail("--format raw is only available for glob and grep");
     }
@@ -46,7 +46,7 @@ pub fn call(common: &Common, args: &CallArgs) -> u8 {
 }
 
 /// `dsh-search definitions`.
-pub fn definitions(common: &Common) -> u8 {
+pub(crate) fn definitions(common: &Common) -> u8 {
     let config = match load_config(common) {
         Ok(c) => c,
         Err(e) => return super::fail(e),

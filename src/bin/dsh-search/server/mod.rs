@@ -18,9 +18,9 @@
 //!   SIGHUP (`on_signal`) stops them;
 //! - stdout carries protocol messages only; every log line goes to stderr.
 
-pub mod jsonl;
+pub(crate) mod jsonl;
 #[cfg(feature = "mcp")]
-pub mod mcp;
+pub(crate) mod mcp;
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -28,10 +28,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::cancel::CancelToken;
+use dsh_search::tool::Tools;
+use dsh_search::CancelToken;
+use dsh_search::Sessions;
+
 use crate::cli::Common;
-use crate::session::Sessions;
-use crate::tool::Tools;
 
 /// How long a server waits, after a signal, for its cancelled calls to end
 /// before it exits anyway. A cancelled search stops within milliseconds on
@@ -44,27 +45,19 @@ pub(crate) const SIGNAL_DRAIN: Duration = Duration::from_secs(5);
 /// policy and the guard counters persist in the state directory, shared
 /// with CLI calls of the same session. Without it the command line runs the
 /// bare provider (a CLI process has no earlier reads); a server has them,
-/// so it applies the policy, with the sessions held in its memory. (The
-/// command line's guard already counts in memory without `--session`.)
-pub fn tools_for(common: &Common) -> Result<Tools, String> {
-    tools_with(common, crate::cli::setup::load_config(common)?)
-}
-
-/// [`tools_for`] with the configuration given as a value (the Node
-/// binding's `new Tools({config})`, which serves many sessions from one
-/// process the way a server does).
-pub fn tools_with(common: &Common, config: crate::config::Config) -> Result<Tools, String> {
-    let tools = crate::cli::setup::make_tools_with(common, config)?;
-    if common.session.is_some() {
-        return Ok(tools);
-    }
-    Ok(tools.with_sessions(Arc::new(Sessions::in_memory())))
+/// so it applies the policy, with the sessions (and the guard's counters)
+/// held in its memory.
+pub(crate) fn tools_for(common: &Common) -> Result<Tools, String> {
+    let sessions = crate::cli::setup::session_store(common)?
+        .unwrap_or_else(|| Arc::new(Sessions::in_memory()));
+    let config = crate::cli::setup::load_config(common)?;
+    crate::cli::setup::make_tools_with(common, config, Some(sessions))
 }
 
 /// The session id of a connection: `--session`, else `<prefix>-` and 16
 /// random hex digits, new for every server process (one process serves one
 /// connection).
-pub fn connection_session(common: &Common, prefix: &str) -> String {
+pub(crate) fn connection_session(common: &Common, prefix: &str) -> String {
     if let Some(id) = &common.session {
         return id.clone();
     }
@@ -80,7 +73,7 @@ pub fn connection_session(common: &Common, prefix: &str) -> String {
 
 /// The server's base workdir: `--cwd` (made absolute), else the current
 /// directory.
-pub fn base_workdir(common: &Common) -> Result<PathBuf, String> {
+pub(crate) fn base_workdir(common: &Common) -> Result<PathBuf, String> {
     common
         .workdir()
         .and_then(std::path::absolute)

@@ -52,17 +52,17 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
+use dsh_search::tool::{CallContext, Tools};
 use serde_json::{Map, Value};
 
 use super::{InFlight, SIGNAL_DRAIN};
 use crate::cli::Common;
-use crate::tool::{CallContext, Tools};
 
 /// The longest request line read; a longer one is skipped with an error
 /// answer. Large enough for a `write` of a 10 MiB file with every byte
 /// escaped twice over, small enough that a runaway client cannot exhaust
 /// memory.
-pub const MAX_LINE_BYTES: usize = 64 << 20;
+pub(crate) const MAX_LINE_BYTES: usize = 64 << 20;
 
 /// Calls run at once; further calls wait in a queue (their cancellation
 /// still works: a call cancelled in the queue answers at once).
@@ -72,7 +72,7 @@ const MAX_WORKERS: usize = 64;
 const WORKER_IDLE: Duration = Duration::from_secs(5);
 
 /// `dsh-search serve`: serve stdin and stdout until EOF or a signal.
-pub fn run(common: &Common) -> u8 {
+pub(crate) fn run(common: &Common) -> u8 {
     let (tools, workdir) = match super::tools_for(common).and_then(|t| {
         let w = super::base_workdir(common)?;
         Ok((t, w))
@@ -106,7 +106,7 @@ fn log(msg: std::fmt::Arguments<'_>) {
 }
 
 /// A JSON-lines server over one input and one output.
-pub struct Server {
+pub(crate) struct Server {
     tools: Tools,
     workdir: PathBuf,
     session: String,
@@ -155,7 +155,7 @@ impl Server {
     /// A server answering on `out`, with `workdir` as the base of every
     /// request's `cwd` and `session` as the session of requests without
     /// one.
-    pub fn new(
+    pub(crate) fn new(
         tools: Tools,
         workdir: PathBuf,
         session: String,
@@ -179,7 +179,7 @@ impl Server {
 
     /// Read requests from `input` until EOF (or until the output breaks),
     /// then wait for the calls in flight to answer.
-    pub fn serve(self: &Arc<Self>, mut input: impl BufRead) {
+    pub(crate) fn serve(self: &Arc<Self>, mut input: impl BufRead) {
         let mut line = Vec::new();
         loop {
             match read_line(&mut input, &mut line, MAX_LINE_BYTES) {

@@ -21,28 +21,28 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use dsh_search::tool::{CallContext, Tools};
 use serde_json::{json, Value};
 
 use super::measure::median;
 use super::report::human;
-use crate::tool::{CallContext, Tools};
 
 /// The measured sides, in table order.
 const SIDES: [&str; 4] = ["in process", "JSON lines", "MCP stdio", "rg spawn"];
 
 /// The samples of one side.
 #[derive(Clone, Debug)]
-pub struct Side {
+pub(crate) struct Side {
     /// One of "in process", "JSON lines", "MCP stdio", "rg spawn".
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// One wall time per call.
-    pub samples: Vec<Duration>,
+    pub(crate) samples: Vec<Duration>,
 }
 
 /// Measure `calls` greps of `pattern` in `tree` on every side. `exe` is the
 /// `dsh-search` binary that serves (the running one), `rg` the binary to
 /// spawn.
-pub fn run(
+pub(crate) fn run(
     tools: &Tools,
     exe: &Path,
     rg: &Path,
@@ -233,7 +233,7 @@ fn percentile(samples: &[Duration], p: usize) -> Duration {
 /// The report: per side its median and p90, its overhead over the
 /// in-process call (difference of the medians) and its ratio to the rg
 /// spawn; then the targets.
-pub fn table(sides: &[Side]) -> String {
+pub(crate) fn table(sides: &[Side]) -> String {
     let med = |name: &str| {
         sides
             .iter()

@@ -9,12 +9,13 @@
 
 use std::io::{self, BufWriter, Write};
 
+use dsh_search::{GlobRequest, GrepRequest};
+use dsh_search::{Invocation, RawRun};
+
 use super::{Common, GlobArgs, GrepArgs};
-use crate::invocation::{Invocation, RawRun};
-use crate::request::{GlobRequest, GrepRequest};
 
 /// `dsh-search glob --format raw`.
-pub fn glob(common: &Common, args: &GlobArgs) -> u8 {
+pub(crate) fn glob(common: &Common, args: &GlobArgs) -> u8 {
     let workdir = match common.workdir() {
         Ok(dir) => dir,
         Err(e) => return super::fail(format_args!("cannot use the current directory: {e}")),
@@ -25,7 +26,7 @@ pub fn glob(common: &Common, args: &GlobArgs) -> u8 {
 }
 
 /// `dsh-search grep --format raw`.
-pub fn grep(common: &Common, args: &GrepArgs) -> u8 {
+pub(crate) fn grep(common: &Common, args: &GrepArgs) -> u8 {
     let workdir = match common.workdir() {
         Ok(dir) => dir,
         Err(e) => return super::fail(format_args!("cannot use the current directory: {e}")),

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::Row;
 
 /// A duration for humans: `12.3 ms`, `1.24 s`, `85 µs`.
-pub fn human(d: Duration) -> String {
+pub(crate) fn human(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s >= 1.0 {
         format!("{s:.2} s")
@@ -18,7 +18,7 @@ pub fn human(d: Duration) -> String {
 }
 
 /// The rows as a Markdown table.
-pub fn table(rows: &[Row]) -> String {
+pub(crate) fn table(rows: &[Row]) -> String {
     let mut out = String::from(
         "| tree | workload | level | native (median) | rg (median) | native / rg | result |\n\
          |---|---|---|---:|---:|---:|---|\n",
@@ -40,7 +40,7 @@ pub fn table(rows: &[Row]) -> String {
 }
 
 /// A horizontal bar chart of the native/rg ratios (log scale, 1.0 marked).
-pub fn svg(rows: &[Row], title: &str) -> String {
+pub(crate) fn svg(rows: &[Row], title: &str) -> String {
     let bar_h = 18.0;
     let gap = 6.0;
     let left = 430.0;

@@ -8,78 +8,78 @@
 //! backend, sessions, tools, printing) is [`setup`]'s, so that none of
 //! them imports another.
 
-pub mod bench;
-pub mod changes;
-pub mod files;
-pub mod raw;
-pub mod setup;
-pub mod tools;
-pub mod workspace;
+pub(crate) mod bench;
+pub(crate) mod changes;
+pub(crate) mod files;
+pub(crate) mod raw;
+pub(crate) mod setup;
+pub(crate) mod tools;
+pub(crate) mod workspace;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::backend::BackendKind;
-use crate::cancel::CancelToken;
+use dsh_search::backend::BackendKind;
+use dsh_search::CancelToken;
 
 /// dsh-search: the glob and grep tools of a coding agent, in-process.
 #[derive(Debug, Parser)]
 #[command(name = "dsh-search", version, about)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Options shared by every subcommand.
     #[command(flatten)]
-    pub common: Common,
+    pub(crate) common: Common,
     /// What to run.
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 /// Options every subcommand takes.
 #[derive(Clone, Debug, Args)]
-pub struct Common {
+pub(crate) struct Common {
     /// The search backend: the in-process engine or a real `rg`.
     #[arg(long, global = true, value_enum, default_value_t = BackendArg::Native)]
-    pub backend: BackendArg,
+    pub(crate) backend: BackendArg,
     /// The workdir (rg's current directory); defaults to the current directory.
     #[arg(long, global = true, value_name = "DIR")]
-    pub cwd: Option<PathBuf>,
+    pub(crate) cwd: Option<PathBuf>,
     /// A JSON file with the tools' and the guard's configuration keys.
     #[arg(long, global = true, value_name = "FILE.json")]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// The session id: owner of spills, read observations and guard counters.
     #[arg(long, global = true, value_name = "ID")]
-    pub session: Option<String>,
+    pub(crate) session: Option<String>,
     /// The workspace's filesystem: `local` (the disk), `mem[:ROOT]`, a
     /// copy of ROOT (default: the workdir) in memory, at the same path, or
     /// `sftp://[USER@]HOST[:PORT]`, a host over SSH (`--cwd` is then the
     /// remote workdir, an absolute path).
     #[arg(long, global = true, value_name = "FS", default_value = "local")]
-    pub fs: workspace::FsArg,
+    pub(crate) fs: dsh_search::FsSpec,
     /// With `--fs sftp://`: the private key to log in with (default: the
     /// SSH agent at SSH_AUTH_SOCK).
     #[arg(long, global = true, value_name = "FILE")]
-    pub identity: Option<PathBuf>,
+    pub(crate) identity: Option<PathBuf>,
     /// With `--fs sftp://`: the known-hosts file the host key must be in
     /// (default: ~/.ssh/known_hosts); an unknown or changed key is refused.
     #[arg(long, global = true, value_name = "FILE")]
-    pub known_hosts: Option<PathBuf>,
+    pub(crate) known_hosts: Option<PathBuf>,
     /// The overlay directory: an upper layer on the local disk over the
     /// workdir. write and edit change only it; every tool sees the merged
     /// view; `changes` lists what it holds.
     #[arg(long, global = true, value_name = "DIR")]
-    pub overlay: Option<PathBuf>,
+    pub(crate) overlay: Option<PathBuf>,
     /// Set by SIGINT, SIGTERM or SIGHUP (Ctrl-C or Ctrl-Break on Windows):
     /// the running call stops (an rg child included, which lives in its own
     /// process group and would not get the terminal's signal).
     #[arg(skip)]
-    pub cancel: CancelToken,
+    pub(crate) cancel: CancelToken,
 }
 
 /// `--backend` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum BackendArg {
+pub(crate) enum BackendArg {
     /// The in-process engine.
     Native,
     /// A real `rg` process.
@@ -97,7 +97,7 @@ impl From<BackendArg> for BackendKind {
 
 /// `--format` values.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// The result's content, as the model sees it, and a newline.
     #[default]
     Text,
@@ -109,7 +109,7 @@ pub enum Format {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// List files whose paths match a glob.
     Glob(GlobArgs),
     /// Search file contents with a regex.
@@ -137,90 +137,90 @@ pub enum Command {
 
 /// `dsh-search --overlay DIR changes`.
 #[derive(Debug, Args)]
-pub struct ChangesArgs {
+pub(crate) struct ChangesArgs {
     /// Print a unified diff against the workdir instead of the list.
     #[arg(long)]
-    pub diff: bool,
+    pub(crate) diff: bool,
 }
 
 /// `dsh-search glob`.
 #[derive(Debug, Args)]
-pub struct GlobArgs {
+pub(crate) struct GlobArgs {
     /// The glob pattern.
-    pub pattern: String,
+    pub(crate) pattern: String,
     /// The directory (or file) to search.
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    pub(crate) format: Format,
 }
 
 /// `dsh-search grep`.
 #[derive(Debug, Args)]
-pub struct GrepArgs {
+pub(crate) struct GrepArgs {
     /// The regular expression.
-    pub pattern: String,
+    pub(crate) pattern: String,
     /// The file or directory to search.
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
     /// One glob filter for which files to search.
     #[arg(long, value_name = "GLOB")]
-    pub include: Option<String>,
+    pub(crate) include: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    pub(crate) format: Format,
 }
 
 /// `dsh-search read`.
 #[derive(Debug, Args)]
-pub struct ReadArgs {
+pub(crate) struct ReadArgs {
     /// The file to read.
-    pub file: String,
+    pub(crate) file: String,
     /// 1-based first line.
     #[arg(long)]
-    pub offset: Option<f64>,
+    pub(crate) offset: Option<f64>,
     /// Maximum number of lines.
     #[arg(long)]
-    pub limit: Option<f64>,
+    pub(crate) limit: Option<f64>,
 }
 
 /// `dsh-search write` (content on standard input).
 #[derive(Debug, Args)]
-pub struct WriteArgs {
+pub(crate) struct WriteArgs {
     /// The file to write.
-    pub file: String,
+    pub(crate) file: String,
 }
 
 /// `dsh-search edit`.
 #[derive(Debug, Args)]
-pub struct EditArgs {
+pub(crate) struct EditArgs {
     /// The file to edit.
-    pub file: String,
+    pub(crate) file: String,
     /// The literal text to replace.
     #[arg(long = "old", allow_hyphen_values = true)]
-    pub old: String,
+    pub(crate) old: String,
     /// The replacement.
     #[arg(long = "new", allow_hyphen_values = true)]
-    pub new: String,
+    pub(crate) new: String,
     /// Replace every occurrence.
     #[arg(long)]
-    pub replace_all: bool,
+    pub(crate) replace_all: bool,
 }
 
 /// `dsh-search call`.
 #[derive(Debug, Args)]
-pub struct CallArgs {
+pub(crate) struct CallArgs {
     /// The tool name: glob, grep, read, write or edit.
-    pub tool: String,
+    pub(crate) tool: String,
     /// The tool's arguments as a JSON object.
-    pub arguments: String,
+    pub(crate) arguments: String,
     /// Output format (`raw` is not available here).
     #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    pub(crate) format: Format,
 }
 
 impl Common {
     /// The workdir: `--cwd`, else the process's current directory.
-    pub fn workdir(&self) -> std::io::Result<PathBuf> {
+    pub(crate) fn workdir(&self) -> std::io::Result<PathBuf> {
         match &self.cwd {
             Some(dir) => Ok(dir.clone()),
             None => std::env::current_dir(),
@@ -229,10 +229,10 @@ impl Common {
 }
 
 /// Parse the process's arguments and run; returns the process exit code.
-pub fn run() -> ExitCode {
+pub(crate) fn run() -> ExitCode {
     // Before anything else: this process may be the trampoline that starts
     // an rg which dies with its parent (`backend::rg::orphan`).
-    crate::backend::rg::orphan::intercept();
+    dsh_search::backend::rg::orphan::intercept();
     let cli = Cli::parse();
     threads_from_env();
     cancel_on_signals(&cli.common.cancel);
@@ -292,14 +292,15 @@ fn mcp(_common: &Common) -> u8 {
 }
 
 /// `DSH_SEARCH_THREADS=<n>` (1 to 64): the engine's worker count for this
-/// process; any other value is ignored. The edges call it (this command
-/// line, the Node binding, the benches) before their first search.
-pub fn threads_from_env() {
+/// process; any other value is ignored. Read here, at the edge (the Node
+/// binding and the benches read it the same way); the library takes the
+/// number ([`dsh_search::set_search_threads`]).
+fn threads_from_env() {
     if let Some(n) = std::env::var("DSH_SEARCH_THREADS")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
     {
-        crate::backend::native::set_search_threads(n);
+        dsh_search::set_search_threads(n);
     }
 }
 

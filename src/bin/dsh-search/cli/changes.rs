@@ -7,11 +7,12 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
+use dsh_search::fs::{Change, LocalFs, OverlayFs};
+
 use super::{ChangesArgs, Common};
-use crate::fs::{Change, LocalFs, OverlayFs};
 
 /// `dsh-search changes`.
-pub fn run(common: &Common, args: &ChangesArgs) -> u8 {
+pub(crate) fn run(common: &Common, args: &ChangesArgs) -> u8 {
     let Some(dir) = &common.overlay else {
         return super::fail("changes needs --overlay DIR, the overlay directory to read");
     };

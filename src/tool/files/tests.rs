@@ -1,4 +1,4 @@
-//! The file tools through the library on a real disk: `read`, `write`,
+//! The file tools on a real disk: `read`, `write`,
 //! `edit`, the observation policy and `LocalFs` (`seed-reference.md` §6,
 //! §8.2–§8.4).
 
@@ -12,7 +12,12 @@ use dsh_search::tool::files::{self, FilesConfig, ObservationPolicy};
 use dsh_search::tool::{CallContext, ToolResult};
 use serde_json::{json, Value};
 
-use crate::util::fs::TestFs;
+// The integration tests' filesystem that is not the local disk, shared
+// with them (`tests/util/fs.rs`).
+#[path = "../../../tests/util/fs.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod test_fs;
+use test_fs::TestFs;
 
 /// A temp workspace with a local filesystem and an in-memory policy.
 struct Ws {

@@ -8,14 +8,14 @@
 
 use std::io::{self, Read};
 
+use dsh_search::CancelToken;
 use serde_json::{json, Map, Value};
 
 use super::setup::{exit_code, print, run_call, tools_and_context};
 use super::{Common, EditArgs, Format, ReadArgs, WriteArgs};
-use crate::cancel::CancelToken;
 
 /// `dsh-search read`.
-pub fn read(common: &Common, args: &ReadArgs) -> u8 {
+pub(crate) fn read(common: &Common, args: &ReadArgs) -> u8 {
     let mut a = Map::new();
     a.insert("file_path".into(), json!(args.file));
     if let Some(o) = args.offset {
@@ -30,7 +30,7 @@ pub fn read(common: &Common, args: &ReadArgs) -> u8 {
 /// `dsh-search write`: standard input is streamed into place (one chunk
 /// held at a time, whatever its size), and the wait for it ends at SIGINT,
 /// SIGTERM or SIGHUP with nothing written.
-pub fn write(common: &Common, args: &WriteArgs) -> u8 {
+pub(crate) fn write(common: &Common, args: &WriteArgs) -> u8 {
     let (tools, ctx) = match tools_and_context(common) {
         Ok(both) => both,
         Err(e) => return super::fail(e),
@@ -42,7 +42,7 @@ pub fn write(common: &Common, args: &WriteArgs) -> u8 {
 }
 
 /// `dsh-search edit`.
-pub fn edit(common: &Common, args: &EditArgs) -> u8 {
+pub(crate) fn edit(common: &Common, args: &EditArgs) -> u8 {
     let mut a = json!({
         "file_path": args.file,
         "old_string": args.old,
@@ -89,7 +89,7 @@ impl Read for CancellableStdin {
             let fd = stdin.as_fd();
             loop {
                 if self.cancel.is_cancelled() {
-                    return Err(crate::cancel::cancelled_error());
+                    return Err(dsh_search::cancelled_error());
                 }
                 let mut fds = [PollFd::new(&fd, PollFlags::IN)];
                 let tick = Timespec {
@@ -111,7 +111,7 @@ impl Read for CancellableStdin {
         #[cfg(not(unix))]
         {
             if self.cancel.is_cancelled() {
-                return Err(crate::cancel::cancelled_error());
+                return Err(dsh_search::cancelled_error());
             }
             io::stdin().lock().read(buf)
         }

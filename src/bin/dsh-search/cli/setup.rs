@@ -13,16 +13,13 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{Common, Format};
-use crate::backend::SearchBackend;
-use crate::config::Config;
-use crate::fs::LocalFs;
-use crate::guard::Guard;
-use crate::session::Sessions;
-use crate::spill::LocalSpillStore;
+use dsh_search::backend::SearchBackend;
+use dsh_search::config::Config;
+use dsh_search::tool::{CallContext, ToolResult, Tools};
+use dsh_search::Sessions;
 use serde_json::Value;
 
-use crate::tool::{CallContext, ToolResult, Tools};
+use super::{Common, Format};
 
 /// The configuration `--config` names, or the defaults.
 pub(crate) fn load_config(common: &Common) -> Result<Config, String> {
@@ -32,55 +29,37 @@ pub(crate) fn load_config(common: &Common) -> Result<Config, String> {
     }
 }
 
-/// The command line's local disk. Writers lock the target's directory,
-/// so concurrent invocations serialize whatever their state directories
-/// (a bare write needs none).
-pub fn local_fs() -> LocalFs {
-    LocalFs::new()
-}
-
 /// The backend the common options name, over their workspace, with the
 /// configuration's `graceMs` for rg (`--format raw`).
 pub(crate) fn backend(common: &Common) -> Result<Arc<dyn SearchBackend>, String> {
     let config = load_config(common)?;
-    let workspace = super::workspace::Workspace::open(common, local_fs())?;
-    workspace.backend(common.backend, &config)
+    Ok(super::workspace::open(common)?.backend(&config))
 }
 
 /// The deployment's tools for the common options: the configured backend,
 /// a local spill store, the guard.
-pub fn make_tools(common: &Common) -> Result<Tools, String> {
-    make_tools_with(common, load_config(common)?)
+pub(crate) fn make_tools(common: &Common) -> Result<Tools, String> {
+    make_tools_with(common, load_config(common)?, session_store(common)?)
 }
 
 /// [`make_tools`] with the configuration given as a value instead of
-/// `--config` (the Node binding's `new Tools({config})`).
-pub fn make_tools_with(common: &Common, config: Config) -> Result<Tools, String> {
-    let store = LocalSpillStore::new(config.spill.root.clone())
-        .map_err(|e| format!("cannot use the spill root: {e}"))?;
-    let workspace = super::workspace::Workspace::open(common, local_fs())?;
-    let backend = workspace.backend(common.backend, &config)?;
-    let tools = Tools::new(config, backend)
-        .with_spill_store(Arc::new(store))
-        .with_filesystem(workspace.filesystem());
-    let guard = tools.config().guard.clone();
-    // The search-path guard is on by default (`contract.md` §7).
-    Ok(match session_store(common)? {
-        // The observation policy and the guard's counters over the one
-        // persistent store.
-        Some(sessions) => tools
-            .with_sessions(sessions.clone())
-            .with_guard(Arc::new(Guard::with_counters(guard, sessions))),
-        // The bare provider: no observation policy, unconditional writes
-        // and edits; the guard counts in memory.
-        None => tools
-            .without_observation_policy()
-            .with_guard(Arc::new(Guard::new(guard))),
-    })
+/// `--config`, and the sessions given: with them, the observation policy
+/// and the guard's counters over that one store; without, the bare
+/// provider (no observation policy, unconditional writes and edits) and a
+/// guard that counts in memory.
+pub(crate) fn make_tools_with(
+    common: &Common,
+    config: Config,
+    sessions: Option<Arc<Sessions>>,
+) -> Result<Tools, String> {
+    let workspace = super::workspace::open(common)?;
+    workspace
+        .tools(config, sessions)
+        .map_err(super::workspace::describe)
 }
 
 /// The persistent session store for `--session`, `None` without it.
-fn session_store(common: &Common) -> Result<Option<Arc<Sessions>>, String> {
+pub(crate) fn session_store(common: &Common) -> Result<Option<Arc<Sessions>>, String> {
     if common.session.is_none() {
         return Ok(None);
     }
@@ -126,7 +105,7 @@ pub(crate) fn context(common: &Common) -> Result<CallContext, String> {
 }
 
 /// 2 for an error result, 1 for an empty search, 0 otherwise.
-pub fn exit_code(result: &ToolResult) -> u8 {
+pub(crate) fn exit_code(result: &ToolResult) -> u8 {
     if result.is_error {
         2
     } else if result.empty {

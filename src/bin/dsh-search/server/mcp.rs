@@ -33,6 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dsh_search::tool::{definitions, CallContext, ToolResult, Tools};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, ContentBlock,
     ErrorCode, Implementation, InitializeRequestParams, JsonObject, JsonRpcMessage,
@@ -51,7 +52,6 @@ use tokio::sync::Mutex as AsyncMutex;
 use super::jsonl::MAX_LINE_BYTES;
 use super::{InFlight, SIGNAL_DRAIN};
 use crate::cli::Common;
-use crate::tool::{definitions, CallContext, ToolResult, Tools};
 
 /// How long the server waits for the client's answer to `roots/list`.
 const ROOTS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -61,7 +61,7 @@ fn log(msg: std::fmt::Arguments<'_>) {
 }
 
 /// `dsh-search mcp`: serve stdin and stdout until EOF or a signal.
-pub fn run(common: &Common) -> u8 {
+pub(crate) fn run(common: &Common) -> u8 {
     let handler = match Handler::new(common) {
         Ok(h) => h,
         Err(e) => return crate::cli::fail(e),
@@ -307,7 +307,7 @@ fn mcp_result(result: ToolResult) -> CallToolResult {
 struct Registered<'a> {
     inflight: &'a InFlight<u64>,
     key: u64,
-    token: crate::CancelToken,
+    token: dsh_search::CancelToken,
 }
 
 impl Drop for Registered<'_> {

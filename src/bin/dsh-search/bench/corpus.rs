@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 
 /// Size tiers of the generated tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Tier {
+pub(crate) enum Tier {
     /// 100 files, a small workspace.
     Small,
     /// 10,000 files.
@@ -24,7 +24,7 @@ pub enum Tier {
 
 impl Tier {
     /// Parse `small`, `medium` or `large`.
-    pub fn parse(s: &str) -> Option<Tier> {
+    pub(crate) fn parse(s: &str) -> Option<Tier> {
         match s {
             "small" => Some(Tier::Small),
             "medium" => Some(Tier::Medium),
@@ -34,7 +34,7 @@ impl Tier {
     }
 
     /// The tier's name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Tier::Small => "small",
             Tier::Medium => "medium",
@@ -88,18 +88,16 @@ const DIRS: &[&str] = &[
 const EXTS: &[&str] = &["c", "c", "c", "h", "h", "rs", "py", "md", "txt", "S"];
 
 /// The word that appears once in the whole tree (the "rare literal").
-pub const RARE_LITERAL: &str = "zq_unique_sentinel_42";
-/// A word on most lines of most files (the "common word").
-pub const COMMON_WORD: &str = "return";
+pub(crate) const RARE_LITERAL: &str = "zq_unique_sentinel_42";
 /// The tiny workspace's query: an identifier with a handful of matches (17
 /// lines in 15 of the small tier's files), what an agent greps for when it
 /// looks for the uses of one name.
-pub const IDENTIFIER: &str = "device_state";
+pub(crate) const IDENTIFIER: &str = "device_state";
 
 /// Write the tier's tree under `root` (created if missing) and return the
 /// number of bytes written. An existing complete tree (marked by a stamp file
 /// outside it) is reused.
-pub fn generate(root: &Path, tier: Tier, seed: u64) -> io::Result<u64> {
+pub(crate) fn generate(root: &Path, tier: Tier, seed: u64) -> io::Result<u64> {
     let stamp = stamp_path(root);
     if let Ok(s) = fs::read_to_string(&stamp) {
         if let Ok(n) = s.trim().parse() {
@@ -220,34 +218,5 @@ fn push_words(rng: &mut Rng, out: &mut Vec<u8>, n: usize) {
             out.push(b' ');
         }
         out.extend_from_slice(WORDS[rng.below(WORDS.len())].as_bytes());
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn small_tier_is_deterministic() {
-        let a = tempfile::tempdir().unwrap();
-        let b = tempfile::tempdir().unwrap();
-        let na = generate(&a.path().join("t"), Tier::Small, 7).unwrap();
-        let nb = generate(&b.path().join("t"), Tier::Small, 7).unwrap();
-        assert_eq!(na, nb);
-        let list = |root: &Path| {
-            let mut v: Vec<_> = walkdir::WalkDir::new(root)
-                .into_iter()
-                .map(|e| e.unwrap().path().strip_prefix(root).unwrap().to_path_buf())
-                .collect();
-            v.sort();
-            v
-        };
-        assert_eq!(list(&a.path().join("t")), list(&b.path().join("t")));
-        // 100 files, plus the .gitignore and the hidden file.
-        let files = list(&a.path().join("t"))
-            .into_iter()
-            .filter(|p| a.path().join("t").join(p).is_file())
-            .count();
-        assert_eq!(files, 102);
     }
 }

@@ -1,0 +1,88 @@
+//! The workspace the common options name (`--fs`, `--overlay`,
+//! `--backend`, `--identity`, `--known-hosts`; `docs/contract.md` §10):
+//! the library's [`WorkspaceOptions`], with what only the command line
+//! knows filled in here, at the edge: paths made absolute against the
+//! current directory, the rg binary (`DSH_SEARCH_RG`), and the SSH
+//! defaults (`$USER`, `~/.ssh/known_hosts`).
+
+use std::path::{Path, PathBuf};
+
+use dsh_search::backend::rg::rg_from_env;
+use dsh_search::{FsSpec, Workspace, WorkspaceError, WorkspaceOptions};
+
+use super::Common;
+
+/// The workspace of the common options, connected when it is remote (so
+/// that a wrong key, an unknown host key or a refused connection is one
+/// clear error before the call).
+pub(crate) fn open(common: &Common) -> Result<Workspace, String> {
+    let workdir = absolute(
+        &common
+            .workdir()
+            .map_err(|e| format!("cannot use the current directory: {e}"))?,
+    )?;
+    let mut fs = common.fs.clone();
+    match &mut fs {
+        FsSpec::Sftp(address) => {
+            // `--cwd` names a remote directory: the local current
+            // directory means nothing there.
+            if !common.cwd.as_deref().is_some_and(Path::is_absolute) {
+                return Err(
+                    "--fs sftp:// needs --cwd with the remote workdir as an absolute path".into(),
+                );
+            }
+            if address.user.is_none() {
+                address.user = std::env::var("USER").ok();
+            }
+        }
+        FsSpec::Mem(Some(root)) => *root = absolute(root)?,
+        FsSpec::Mem(None) | FsSpec::Local => {}
+    }
+    let remote = matches!(fs, FsSpec::Sftp(_));
+    let mut options = WorkspaceOptions::new(fs);
+    options
+        .backend(common.backend.into())
+        .rg_path(rg_from_env());
+    if !remote {
+        options.root(&workdir);
+    }
+    if let Some(dir) = &common.overlay {
+        options.overlay(absolute(dir)?);
+    }
+    if let Some(key) = &common.identity {
+        options.identity(key);
+    }
+    match &common.known_hosts {
+        Some(file) => {
+            options.known_hosts(file);
+        }
+        None if remote => {
+            let home = std::env::var_os("HOME")
+                .ok_or("no --known-hosts and no HOME to find ~/.ssh/known_hosts in")?;
+            options.known_hosts(PathBuf::from(home).join(".ssh/known_hosts"));
+        }
+        None => {}
+    }
+    let workspace = options.open().map_err(describe)?;
+    workspace.connect().map_err(describe)?;
+    Ok(workspace)
+}
+
+/// The library's error, worded with the command line's options where it
+/// is about them.
+pub(crate) fn describe(e: WorkspaceError) -> String {
+    match e {
+        WorkspaceError::RgNeedsLocalDisk => "--backend rg searches the local disk only: it cannot be used with --fs mem, --fs sftp:// or --overlay".into(),
+        WorkspaceError::OverlayOverSftp => "--overlay cannot be used with --fs sftp://".into(),
+        WorkspaceError::SftpOptionsWithoutSftp => {
+            "--identity and --known-hosts go with --fs sftp://".into()
+        }
+        e => e.to_string(),
+    }
+}
+
+/// `path` made absolute against the process's current directory (the
+/// library takes absolute paths).
+fn absolute(path: &Path) -> Result<PathBuf, String> {
+    std::path::absolute(path).map_err(|e| format!("cannot use the current directory: {e}"))
+}

@@ -1,0 +1,660 @@
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::backend::rg::RgConfig;
+use crate::backend::{BackendKind, NativeBackend, RgBackend, SearchBackend};
+use crate::config::Config;
+#[cfg(feature = "sftp")]
+use crate::fs::SftpFs;
+use crate::fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs};
+use crate::guard::Guard;
+use crate::session::Sessions;
+use crate::spill::LocalSpillStore;
+use crate::tool::Tools;
+
+/// Which filesystem holds a workspace, as the command line's `--fs` and the
+/// Node binding's `fs` option spell it: `local`, `mem`, `mem:ROOT` or
+/// `sftp://[USER@]HOST[:PORT]` (parse it with [`str::parse`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum FsSpec {
+    /// The local disk (the default).
+    #[default]
+    Local,
+    /// A copy in memory of a directory, at the same absolute path: the
+    /// one named here, else the workspace's root
+    /// ([`WorkspaceOptions::root`]). Writes stay in memory.
+    Mem(Option<PathBuf>),
+    /// A host over SFTP; the calls' workdirs are remote absolute paths.
+    Sftp(SftpAddress),
+}
+
+/// The address of a remote workspace: `sftp://[USER@]HOST[:PORT]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SftpAddress {
+    /// The login. `None`: [`crate::fs::SftpBuilder::user`]'s default
+    /// (`root`); the command line fills in `$USER` before opening.
+    pub user: Option<String>,
+    /// The host name or address (an IPv6 address without its brackets).
+    pub host: String,
+    /// The SSH port (22 when the address names none).
+    pub port: u16,
+}
+
+/// A string that is not an [`FsSpec`]; says what is accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseFsSpecError(String);
+
+impl fmt::Display for ParseFsSpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ParseFsSpecError {}
+
+impl std::str::FromStr for FsSpec {
+    type Err = ParseFsSpecError;
+
+    fn from_str(s: &str) -> Result<FsSpec, ParseFsSpecError> {
+        let err = |msg: String| Err(ParseFsSpecError(msg));
+        match s {
+            "local" => Ok(FsSpec::Local),
+            "mem" => Ok(FsSpec::Mem(None)),
+            _ => match s.strip_prefix("mem:") {
+                Some("") => err("mem: needs a ROOT directory after the colon".into()),
+                Some(root) => Ok(FsSpec::Mem(Some(PathBuf::from(root)))),
+                None => match s.strip_prefix("sftp://") {
+                    Some(rest) => parse_sftp(rest).map(FsSpec::Sftp).map_err(ParseFsSpecError),
+                    None => err(format!(
+                        "unknown filesystem {s:?}: use local, mem[:ROOT] or sftp://[USER@]HOST[:PORT]"
+                    )),
+                },
+            },
+        }
+    }
+}
+
+/// `[USER@]HOST[:PORT]` (an IPv6 address in brackets). Parsed whether or
+/// not the build has the `sftp` feature: [`WorkspaceOptions::open`] says
+/// that it lacks it.
+fn parse_sftp(rest: &str) -> Result<SftpAddress, String> {
+    let bad = |why: &str| {
+        format!("invalid sftp:// address {rest:?}: {why} (use sftp://[USER@]HOST[:PORT])")
+    };
+    if rest.contains('/') {
+        return Err(bad(
+            "no path after the host: the remote workdir is the call's",
+        ));
+    }
+    let (user, hostport) = match rest.rsplit_once('@') {
+        Some((u, h)) if !u.is_empty() => (Some(u.to_string()), h),
+        Some(_) => return Err(bad("empty user")),
+        None => (None, rest),
+    };
+    let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((h, "")) => (h, None),
+            Some((h, p)) => match p.strip_prefix(':') {
+                Some(p) => (h, Some(p)),
+                None => return Err(bad("junk after the address")),
+            },
+            None => return Err(bad("unclosed [")),
+        }
+    } else {
+        match hostport.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (hostport, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(bad("no host"));
+    }
+    let port = match port {
+        None => 22,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 => n,
+            _ => return Err(bad("the port is not a number from 1 to 65535")),
+        },
+    };
+    Ok(SftpAddress {
+        user,
+        host: host.to_string(),
+        port,
+    })
+}
+
+/// Why a workspace cannot be opened or its tools built.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum WorkspaceError {
+    /// The rg backend was asked for over a filesystem other than the
+    /// local disk without an overlay: rg searches the disk only (it is the
+    /// reference).
+    RgNeedsLocalDisk,
+    /// An overlay over an SFTP workspace (its upper layer would be local,
+    /// its lower remote).
+    OverlayOverSftp,
+    /// An identity or known-hosts file for a workspace that is not SFTP.
+    SftpOptionsWithoutSftp,
+    /// An SFTP workspace in a build without the `sftp` feature.
+    NoSftpFeature,
+    /// An SFTP workspace without a known-hosts file to check the host
+    /// key against.
+    NoKnownHosts,
+    /// `mem` or an overlay without a root to load or cover.
+    NoRoot,
+    /// A path that must be absolute is not (`what` names it).
+    Relative {
+        /// Which path: `root`, `mem ROOT`, `overlay`.
+        what: &'static str,
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The directory `mem` loads cannot be read.
+    LoadMem {
+        /// The directory.
+        root: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The overlay directory cannot be used.
+    Overlay(io::Error),
+    /// The remote host cannot be reached or refuses the login (the message
+    /// names the host).
+    Sftp(io::Error),
+    /// The configuration's spill root cannot be used.
+    SpillRoot(io::Error),
+}
+
+impl fmt::Display for WorkspaceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WorkspaceError::RgNeedsLocalDisk => f.write_str(
+                "the rg backend searches the local disk only: it cannot be used with a mem, sftp:// or overlay workspace",
+            ),
+            WorkspaceError::OverlayOverSftp => {
+                f.write_str("an overlay cannot be used with an sftp:// workspace")
+            }
+            WorkspaceError::SftpOptionsWithoutSftp => {
+                f.write_str("an identity or known-hosts file goes with an sftp:// workspace")
+            }
+            WorkspaceError::NoSftpFeature => f.write_str(
+                "sftp:// workspaces need the `sftp` feature, which this build lacks",
+            ),
+            WorkspaceError::NoKnownHosts => f.write_str(
+                "an sftp:// workspace needs a known-hosts file to check the host key against",
+            ),
+            WorkspaceError::NoRoot => {
+                f.write_str("mem and an overlay need the root directory they load or cover")
+            }
+            WorkspaceError::Relative { what, path } => write!(
+                f,
+                "the {what} {} is relative: pass an absolute path",
+                path.display()
+            ),
+            WorkspaceError::LoadMem { root, source } => {
+                write!(f, "cannot load {} into memory: {source}", root.display())
+            }
+            WorkspaceError::Overlay(e) | WorkspaceError::Sftp(e) => write!(f, "{e}"),
+            WorkspaceError::SpillRoot(e) => write!(f, "cannot use the spill root: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for WorkspaceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WorkspaceError::LoadMem { source: e, .. }
+            | WorkspaceError::Overlay(e)
+            | WorkspaceError::Sftp(e)
+            | WorkspaceError::SpillRoot(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// How to open a workspace: the filesystem, its root, an overlay, the
+/// backend, and for SFTP the key and the known hosts. Reusable: each
+/// [`WorkspaceOptions::open`] opens a new workspace.
+///
+/// A workspace from its description (`contract.md` §10–12): which
+/// filesystem holds it (the local disk, a copy in memory, an overlay
+/// directory over either, a host over SFTP), which backend searches it, and
+/// the tools over both.
+///
+/// The command line (`--fs`, `--overlay`, `--backend`, `--identity`,
+/// `--known-hosts`), its servers and the Node binding (`new Tools({fs,
+/// overlay, root, backend, identity, knownHosts})`) describe a workspace
+/// the same way and build it here, so that they all accept the same
+/// combinations and refuse the others with the same errors.
+///
+/// Nothing here reads the environment or the process's current directory:
+/// the caller passes absolute paths, the rg binary and the SSH defaults
+/// (`$USER`, `~/.ssh/known_hosts`) it wants.
+///
+/// # Example
+///
+/// ```
+/// use dsh_search::tool::CallContext;
+/// use dsh_search::{Config, FsSpec, Sessions, WorkspaceOptions};
+/// use std::sync::Arc;
+///
+/// let dir = std::env::temp_dir().join(format!("dsh-search-ws-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("a.txt"), "TODO: one\n")?;
+///
+/// // `--fs mem`: the directory copied into memory at the same path.
+/// let spec: FsSpec = "mem".parse()?;
+/// let workspace = WorkspaceOptions::new(spec).root(&dir).open()?;
+/// let tools = workspace.tools(Config::default(), Some(Arc::new(Sessions::in_memory())))?;
+/// let r = tools.call("write", &serde_json::json!({"file_path": "b.txt", "content": "TODO: two\n"}),
+///                    &CallContext::new(&dir));
+/// assert!(!r.is_error, "{}", r.content);
+/// let r = tools.call("grep", &serde_json::json!({"pattern": "TODO"}), &CallContext::new(&dir));
+/// assert_eq!(r.content, "Found 2 matches\n\na.txt\nLine 1: TODO: one\n\nb.txt\nLine 1: TODO: two");
+/// // The write went to memory, not to the disk.
+/// assert!(!dir.join("b.txt").exists());
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct WorkspaceOptions {
+    fs: FsSpec,
+    root: Option<PathBuf>,
+    overlay: Option<PathBuf>,
+    backend: BackendKind,
+    rg: Option<PathBuf>,
+    identity: Option<PathBuf>,
+    known_hosts: Option<PathBuf>,
+}
+
+impl WorkspaceOptions {
+    /// Options for a workspace on `fs`.
+    pub fn new(fs: FsSpec) -> WorkspaceOptions {
+        WorkspaceOptions {
+            fs,
+            ..WorkspaceOptions::default()
+        }
+    }
+
+    /// The directory `mem` loads (unless its spec names one) and an
+    /// overlay covers; an absolute path on the local disk. Also where git's
+    /// global excludes are looked up from for `mem`. By default, the
+    /// directory `mem:ROOT` names, else none: `mem` and an overlay then
+    /// fail with [`WorkspaceError::NoRoot`].
+    pub fn root(&mut self, dir: impl Into<PathBuf>) -> &mut WorkspaceOptions {
+        self.root = Some(dir.into());
+        self
+    }
+
+    /// An overlay directory on the local disk (created if missing) over
+    /// the root: `write` and `edit` change only it, every tool sees the
+    /// merged view. By default, none.
+    pub fn overlay(&mut self, dir: impl Into<PathBuf>) -> &mut WorkspaceOptions {
+        self.overlay = Some(dir.into());
+        self
+    }
+
+    /// The search backend. [`BackendKind::Rg`] searches the local disk
+    /// only. By default, [`BackendKind::Native`].
+    pub fn backend(&mut self, kind: BackendKind) -> &mut WorkspaceOptions {
+        self.backend = kind;
+        self
+    }
+
+    /// The rg binary of [`BackendKind::Rg`]. By default, `None`: the first
+    /// `rg` on `PATH`.
+    pub fn rg_path(&mut self, path: Option<PathBuf>) -> &mut WorkspaceOptions {
+        self.rg = path;
+        self
+    }
+
+    /// With [`FsSpec::Sftp`]: the private key to log in with. By default,
+    /// none: the SSH agent.
+    pub fn identity(&mut self, key: impl Into<PathBuf>) -> &mut WorkspaceOptions {
+        self.identity = Some(key.into());
+        self
+    }
+
+    /// With [`FsSpec::Sftp`]: the known-hosts file the host key must be
+    /// in; an unknown or changed key is refused. Required for SFTP (the
+    /// command line passes `~/.ssh/known_hosts` by default).
+    pub fn known_hosts(&mut self, file: impl Into<PathBuf>) -> &mut WorkspaceOptions {
+        self.known_hosts = Some(file.into());
+        self
+    }
+
+    /// Open the workspace: load `mem`, create the overlay directory, set
+    /// up the SFTP filesystem (not connected yet: see
+    /// [`Workspace::connect`]). Refuses the combinations that cannot work
+    /// (the rg backend off the local disk, an overlay over SFTP, SSH files
+    /// without SFTP) and relative paths.
+    pub fn open(&self) -> Result<Workspace, WorkspaceError> {
+        let fs = self.open_fs()?;
+        if self.backend == BackendKind::Rg && !matches!(fs, Fs::Local(_)) {
+            return Err(WorkspaceError::RgNeedsLocalDisk);
+        }
+        Ok(Workspace {
+            fs,
+            backend: self.backend,
+            rg: self.rg.clone(),
+        })
+    }
+
+    fn open_fs(&self) -> Result<Fs, WorkspaceError> {
+        if let FsSpec::Sftp(address) = &self.fs {
+            return self.open_sftp(address);
+        }
+        if self.identity.is_some() || self.known_hosts.is_some() {
+            return Err(WorkspaceError::SftpOptionsWithoutSftp);
+        }
+        let local = Arc::new(LocalFs::new());
+        let overlay = match self.overlay.as_deref() {
+            Some(dir) => Some(absolute("overlay", dir)?),
+            None => None,
+        };
+        let mem_root = match &self.fs {
+            FsSpec::Mem(Some(dir)) => Some(absolute("mem ROOT", dir)?),
+            _ => None,
+        };
+        // The root an overlay covers and git's excludes are looked up from:
+        // the one given, else the directory `mem:ROOT` names.
+        let root = || -> Result<&Path, WorkspaceError> {
+            match self.root.as_deref() {
+                Some(root) => absolute("root", root),
+                None => mem_root.ok_or(WorkspaceError::NoRoot),
+            }
+        };
+        Ok(match (&self.fs, overlay) {
+            (FsSpec::Local, None) => Fs::Local(local),
+            (FsSpec::Local, Some(dir)) => Fs::Overlay(Arc::new(
+                OverlayFs::on_disk(local, root()?, dir).map_err(WorkspaceError::Overlay)?,
+            )),
+            (FsSpec::Mem(_), overlay) => {
+                let root = root()?;
+                let mem = Arc::new(load_mem(&local, mem_root.unwrap_or(root), root)?);
+                match overlay {
+                    None => Fs::Mem(mem),
+                    Some(dir) => Fs::MemOverlay(Arc::new(
+                        OverlayFs::on_disk(mem, root, dir).map_err(WorkspaceError::Overlay)?,
+                    )),
+                }
+            }
+            (FsSpec::Sftp(_), _) => unreachable!("opened above"),
+        })
+    }
+
+    #[cfg(not(feature = "sftp"))]
+    fn open_sftp(&self, _address: &SftpAddress) -> Result<Fs, WorkspaceError> {
+        Err(WorkspaceError::NoSftpFeature)
+    }
+
+    #[cfg(feature = "sftp")]
+    fn open_sftp(&self, address: &SftpAddress) -> Result<Fs, WorkspaceError> {
+        if self.overlay.is_some() {
+            return Err(WorkspaceError::OverlayOverSftp);
+        }
+        let known_hosts = self
+            .known_hosts
+            .as_ref()
+            .ok_or(WorkspaceError::NoKnownHosts)?;
+        let mut b = SftpFs::builder(&address.host)
+            .port(address.port)
+            .known_hosts(known_hosts);
+        if let Some(user) = &address.user {
+            b = b.user(user);
+        }
+        if let Some(key) = &self.identity {
+            b = b.identity(key);
+        }
+        let fs = b.build().map_err(WorkspaceError::Sftp)?;
+        Ok(Fs::Sftp(Arc::new(fs)))
+    }
+}
+
+/// `path`, when it is absolute.
+fn absolute<'a>(what: &'static str, path: &'a Path) -> Result<&'a Path, WorkspaceError> {
+    if path.is_absolute() {
+        Ok(path)
+    } else {
+        Err(WorkspaceError::Relative {
+            what,
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+/// `mem`: `dir` loaded into memory at its own absolute path, with the
+/// host's git global excludes as seen from `root`, so that a search there
+/// prints what rg prints on the disk.
+fn load_mem(local: &LocalFs, dir: &Path, root: &Path) -> Result<MemFs, WorkspaceError> {
+    let mut mem = MemFs::load(dir).map_err(|source| WorkspaceError::LoadMem {
+        root: dir.to_path_buf(),
+        source,
+    })?;
+    if let Some((path, bytes)) = local.git_global_excludes(root) {
+        mem = mem.with_git_global_excludes(path, bytes);
+    }
+    Ok(mem)
+}
+
+/// The filesystems a workspace can be on.
+enum Fs {
+    Local(Arc<LocalFs>),
+    Mem(Arc<MemFs>),
+    Overlay(Arc<OverlayFs<LocalFs, LocalFs>>),
+    MemOverlay(Arc<OverlayFs<MemFs, LocalFs>>),
+    #[cfg(feature = "sftp")]
+    Sftp(Arc<SftpFs>),
+}
+
+/// An open workspace: its filesystem and the backend that searches it.
+/// Made by [`WorkspaceOptions::open`].
+pub struct Workspace {
+    fs: Fs,
+    backend: BackendKind,
+    rg: Option<PathBuf>,
+}
+
+impl fmt::Debug for Workspace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let fs = match &self.fs {
+            Fs::Local(_) => "local",
+            Fs::Mem(_) => "mem",
+            Fs::Overlay(_) => "overlay",
+            Fs::MemOverlay(_) => "mem+overlay",
+            #[cfg(feature = "sftp")]
+            Fs::Sftp(_) => "sftp",
+        };
+        f.debug_struct("Workspace")
+            .field("fs", &fs)
+            .field("backend", &self.backend)
+            .finish()
+    }
+}
+
+impl Workspace {
+    /// Whether the workspace is on a remote host: the calls' workdirs are
+    /// then remote absolute paths, not directories on the local disk.
+    pub fn is_remote(&self) -> bool {
+        #[cfg(feature = "sftp")]
+        if let Fs::Sftp(_) = self.fs {
+            return true;
+        }
+        false
+    }
+
+    /// Connect a remote workspace now (and reconnect a dropped
+    /// connection), so that a wrong key, an unknown host key or a refused
+    /// connection is one clear error naming the host; nothing for the
+    /// others. Without it the first operation connects.
+    pub fn connect(&self) -> Result<(), WorkspaceError> {
+        #[cfg(feature = "sftp")]
+        if let Fs::Sftp(fs) = &self.fs {
+            return fs.connect().map_err(WorkspaceError::Sftp);
+        }
+        Ok(())
+    }
+
+    /// The filesystem: what the file tools and the guard work on, and what
+    /// a caller checks a call's workdir on.
+    pub fn filesystem(&self) -> Arc<dyn DynFileSystem> {
+        match &self.fs {
+            Fs::Local(fs) => fs.clone(),
+            Fs::Mem(fs) => fs.clone(),
+            Fs::Overlay(fs) => fs.clone(),
+            Fs::MemOverlay(fs) => fs.clone(),
+            #[cfg(feature = "sftp")]
+            Fs::Sftp(fs) => fs.clone(),
+        }
+    }
+
+    /// The search backend over the workspace: the engine on its
+    /// filesystem, or rg (local disk only) with the configuration's
+    /// `graceMs`.
+    pub fn backend(&self, config: &Config) -> Arc<dyn SearchBackend> {
+        fn native<F: FileSystem>(fs: &Arc<F>) -> Arc<dyn SearchBackend> {
+            Arc::new(NativeBackend::on(fs.clone()))
+        }
+        if self.backend == BackendKind::Rg {
+            // `open` allowed it on the local disk only.
+            return Arc::new(RgBackend::with_config(RgConfig {
+                path: self.rg.clone(),
+                grace: Duration::from_millis(config.search.grace_ms),
+            }));
+        }
+        match &self.fs {
+            Fs::Local(fs) => native(fs),
+            Fs::Mem(fs) => native(fs),
+            Fs::Overlay(fs) => native(fs),
+            Fs::MemOverlay(fs) => native(fs),
+            #[cfg(feature = "sftp")]
+            Fs::Sftp(fs) => native(fs),
+        }
+    }
+
+    /// The tools over the workspace, as the command line, the servers and
+    /// the Node binding deploy them: the backend, `config`, a local spill
+    /// store at the configuration's spill root, the workspace's filesystem
+    /// and the search-path guard (`contract.md` §7).
+    ///
+    /// With `sessions`, the observation policy (read before write) and the
+    /// guard's zero-result counters keep their state there (in memory, or
+    /// persistent in a directory shared by processes). Without, the file
+    /// tools are the bare provider (no observation policy) and the guard
+    /// counts in memory.
+    pub fn tools(
+        &self,
+        config: Config,
+        sessions: Option<Arc<Sessions>>,
+    ) -> Result<Tools, WorkspaceError> {
+        let store =
+            LocalSpillStore::new(config.spill.root.clone()).map_err(WorkspaceError::SpillRoot)?;
+        let guard = config.guard.clone();
+        let tools = Tools::new(config.clone(), self.backend(&config))
+            .with_spill_store(Arc::new(store))
+            .with_filesystem(self.filesystem());
+        Ok(match sessions {
+            Some(sessions) => tools
+                .with_sessions(sessions.clone())
+                .with_guard(Arc::new(Guard::with_counters(guard, sessions))),
+            None => tools
+                .without_observation_policy()
+                .with_guard(Arc::new(Guard::new(guard))),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(s: &str) -> Result<FsSpec, String> {
+        s.parse::<FsSpec>().map_err(|e| e.to_string())
+    }
+
+    fn sftp(user: Option<&str>, host: &str, port: u16) -> Result<FsSpec, String> {
+        Ok(FsSpec::Sftp(SftpAddress {
+            user: user.map(String::from),
+            host: host.into(),
+            port,
+        }))
+    }
+
+    #[test]
+    fn specs_parse() {
+        assert_eq!(spec("local"), Ok(FsSpec::Local));
+        assert_eq!(spec("mem"), Ok(FsSpec::Mem(None)));
+        assert_eq!(spec("mem:/w"), Ok(FsSpec::Mem(Some("/w".into()))));
+        assert_eq!(spec("sftp://h"), sftp(None, "h", 22));
+        assert_eq!(spec("sftp://u@h:2222"), sftp(Some("u"), "h", 2222));
+        assert_eq!(spec("sftp://u@[::1]:2"), sftp(Some("u"), "::1", 2));
+        assert_eq!(spec("sftp://a@b@h"), sftp(Some("a@b"), "h", 22));
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_accepted() {
+        for (s, why) in [
+            (
+                "zip",
+                "unknown filesystem \"zip\": use local, mem[:ROOT] or sftp://",
+            ),
+            ("mem:", "mem: needs a ROOT directory"),
+            ("sftp://", "no host"),
+            ("sftp://@h", "empty user"),
+            ("sftp://h/dir", "no path after the host"),
+            ("sftp://h:0", "the port is not a number from 1 to 65535"),
+            ("sftp://h:x", "the port is not a number"),
+            ("sftp://[::1", "unclosed ["),
+            ("sftp://[::1]x", "junk after the address"),
+        ] {
+            let e = spec(s).unwrap_err();
+            assert!(e.contains(why), "{s}: {e}");
+        }
+    }
+
+    fn open(options: &WorkspaceOptions) -> String {
+        options.open().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn impossible_combinations_are_refused() {
+        let dir = std::env::temp_dir();
+        let mut o = WorkspaceOptions::new(FsSpec::Mem(None));
+        o.root(&dir).backend(BackendKind::Rg);
+        assert!(open(&o).contains("rg backend searches the local disk only"));
+        let mut o = WorkspaceOptions::new(FsSpec::Local);
+        o.known_hosts("/k");
+        assert!(open(&o).contains("goes with an sftp:// workspace"));
+        let o = WorkspaceOptions::new(FsSpec::Mem(None));
+        assert!(open(&o).contains("need the root directory"));
+        let mut o = WorkspaceOptions::new(FsSpec::Local);
+        o.root(&dir).overlay("rel");
+        assert!(open(&o).contains("the overlay rel is relative"));
+        let mut o = WorkspaceOptions::new(FsSpec::Mem(Some("rel".into())));
+        o.root(&dir);
+        assert!(open(&o).contains("the mem ROOT rel is relative"));
+    }
+
+    #[cfg(feature = "sftp")]
+    #[test]
+    fn sftp_needs_known_hosts_and_no_overlay() {
+        let address = SftpAddress {
+            user: None,
+            host: "h".into(),
+            port: 22,
+        };
+        let o = WorkspaceOptions::new(FsSpec::Sftp(address.clone()));
+        assert!(open(&o).contains("needs a known-hosts file"));
+        let mut o = WorkspaceOptions::new(FsSpec::Sftp(address));
+        o.known_hosts("/k").overlay("/o");
+        assert!(open(&o).contains("an overlay cannot be used with an sftp://"));
+        o = WorkspaceOptions::new(o.fs.clone());
+        o.known_hosts("/k");
+        let ws = o.open().unwrap();
+        assert!(ws.is_remote());
+    }
+}
