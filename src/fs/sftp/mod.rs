@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::Poll;
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use self::conn::{Conn, Counters, Target};
@@ -214,7 +215,7 @@ type Places = (OwnedSemaphorePermit, OwnedSemaphorePermit);
 /// its waiter timed out), which gives its places back.
 struct Ahead {
     state: Arc<AtomicU8>,
-    task: tokio::task::JoinHandle<Option<(io::Result<Vec<u8>>, Places)>>,
+    task: tokio::task::JoinHandle<Option<(io::Result<Bytes>, Places)>>,
 }
 
 impl Drop for Ahead {
@@ -254,7 +255,7 @@ where
 /// flight at once), then served from memory.
 #[derive(Debug)]
 pub struct SftpFile {
-    data: Vec<u8>,
+    data: Bytes,
     pos: usize,
 }
 
@@ -340,7 +341,7 @@ impl SftpFs {
     /// started; `None` when there was none, it had not started (it never
     /// will), or it failed: the caller then reads the file itself, and
     /// reports what that read finds, exactly as without the read ahead.
-    fn take_ahead(&self, dir: &SftpDir, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
+    fn take_ahead(&self, dir: &SftpDir, name: &OsStr) -> io::Result<Option<Bytes>> {
         let ahead = dir
             .ahead
             .lock()
@@ -356,9 +357,14 @@ impl SftpFs {
         {
             return Ok(None);
         }
-        let done = self.run(None, |_| async move {
-            Ok((&mut ahead.task).await.ok().flatten())
-        })?;
+        // Done already (the usual case when the window runs ahead of the
+        // searching threads): taken without a trip through the runtime.
+        let done = match ready(&mut ahead.task) {
+            Some(done) => done.ok().flatten(),
+            None => self.run(None, |_| async move {
+                Ok((&mut ahead.task).await.ok().flatten())
+            })?,
+        };
         Ok(match done {
             Some((Ok(data), _places)) => Some(data),
             _ => None,
@@ -372,7 +378,10 @@ impl SftpFs {
         let Some(mut ahead) = take(&dir.listed) else {
             return Ok(false);
         };
-        let done = self.run(None, |_| async move { Ok((&mut ahead.task).await.ok()) })?;
+        let done = match ready(&mut ahead.task) {
+            Some(done) => done.ok(),
+            None => self.run(None, |_| async move { Ok((&mut ahead.task).await.ok()) })?,
+        };
         match done {
             Some((mut fetched, Ok(()), _place)) => {
                 std::mem::swap(&mut listing.names, &mut fetched.names);
@@ -450,6 +459,18 @@ impl SftpFs {
                 }
             }
         })
+    }
+}
+
+/// The output of `task` if it has finished, polled once without a runtime.
+fn ready<T>(task: &mut tokio::task::JoinHandle<T>) -> Option<Result<T, tokio::task::JoinError>> {
+    if !task.is_finished() {
+        return None;
+    }
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match Pin::new(task).poll(&mut cx) {
+        Poll::Ready(r) => Some(r),
+        Poll::Pending => None,
     }
 }
 
@@ -672,9 +693,9 @@ async fn read_handle(
     handle: &[u8],
     size: u64,
     cancel: Option<&CancelToken>,
-) -> io::Result<Vec<u8>> {
+) -> io::Result<Bytes> {
     let chunk = u64::from(conn.max_read.load(Ordering::Relaxed));
-    let mut data = Vec::with_capacity(size.min(1 << 30) as usize);
+    let mut data = Vec::new();
     let mut offset = 0u64;
     loop {
         if cancel.is_some_and(CancelToken::is_cancelled) {
@@ -705,12 +726,20 @@ async fn read_handle(
             match reply? {
                 Reply::Data(d) => {
                     offset += d.len() as u64;
+                    if (d.len() as u64) < len && data.is_empty() {
+                        // The whole file in one reply: its bytes as they
+                        // came, uncopied.
+                        return Ok(d);
+                    }
+                    if data.is_empty() {
+                        data.reserve_exact(size.min(1 << 30) as usize + 1);
+                    }
                     data.extend_from_slice(&d);
                     if (d.len() as u64) < len {
-                        return Ok(data);
+                        return Ok(data.into());
                     }
                 }
-                Reply::Status(proto::FX_EOF, _) => return Ok(data),
+                Reply::Status(proto::FX_EOF, _) => return Ok(data.into()),
                 Reply::Status(c, m) => return Err(status_error(c, &m)),
                 _ => return Err(unexpected()),
             }
@@ -721,7 +750,7 @@ async fn read_handle(
 /// Read the regular file at `path`, listed with `size` bytes, for a read
 /// ahead: `OPEN`, then its `READ`s (the end-of-file probe with them), and
 /// `CLOSE` without waiting for its reply.
-async fn read_listed(conn: &Arc<Conn>, path: &[u8], size: u64) -> io::Result<Vec<u8>> {
+async fn read_listed(conn: &Arc<Conn>, path: &[u8], size: u64) -> io::Result<Bytes> {
     let handle = expect_handle(
         conn.call(proto::FXP_OPEN, |o| {
             o.bytes(path).u32(proto::FXF_READ).u32(0)
@@ -742,7 +771,7 @@ async fn read_whole(
     known_file: bool,
     max: Option<u64>,
     cancel: Option<&CancelToken>,
-) -> io::Result<(Metadata, Option<Vec<u8>>)> {
+) -> io::Result<(Metadata, Option<Bytes>)> {
     let open = || {
         conn.call(proto::FXP_OPEN, |o| {
             o.bytes(path).u32(proto::FXF_READ).u32(0)
@@ -1001,7 +1030,7 @@ impl FileSystem for SftpFs {
         let (meta, data) = self.run(None, |c| async move {
             read_whole(&c, p, false, None, None).await
         })?;
-        data.ok_or_else(|| {
+        data.map(Vec::from).ok_or_else(|| {
             if meta.kind.is_dir() {
                 errno::is_a_directory()
             } else {
@@ -1012,9 +1041,10 @@ impl FileSystem for SftpFs {
 
     fn read_file(&self, path: &Path, max: u64) -> io::Result<(Metadata, Option<Vec<u8>>)> {
         let p = path_bytes(path);
-        self.run(None, |c| async move {
+        let (meta, data) = self.run(None, |c| async move {
             read_whole(&c, p, false, Some(max), None).await
-        })
+        })?;
+        Ok((meta, data.map(Vec::from)))
     }
 
     fn git_global_excludes(&self, _workdir: &Path) -> Option<(PathBuf, Vec<u8>)> {
