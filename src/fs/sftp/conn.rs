@@ -51,7 +51,27 @@ pub(crate) struct Counters {
     pub(crate) connects: AtomicU64,
 }
 
-type Waiter = oneshot::Sender<io::Result<Reply>>;
+/// A continuation: what to do with a reply, on the reader task.
+type Then = Box<dyn FnOnce(&Arc<Conn>, io::Result<Reply>) + Send>;
+
+/// What a reply goes to: a task waiting for it, or a continuation run
+/// by the reader as soon as it comes (which may send the next request
+/// then and there, without waking anything).
+enum Waiter {
+    Task(oneshot::Sender<io::Result<Reply>>),
+    Then(Then),
+}
+
+impl Waiter {
+    fn answer(self, conn: &Arc<Conn>, reply: io::Result<Reply>) {
+        match self {
+            Waiter::Task(tx) => {
+                let _ = tx.send(reply);
+            }
+            Waiter::Then(f) => f(conn, reply),
+        }
+    }
+}
 
 struct Pending {
     waiters: HashMap<u32, Waiter>,
@@ -321,7 +341,7 @@ impl Conn {
     /// Send one request and wait for its reply.
     pub(crate) async fn call(&self, kind: u8, body: impl FnOnce(Out) -> Out) -> io::Result<Reply> {
         let (tx, rx) = oneshot::channel();
-        let id = self.send(kind, body, Some(tx))?;
+        let id = self.send(kind, body, Some(Waiter::Task(tx)))?;
         // Abandoned (the caller's future dropped on a timeout or a
         // cancellation): the reply is dropped when it comes.
         let guard = Abandon { conn: self, id };
@@ -335,20 +355,39 @@ impl Conn {
         reply
     }
 
+    /// Send one request; `then` gets its reply (or the reason the session
+    /// ended) on the reader task, and must not block.
+    pub(crate) fn send_then(
+        &self,
+        kind: u8,
+        body: impl FnOnce(Out) -> Out,
+        then: impl FnOnce(&Arc<Conn>, io::Result<Reply>) + Send + 'static,
+    ) -> io::Result<()> {
+        self.send(kind, body, Some(Waiter::Then(Box::new(then))))
+            .map(|_| ())
+    }
+
+    /// Count `n` file bytes received in a `READ` reply.
+    pub(crate) fn count_read(&self, n: usize) {
+        self.counters
+            .bytes_read
+            .fetch_add(n as u64, Ordering::Relaxed);
+    }
+
     /// Close a handle without waiting for the reply (nothing the caller
     /// could do about a failed close of a handle it only read).
     pub(crate) fn close_later(&self, handle: Vec<u8>) {
         let _ = self.send(proto::FXP_CLOSE, |o| o.bytes(&handle), None);
     }
 
-    fn kill(&self, why: &str) {
+    fn kill(self: &Arc<Conn>, why: &str) {
         let waiters = {
             let mut p = self.pending.lock().unwrap();
             p.dead.get_or_insert_with(|| why.to_string());
             std::mem::take(&mut p.waiters)
         };
         for (_, w) in waiters {
-            let _ = w.send(Err(lost(&self.url, why)));
+            w.answer(self, Err(lost(&self.url, why)));
         }
         self.flush.notify_one();
     }
@@ -435,9 +474,7 @@ async fn reader(mut read: ChannelReadHalf, mut partial: Vec<u8>, conn: Arc<Conn>
             let reply = Reply::parse(packet[0], packet.slice(5..));
             let waiter = conn.pending.lock().unwrap().waiters.remove(&id);
             match (waiter, reply) {
-                (Some(w), reply) => {
-                    let _ = w.send(reply);
-                }
+                (Some(w), reply) => w.answer(&conn, reply),
                 // A handle opened for a request that was abandoned: close
                 // it, or the server keeps it open for the session's life.
                 (None, Ok(Reply::Handle(h))) => conn.close_later(h),

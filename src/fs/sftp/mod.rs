@@ -17,6 +17,7 @@
 //! and sub-second modification times (whole seconds; glob's order by mtime
 //! then ties where the disk's would not).
 
+mod ahead;
 mod conn;
 mod proto;
 
@@ -26,13 +27,12 @@ use std::future::Future;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use self::conn::{Conn, Counters, Target};
 use self::proto::{Attrs, Reply};
@@ -52,14 +52,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 const READDIRS_IN_FLIGHT: usize = 4;
 /// `READ`s in flight per file.
 const READS_IN_FLIGHT: usize = 32;
-/// Files read ahead of the engine at once ([`FileSystem::will_open`]):
-/// handles open on the server, and replies the searching threads have not
-/// taken yet.
-const AHEAD_FILES: usize = 128;
-/// The bytes those files may hold, in KiB.
-const AHEAD_KIB: u32 = 16 * 1024;
-/// The largest file read ahead; a larger one is read when it is opened.
-const AHEAD_MAX: u64 = 1 << 20;
 /// Directories listed ahead of the engine ([`FileSystem::will_list`]) at
 /// once, in flight or waiting to be taken; past it a directory is listed
 /// when the engine lists it.
@@ -134,6 +126,7 @@ impl SftpBuilder {
             .enable_all()
             .build()?;
         Ok(SftpFs {
+            window: ahead::Window::new(rt.handle().clone()),
             target: Target {
                 host: self.host,
                 port: self.port,
@@ -147,8 +140,6 @@ impl SftpBuilder {
             counters: Arc::new(Counters::default()),
             excludes: OnceLock::new(),
             git_excludes: self.git_excludes,
-            ahead_files: Arc::new(Semaphore::new(AHEAD_FILES)),
-            ahead_kib: Arc::new(Semaphore::new(AHEAD_KIB as usize)),
             ahead_dirs: Arc::new(AtomicUsize::new(0)),
         })
     }
@@ -174,7 +165,7 @@ pub struct SftpStats {
 /// are abandoned with it.
 pub struct SftpDir {
     path: PathBuf,
-    ahead: Mutex<HashMap<OsString, Ahead>>,
+    ahead: Mutex<HashMap<OsString, ahead::Ahead>>,
     /// The listings of its subdirectories started ahead of the engine.
     ahead_dirs: Mutex<HashMap<OsString, AheadDir>>,
     /// Its own listing, started ahead of the engine (taken from its
@@ -196,31 +187,6 @@ impl SftpDir {
 impl std::fmt::Debug for SftpDir {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("SftpDir").field(&self.path).finish()
-    }
-}
-
-/// A read ahead not yet started: `open_at` may claim it and read the file
-/// itself rather than wait for a place in the window.
-const QUEUED: u8 = 0;
-/// Started: its requests are in flight, `open_at` waits for its reply.
-const STARTED: u8 = 1;
-/// Claimed by `open_at` before it started: it never starts.
-const CLAIMED: u8 = 2;
-
-/// The places in the read-ahead window a file holds until its bytes are
-/// taken (or dropped).
-type Places = (OwnedSemaphorePermit, OwnedSemaphorePermit);
-
-/// One file's read ahead: aborted when dropped (its directory dropped, or
-/// its waiter timed out), which gives its places back.
-struct Ahead {
-    state: Arc<AtomicU8>,
-    task: tokio::task::JoinHandle<Option<(io::Result<Bytes>, Places)>>,
-}
-
-impl Drop for Ahead {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 
@@ -279,9 +245,8 @@ pub struct SftpFs {
     /// Where git's global excludes file is (found once).
     excludes: OnceLock<Option<PathBuf>>,
     git_excludes: Option<PathBuf>,
-    /// The read-ahead window: files, and KiB.
-    ahead_files: Arc<Semaphore>,
-    ahead_kib: Arc<Semaphore>,
+    /// The read-ahead window ([`FileSystem::will_open`]).
+    window: Arc<ahead::Window>,
     /// Listings ahead now (at most [`AHEAD_DIRS`]).
     ahead_dirs: Arc<AtomicUsize>,
 }
@@ -347,28 +312,10 @@ impl SftpFs {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(name);
-        let Some(mut ahead) = ahead else {
-            return Ok(None);
-        };
-        if ahead
-            .state
-            .compare_exchange(QUEUED, CLAIMED, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            return Ok(None);
+        match ahead {
+            Some(ahead) => ahead.take(self.timeout, &self.target.url()),
+            None => Ok(None),
         }
-        // Done already (the usual case when the window runs ahead of the
-        // searching threads): taken without a trip through the runtime.
-        let done = match ready(&mut ahead.task) {
-            Some(done) => done.ok().flatten(),
-            None => self.run(None, |_| async move {
-                Ok((&mut ahead.task).await.ok().flatten())
-            })?,
-        };
-        Ok(match done {
-            Some((Ok(data), _places)) => Some(data),
-            _ => None,
-        })
     }
 
     /// The listing of `dir` started ahead, into `listing`: true when it
@@ -937,7 +884,7 @@ impl FileSystem for SftpFs {
         // Only a regular file of a known size (what the listing said) that
         // fits the window; the engine lists nothing else as one.
         let Some(size) = metadata
-            .filter(|m| m.kind.is_file() && m.len <= AHEAD_MAX)
+            .filter(|m| m.kind.is_file() && m.len <= ahead::MAX)
             .map(|m| m.len)
         else {
             return;
@@ -946,26 +893,11 @@ impl FileSystem for SftpFs {
             return;
         };
         let path = path_bytes(&join_name(dir_path, name)).to_vec();
-        let state = Arc::new(AtomicU8::new(QUEUED));
-        let files = self.ahead_files.clone();
-        let kib_window = self.ahead_kib.clone();
-        let kib = (size / 1024 + 1).min(u64::from(AHEAD_KIB)) as u32;
-        let started = state.clone();
-        // The window's places are granted in the order of the hints, the
-        // order the searching threads take the files in.
-        let task = self.rt.spawn(async move {
-            let file = files.acquire_owned().await.ok()?;
-            let bytes = kib_window.acquire_many_owned(kib).await.ok()?;
-            started
-                .compare_exchange(QUEUED, STARTED, Ordering::AcqRel, Ordering::Acquire)
-                .ok()?;
-            let data = read_listed(&conn, &path, size).await;
-            Some((data, (file, bytes)))
-        });
+        let ahead = self.window.hint(conn, path, size);
         dir.ahead
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(name.to_os_string(), Ahead { state, task });
+            .insert(name.to_os_string(), ahead);
     }
 
     fn lists_ahead(&self) -> bool {
