@@ -55,7 +55,9 @@ const READS_IN_FLIGHT: usize = 32;
 /// Directories listed ahead of the engine ([`FileSystem::will_list`]) at
 /// once, in flight or waiting to be taken; past it a directory is listed
 /// when the engine lists it.
-const AHEAD_DIRS: usize = 128;
+const AHEAD_DIRS: usize = 256;
+/// The places among them that only listings the engine asked for take.
+const AHEAD_DIRS_NAMED: usize = 64;
 
 /// Options of a remote workspace: `sftp://[USER@]HOST[:PORT]`, the key and
 /// the known hosts.
@@ -171,6 +173,9 @@ pub struct SftpDir {
     /// Its own listing, started ahead of the engine (taken from its
     /// parent's when it was opened).
     listed: Mutex<Option<AheadDir>>,
+    /// The listings of its subdirectories started before the engine named
+    /// them ([`Spec`]), once its own listing is taken.
+    spec: Mutex<Option<Arc<Spec>>>,
 }
 
 impl SftpDir {
@@ -180,6 +185,7 @@ impl SftpDir {
             ahead: Mutex::new(HashMap::new()),
             ahead_dirs: Mutex::new(HashMap::new()),
             listed: Mutex::new(None),
+            spec: Mutex::new(None),
         }
     }
 }
@@ -202,11 +208,121 @@ impl Drop for DirPlace {
 /// One directory's listing ahead: aborted when dropped.
 struct AheadDir {
     task: tokio::task::JoinHandle<(Listing, io::Result<()>, DirPlace)>,
+    spec: Arc<Spec>,
 }
 
 impl Drop for AheadDir {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+/// The listings of a directory's subdirectories, started one level beyond
+/// what the engine has asked for: a directory listed ahead because the
+/// engine will list it ([`FileSystem::will_list`]) starts listing its own
+/// subdirectories as soon as its listing is in, before the engine, which
+/// may be several directories behind, gets to it and names them. A
+/// subdirectory the engine then skips (ignored) cost one listing, never
+/// its own subdirectories': a directory named by nobody speculates no
+/// further until the engine names it.
+struct Spec {
+    state: Mutex<SpecState>,
+    children: Mutex<HashMap<OsString, AheadDir>>,
+}
+
+enum SpecState {
+    /// Not named by the engine yet; its subdirectories, once listed.
+    Unnamed(Option<Vec<OsString>>),
+    Named,
+}
+
+/// What a listing ahead needs to start others.
+#[derive(Clone)]
+struct Lister {
+    conn: Arc<Conn>,
+    places: Arc<AtomicUsize>,
+    rt: tokio::runtime::Handle,
+}
+
+impl Lister {
+    /// Start listing the directory at `path`, if there is a place (a
+    /// speculative one leaves [`AHEAD_DIRS_NAMED`] of them to the listings
+    /// the engine asks for).
+    fn start(&self, path: Vec<u8>, named: bool) -> Option<AheadDir> {
+        let limit = if named {
+            AHEAD_DIRS
+        } else {
+            AHEAD_DIRS - AHEAD_DIRS_NAMED
+        };
+        if self.places.fetch_add(1, Ordering::AcqRel) >= limit {
+            self.places.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        let place = DirPlace(self.places.clone());
+        let spec = Arc::new(Spec {
+            state: Mutex::new(if named {
+                SpecState::Named
+            } else {
+                SpecState::Unnamed(None)
+            }),
+            children: Mutex::new(HashMap::new()),
+        });
+        let lister = self.clone();
+        let shared = spec.clone();
+        let task = self.rt.spawn(async move {
+            let mut listing = Listing::new();
+            let r = list_dir(&lister.conn, &path, &mut listing).await;
+            if r.is_ok() {
+                let subdirs: Vec<OsString> = listing
+                    .iter()
+                    .filter(|&(_, kind)| kind == FileType::Dir)
+                    .map(|(name, _)| os_str(name).into_owned())
+                    .collect();
+                let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+                match &mut *state {
+                    SpecState::Named => {
+                        drop(state);
+                        lister.speculate(&shared, &path, subdirs);
+                    }
+                    SpecState::Unnamed(later) => *later = Some(subdirs),
+                }
+            }
+            (listing, r, place)
+        });
+        Some(AheadDir { task, spec })
+    }
+
+    /// Start listing the subdirectories `names` of the directory at `path`.
+    fn speculate(&self, spec: &Spec, path: &[u8], names: Vec<OsString>) {
+        let mut children = spec.children.lock().unwrap_or_else(|e| e.into_inner());
+        for name in names {
+            let mut sub = path.to_vec();
+            if sub.last() != Some(&b'/') {
+                sub.push(b'/');
+            }
+            sub.extend_from_slice(path_bytes(Path::new(&name)));
+            match self.start(sub, false) {
+                Some(ahead) => {
+                    children.insert(name, ahead);
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// The engine named the directory at `path` listed by `ahead`: its
+    /// subdirectories, if it is listed already, start now.
+    fn name(&self, ahead: &AheadDir, path: &[u8]) {
+        let later = {
+            let mut state = ahead.spec.state.lock().unwrap_or_else(|e| e.into_inner());
+            match std::mem::replace(&mut *state, SpecState::Named) {
+                SpecState::Unnamed(later) => later,
+                SpecState::Named => None,
+            }
+        };
+        if let Some(names) = later {
+            self.speculate(&ahead.spec, path, names);
+        }
     }
 }
 
@@ -325,6 +441,7 @@ impl SftpFs {
         let Some(mut ahead) = take(&dir.listed) else {
             return Ok(false);
         };
+        *dir.spec.lock().unwrap_or_else(|e| e.into_inner()) = Some(ahead.spec.clone());
         let done = match ready(&mut ahead.task) {
             Some(done) => done.ok(),
             None => self.run(None, |_| async move { Ok((&mut ahead.task).await.ok()) })?,
@@ -905,24 +1022,36 @@ impl FileSystem for SftpFs {
     }
 
     fn will_list(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) {
-        if self.ahead_dirs.fetch_add(1, Ordering::AcqRel) >= AHEAD_DIRS {
-            self.ahead_dirs.fetch_sub(1, Ordering::AcqRel);
-            return;
-        }
-        let place = DirPlace(self.ahead_dirs.clone());
         let Some(conn) = self.live_conn() else {
             return;
         };
+        let lister = Lister {
+            conn,
+            places: self.ahead_dirs.clone(),
+            rt: self.rt.handle().clone(),
+        };
         let path = path_bytes(&join_name(dir_path, name)).to_vec();
-        let task = self.rt.spawn(async move {
-            let mut listing = Listing::new();
-            let r = list_dir(&conn, &path, &mut listing).await;
-            (listing, r, place)
+        let spec = dir.spec.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let started = spec.and_then(|s| {
+            s.children
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(name)
         });
+        let ahead = match started {
+            Some(ahead) => {
+                lister.name(&ahead, &path);
+                ahead
+            }
+            None => match lister.start(path, true) {
+                Some(ahead) => ahead,
+                None => return,
+            },
+        };
         dir.ahead_dirs
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(name.to_os_string(), AheadDir { task });
+            .insert(name.to_os_string(), ahead);
     }
 
     fn open_at(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) -> io::Result<SftpFile> {
