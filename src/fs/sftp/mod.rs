@@ -815,15 +815,16 @@ async fn read_handle(
 /// ahead: `OPEN`, then its `READ`s (the end-of-file probe with them), and
 /// `CLOSE` without waiting for its reply.
 async fn read_listed(conn: &Arc<Conn>, path: &[u8], size: u64) -> io::Result<Bytes> {
-    let handle = expect_handle(
-        conn.call(proto::FXP_OPEN, |o| {
-            o.bytes(path).u32(proto::FXF_READ).u32(0)
-        })
-        .await,
-    )?;
-    let data = read_handle(conn, &handle, size, None).await;
-    conn.close_later(handle);
-    data
+    let handle = Closing {
+        conn,
+        handle: expect_handle(
+            conn.call(proto::FXP_OPEN, |o| {
+                o.bytes(path).u32(proto::FXF_READ).u32(0)
+            })
+            .await,
+        )?,
+    };
+    read_handle(conn, &handle.handle, size, None).await
 }
 
 /// Open and read the file at `path`: `OPEN` with `STAT` (or, when the
@@ -860,12 +861,12 @@ async fn read_whole(
         }
         (m, expect_handle(open().await)?)
     };
+    let handle = Closing { conn, handle };
     if !meta.kind.is_file() || max.is_some_and(|max| meta.len > max) {
-        conn.close_later(handle);
         return Ok((meta, None));
     }
-    let data = read_handle(conn, &handle, meta.len, cancel).await;
-    conn.close_later(handle);
+    let data = read_handle(conn, &handle.handle, meta.len, cancel).await;
+    drop(handle);
     let data = data?;
     if max.is_some_and(|max| data.len() as u64 > max) {
         return Ok((meta, None));
@@ -877,8 +878,11 @@ async fn read_whole(
 /// time until one says `EOF`.
 async fn list_dir(conn: &Arc<Conn>, path: &[u8], listing: &mut Listing) -> io::Result<()> {
     let opened = expect_handle(conn.call(proto::FXP_OPENDIR, |o| o.bytes(path)).await);
-    let handle = refine(conn, path, opened).await?;
-    let h = &handle;
+    let handle = Closing {
+        conn,
+        handle: refine(conn, path, opened).await?,
+    };
+    let h = &handle.handle;
     let mut full = path.to_vec();
     if full.last() != Some(&b'/') {
         full.push(b'/');
@@ -912,8 +916,22 @@ async fn list_dir(conn: &Arc<Conn>, path: &[u8], listing: &mut Listing) -> io::R
             }
         }
     };
-    conn.close_later(handle);
+    drop(handle);
     result
+}
+
+/// An open handle, closed when dropped: also when the listing is abandoned
+/// (a listing ahead given up, a timeout), or the server keeps it open for
+/// the session's life.
+struct Closing<'c> {
+    conn: &'c Arc<Conn>,
+    handle: Vec<u8>,
+}
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        self.conn.close_later(std::mem::take(&mut self.handle));
+    }
 }
 
 impl FileSystem for SftpFs {
