@@ -5,7 +5,10 @@
 //! rare-literal grep: the native engine over SFTP (one connection, already
 //! open) against `rg` run on the host through an already-open SSH
 //! connection (`ssh -o ControlPath=…`), alternating, with the requests,
-//! round trips and bytes the SFTP side cost.
+//! round trips and bytes the SFTP side cost, and the CPU time each side
+//! took (the SFTP side: this process and the `sshd` serving it; rg's: the
+//! `sshd` session, its shell and rg, and the local `ssh` client and master),
+//! which the load of other work on the machine moves less than the times.
 //!
 //! ```text
 //! cargo bench --bench sftp -- [ITERATIONS]
@@ -39,6 +42,63 @@ fn sh(cmd: &mut Command) {
         "{cmd:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// CPU time (user and system) of the process `pid` and its descendants
+/// alive now, from `/proc`: what the server side of a search costs, the
+/// wall time aside (the 2 cores are shared with other work).
+fn tree_cpu(pid: u32) -> Duration {
+    let mut parent = std::collections::HashMap::<u32, Vec<u32>>::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some(pp) = stat_fields(p).and_then(|f| f.get(1).and_then(|x| x.parse().ok())) {
+            parent.entry(pp).or_default().push(p);
+        }
+    }
+    let mut total = Duration::ZERO;
+    let mut stack = vec![pid];
+    while let Some(p) = stack.pop() {
+        // Its own threads, and its children that ended and were waited
+        // for (`cutime`, `cstime`: clock ticks of 10 ms).
+        let waited: u64 = stat_fields(p)
+            .unwrap_or_default()
+            .iter()
+            .skip(13)
+            .take(2)
+            .filter_map(|t| t.parse::<u64>().ok())
+            .sum();
+        total += proc_cpu(p) + Duration::from_millis(waited * 10);
+        stack.extend(parent.get(&p).into_iter().flatten());
+    }
+    total
+}
+
+/// The fields of `/proc/PID/stat` after the command name (state first).
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    Some(rest.split(' ').map(str::to_string).collect())
+}
+
+/// The run time of every thread of `pid` (`schedstat`, nanoseconds).
+fn proc_cpu(pid: u32) -> Duration {
+    let mut ns = 0u64;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) {
+            ns += s
+                .split(' ')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+        }
+    }
+    Duration::from_nanos(ns)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -149,9 +209,10 @@ fn main() {
     let quote = |a: &str| format!("'{}'", a.replace('\'', "'\\''"));
 
     println!(
-        "| workload | files | dirs | files read | requests | round trips | (dirs + files read) / 16 | bytes read | sftp | rg over ssh | ratio |"
+        "| workload | files | dirs | files read | requests | round trips | (dirs + files read) / 16 | bytes read | sftp | rg over ssh | ratio | sftp CPU | rg CPU | CPU ratio |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let me = std::process::id();
     for (label, is_glob) in [("glob *", true), ("grep rare literal", false)] {
         let glob = GlobRequest::new("*", &tree);
         let grep = GrepRequest::new(corpus::RARE_LITERAL, &tree);
@@ -167,9 +228,11 @@ fn main() {
             args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
         );
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        let (mut ours_cpu, mut theirs_cpu) = (Vec::new(), Vec::new());
         let mut cost = fs.stats();
         for i in 0..=iterations {
             let before = fs.stats();
+            let cpu = (proc_cpu(me), tree_cpu(sshd.id()));
             let t = Instant::now();
             if is_glob {
                 assert!(native.glob(&glob).results.files.len() >= files as usize / 2);
@@ -178,9 +241,14 @@ fn main() {
             }
             let took = t.elapsed();
             let after = fs.stats();
+            let our_cpu = proc_cpu(me) - cpu.0 + tree_cpu(sshd.id()) - cpu.1;
+            let cpu = (tree_cpu(sshd.id()), proc_cpu(master.id()), children_cpu());
             let t = Instant::now();
             let out = ssh(&[]).arg(&remote).stdin(Stdio::null()).output().unwrap();
             let rg_took = t.elapsed();
+            let rg_cpu = tree_cpu(sshd.id()) - cpu.0 + proc_cpu(master.id()) - cpu.1
+                + children_cpu()
+                - cpu.2;
             assert!(
                 out.status.code().is_some_and(|c| c <= 1),
                 "{}",
@@ -189,6 +257,8 @@ fn main() {
             if i > 0 {
                 ours.push(took);
                 theirs.push(rg_took);
+                ours_cpu.push(our_cpu);
+                theirs_cpu.push(rg_cpu);
             }
             cost = dsh_search::fs::SftpStats {
                 requests: after.requests - before.requests,
@@ -199,21 +269,39 @@ fn main() {
         }
         let files_read = if is_glob { 0 } else { files };
         let (a, b) = (median(ours), median(theirs));
+        let (ca, cb) = (median(ours_cpu), median(theirs_cpu));
         println!(
-            "| {label} | {files} | {dirs} | {files_read} | {} | {} | {} | {} | {:.1} ms | {:.1} ms | {:.2} |",
+            "| {label} | {files} | {dirs} | {files_read} | {} | {} | {} | {} | {:.1} ms | {:.1} ms | {:.2} | {:.1} ms | {:.1} ms | {:.2} |",
             cost.requests,
             cost.round_trips,
             (dirs + files_read) / 16,
             cost.bytes_read,
             a.as_secs_f64() * 1e3,
             b.as_secs_f64() * 1e3,
-            a.as_secs_f64() / b.as_secs_f64()
+            a.as_secs_f64() / b.as_secs_f64(),
+            ca.as_secs_f64() * 1e3,
+            cb.as_secs_f64() * 1e3,
+            ca.as_secs_f64() / cb.as_secs_f64()
         );
     }
     let _ = master.kill();
     let _ = master.wait();
     let _ = sshd.kill();
     let _ = sshd.wait();
+}
+
+/// CPU time of this process's children that have been waited for (the
+/// `ssh` client of each rg run): `cutime` and `cstime`, in clock ticks of
+/// 10 ms.
+fn children_cpu() -> Duration {
+    let f = stat_fields(std::process::id()).unwrap_or_default();
+    let ticks: u64 = f
+        .iter()
+        .skip(13)
+        .take(2)
+        .filter_map(|t| t.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
 }
 
 /// Directories and regular files under `root` (the marker file excluded).

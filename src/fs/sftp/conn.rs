@@ -9,10 +9,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use russh::client::{self, Handle, Msg};
 use russh::keys::{self, PrivateKeyWithHashAlg, PublicKeyOrCertificate};
 use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Notify};
 
 use super::proto::{self, Out, Reply};
 
@@ -50,10 +51,33 @@ pub(crate) struct Counters {
     pub(crate) connects: AtomicU64,
 }
 
-type Waiter = oneshot::Sender<io::Result<Reply>>;
+/// A continuation: what to do with a reply, on the reader task.
+type Then = Box<dyn FnOnce(&Arc<Conn>, io::Result<Reply>) + Send>;
+
+/// What a reply goes to: a task waiting for it, or a continuation run
+/// by the reader as soon as it comes (which may send the next request
+/// then and there, without waking anything).
+enum Waiter {
+    Task(oneshot::Sender<io::Result<Reply>>),
+    Then(Then),
+}
+
+impl Waiter {
+    fn answer(self, conn: &Arc<Conn>, reply: io::Result<Reply>) {
+        match self {
+            Waiter::Task(tx) => {
+                let _ = tx.send(reply);
+            }
+            Waiter::Then(f) => f(conn, reply),
+        }
+    }
+}
 
 struct Pending {
     waiters: HashMap<u32, Waiter>,
+    /// Requests sent whose replies have not come, waited for or not (a
+    /// `CLOSE` nobody waits for still occupies the wire).
+    in_flight: usize,
     /// Why the session ended, once it has: every later request fails so.
     dead: Option<String>,
 }
@@ -62,11 +86,13 @@ struct Pending {
 pub(crate) struct Conn {
     // Kept so that the connection lives as long as the session.
     _ssh: Handle<Checker>,
-    write: ChannelWriteHalf<Msg>,
-    /// Packets are written whole, one request at a time: the channel splits
-    /// a large write into SSH packets, which concurrent writers would
-    /// interleave.
-    send_lock: tokio::sync::Mutex<()>,
+    /// Requests not yet handed to the channel, whole packets end to end:
+    /// the writer task sends all that accumulated as one channel write, so
+    /// that the requests issued together travel in one SSH packet (one
+    /// encryption and one read for the server) rather than one each.
+    outbox: Mutex<Vec<u8>>,
+    /// Wakes the writer task when the outbox stops being empty.
+    flush: Notify,
     pending: Mutex<Pending>,
     next_id: AtomicU32,
     pub(crate) ext: Extensions,
@@ -236,10 +262,11 @@ impl Conn {
         counters.connects.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Conn {
             _ssh: ssh,
-            write,
-            send_lock: tokio::sync::Mutex::new(()),
+            outbox: Mutex::new(Vec::new()),
+            flush: Notify::new(),
             pending: Mutex::new(Pending {
                 waiters: HashMap::new(),
+                in_flight: 0,
                 dead: None,
             }),
             next_id: AtomicU32::new(1),
@@ -251,6 +278,7 @@ impl Conn {
             url,
         });
         tokio::spawn(reader(read, buf, conn.clone()));
+        tokio::spawn(writer(write, conn.clone()));
         if ext.limits {
             // limits@openssh.com: max-packet, max-read, max-write, max-open.
             if let Ok(Reply::Extended(body)) = conn
@@ -273,33 +301,50 @@ impl Conn {
         self.pending.lock().unwrap().dead.is_some()
     }
 
-    /// Send one request and wait for its reply.
-    pub(crate) async fn call(&self, kind: u8, body: impl FnOnce(Out) -> Out) -> io::Result<Reply> {
+    /// Queue one request for the writer task, its reply to go to `waiter`
+    /// (or nowhere). Synchronous, so that a request can be sent from
+    /// anywhere (a reply's handler, an engine thread) without a task.
+    fn send(
+        &self,
+        kind: u8,
+        body: impl FnOnce(Out) -> Out,
+        waiter: Option<Waiter>,
+    ) -> io::Result<u32> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let packet = body(Out::new(kind, id)).finish();
-        let (tx, rx) = oneshot::channel();
         {
             let mut p = self.pending.lock().unwrap();
             if let Some(why) = &p.dead {
                 return Err(lost(&self.url, why));
             }
-            if p.waiters.is_empty() {
+            if p.in_flight == 0 {
                 self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
             }
-            p.waiters.insert(id, tx);
+            p.in_flight += 1;
+            if let Some(w) = waiter {
+                p.waiters.insert(id, w);
+            }
         }
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        let was_empty = {
+            let mut out = self.outbox.lock().unwrap();
+            let was_empty = out.is_empty();
+            out.extend_from_slice(&packet);
+            was_empty
+        };
+        if was_empty {
+            self.flush.notify_one();
+        }
+        Ok(id)
+    }
+
+    /// Send one request and wait for its reply.
+    pub(crate) async fn call(&self, kind: u8, body: impl FnOnce(Out) -> Out) -> io::Result<Reply> {
+        let (tx, rx) = oneshot::channel();
+        let id = self.send(kind, body, Some(Waiter::Task(tx)))?;
         // Abandoned (the caller's future dropped on a timeout or a
         // cancellation): the reply is dropped when it comes.
         let guard = Abandon { conn: self, id };
-        {
-            let _lock = self.send_lock.lock().await;
-            if let Err(e) = self.write.data_bytes(packet).await {
-                let why = format!("connection lost ({e})");
-                self.kill(&why);
-                return Err(lost(&self.url, &why));
-            }
-        }
         let reply = rx.await.map_err(|_| lost(&self.url, "connection lost"))?;
         std::mem::forget(guard);
         if let Ok(Reply::Data(d)) = &reply {
@@ -310,24 +355,41 @@ impl Conn {
         reply
     }
 
-    /// Close a handle without waiting for the reply (nothing the caller
-    /// could do about a failed close of a handle it only read).
-    pub(crate) fn close_later(self: &Arc<Conn>, handle: Vec<u8>) {
-        let conn = self.clone();
-        tokio::spawn(async move {
-            let _ = conn.call(proto::FXP_CLOSE, |o| o.bytes(&handle)).await;
-        });
+    /// Send one request; `then` gets its reply (or the reason the session
+    /// ended) on the reader task, and must not block.
+    pub(crate) fn send_then(
+        &self,
+        kind: u8,
+        body: impl FnOnce(Out) -> Out,
+        then: impl FnOnce(&Arc<Conn>, io::Result<Reply>) + Send + 'static,
+    ) -> io::Result<()> {
+        self.send(kind, body, Some(Waiter::Then(Box::new(then))))
+            .map(|_| ())
     }
 
-    fn kill(&self, why: &str) {
+    /// Count `n` file bytes received in a `READ` reply.
+    pub(crate) fn count_read(&self, n: usize) {
+        self.counters
+            .bytes_read
+            .fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Close a handle without waiting for the reply (nothing the caller
+    /// could do about a failed close of a handle it only read).
+    pub(crate) fn close_later(&self, handle: Vec<u8>) {
+        let _ = self.send(proto::FXP_CLOSE, |o| o.bytes(&handle), None);
+    }
+
+    fn kill(self: &Arc<Conn>, why: &str) {
         let waiters = {
             let mut p = self.pending.lock().unwrap();
             p.dead.get_or_insert_with(|| why.to_string());
             std::mem::take(&mut p.waiters)
         };
         for (_, w) in waiters {
-            let _ = w.send(Err(lost(&self.url, why)));
+            w.answer(self, Err(lost(&self.url, why)));
         }
+        self.flush.notify_one();
     }
 }
 
@@ -353,21 +415,66 @@ fn take_packet(buf: &mut Vec<u8>) -> Option<Vec<u8>> {
     Some(packet)
 }
 
+/// Send what the outbox holds, as it accumulates, until the session ends.
+async fn writer(write: ChannelWriteHalf<Msg>, conn: Arc<Conn>) {
+    loop {
+        conn.flush.notified().await;
+        loop {
+            let out = std::mem::take(&mut *conn.outbox.lock().unwrap());
+            if out.is_empty() {
+                break;
+            }
+            if let Err(e) = write.data_bytes(out).await {
+                conn.kill(&format!("connection lost ({e})"));
+                return;
+            }
+        }
+        if conn.is_dead() {
+            return;
+        }
+    }
+}
+
+/// The whole packets (type byte onwards) at the front of `chunk`, as
+/// slices of it, and how many bytes they take.
+fn packets(chunk: &Bytes) -> (Vec<Bytes>, usize) {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(head) = chunk.get(at..at + 4) {
+        let len = u32::from_be_bytes(head.try_into().unwrap()) as usize;
+        if chunk.len() - at - 4 < len {
+            break;
+        }
+        out.push(chunk.slice(at + 4..at + 4 + len));
+        at += 4 + len;
+    }
+    (out, at)
+}
+
 /// Dispatch replies to their waiters until the channel ends; then fail
-/// every waiter, and every later request, with the reason.
-async fn reader(mut read: ChannelReadHalf, mut buf: Vec<u8>, conn: Arc<Conn>) {
+/// every waiter, and every later request, with the reason. A reply's bytes
+/// stay in the buffer the channel delivered them in: a `DATA` reply is a
+/// slice of it, not a copy.
+async fn reader(mut read: ChannelReadHalf, mut partial: Vec<u8>, conn: Arc<Conn>) {
+    let mut chunk = Bytes::from(std::mem::take(&mut partial));
     let why = loop {
-        while let Some(packet) = take_packet(&mut buf) {
+        let (replies, used) = packets(&chunk);
+        partial.extend_from_slice(&chunk[used..]);
+        if !replies.is_empty() {
+            // Every reply in the chunk came in together: none of their
+            // requests is waiting any more, whatever the dispatch sends.
+            let mut p = conn.pending.lock().unwrap();
+            p.in_flight = p.in_flight.saturating_sub(replies.len());
+        }
+        for packet in replies {
             if packet.len() < 5 {
                 continue;
             }
             let id = u32::from_be_bytes(packet[1..5].try_into().unwrap());
-            let reply = Reply::parse(packet[0], &packet[5..]);
+            let reply = Reply::parse(packet[0], packet.slice(5..));
             let waiter = conn.pending.lock().unwrap().waiters.remove(&id);
             match (waiter, reply) {
-                (Some(w), reply) => {
-                    let _ = w.send(reply);
-                }
+                (Some(w), reply) => w.answer(&conn, reply),
                 // A handle opened for a request that was abandoned: close
                 // it, or the server keeps it open for the session's life.
                 (None, Ok(Reply::Handle(h))) => conn.close_later(h),
@@ -375,10 +482,19 @@ async fn reader(mut read: ChannelReadHalf, mut buf: Vec<u8>, conn: Arc<Conn>) {
             }
         }
         match read.wait().await {
-            Some(ChannelMsg::Data { data }) => buf.extend_from_slice(&data),
+            Some(ChannelMsg::Data { data }) => {
+                chunk = if partial.is_empty() {
+                    // Whole packets in a chunk of their own (the usual
+                    // case): sliced where they are.
+                    data
+                } else {
+                    partial.extend_from_slice(&data);
+                    Bytes::from(std::mem::take(&mut partial))
+                };
+            }
             Some(ChannelMsg::Eof) | Some(ChannelMsg::Close) | None => break "connection lost",
             Some(ChannelMsg::ExitStatus { .. }) => break "the sftp server exited",
-            Some(_) => {}
+            Some(_) => chunk = Bytes::new(),
         }
     };
     conn.kill(why);

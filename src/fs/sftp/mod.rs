@@ -17,6 +17,7 @@
 //! and sub-second modification times (whole seconds; glob's order by mtime
 //! then ties where the disk's would not).
 
+mod ahead;
 mod conn;
 mod proto;
 
@@ -26,12 +27,12 @@ use std::future::Future;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::Poll;
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use bytes::Bytes;
 
 use self::conn::{Conn, Counters, Target};
 use self::proto::{Attrs, Reply};
@@ -51,18 +52,12 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 const READDIRS_IN_FLIGHT: usize = 4;
 /// `READ`s in flight per file.
 const READS_IN_FLIGHT: usize = 32;
-/// Files read ahead of the engine at once ([`FileSystem::will_open`]):
-/// handles open on the server, and replies the searching threads have not
-/// taken yet.
-const AHEAD_FILES: usize = 128;
-/// The bytes those files may hold, in KiB.
-const AHEAD_KIB: u32 = 16 * 1024;
-/// The largest file read ahead; a larger one is read when it is opened.
-const AHEAD_MAX: u64 = 1 << 20;
 /// Directories listed ahead of the engine ([`FileSystem::will_list`]) at
 /// once, in flight or waiting to be taken; past it a directory is listed
 /// when the engine lists it.
-const AHEAD_DIRS: usize = 128;
+const AHEAD_DIRS: usize = 256;
+/// The places among them that only listings the engine asked for take.
+const AHEAD_DIRS_NAMED: usize = 64;
 
 /// Options of a remote workspace: `sftp://[USER@]HOST[:PORT]`, the key and
 /// the known hosts.
@@ -133,6 +128,7 @@ impl SftpBuilder {
             .enable_all()
             .build()?;
         Ok(SftpFs {
+            window: ahead::Window::new(rt.handle().clone()),
             target: Target {
                 host: self.host,
                 port: self.port,
@@ -146,8 +142,6 @@ impl SftpBuilder {
             counters: Arc::new(Counters::default()),
             excludes: OnceLock::new(),
             git_excludes: self.git_excludes,
-            ahead_files: Arc::new(Semaphore::new(AHEAD_FILES)),
-            ahead_kib: Arc::new(Semaphore::new(AHEAD_KIB as usize)),
             ahead_dirs: Arc::new(AtomicUsize::new(0)),
         })
     }
@@ -173,12 +167,15 @@ pub struct SftpStats {
 /// are abandoned with it.
 pub struct SftpDir {
     path: PathBuf,
-    ahead: Mutex<HashMap<OsString, Ahead>>,
+    ahead: Mutex<HashMap<OsString, ahead::Ahead>>,
     /// The listings of its subdirectories started ahead of the engine.
     ahead_dirs: Mutex<HashMap<OsString, AheadDir>>,
     /// Its own listing, started ahead of the engine (taken from its
     /// parent's when it was opened).
     listed: Mutex<Option<AheadDir>>,
+    /// The listings of its subdirectories started before the engine named
+    /// them ([`Spec`]), once its own listing is taken.
+    spec: Mutex<Option<Arc<Spec>>>,
 }
 
 impl SftpDir {
@@ -188,6 +185,7 @@ impl SftpDir {
             ahead: Mutex::new(HashMap::new()),
             ahead_dirs: Mutex::new(HashMap::new()),
             listed: Mutex::new(None),
+            spec: Mutex::new(None),
         }
     }
 }
@@ -195,31 +193,6 @@ impl SftpDir {
 impl std::fmt::Debug for SftpDir {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("SftpDir").field(&self.path).finish()
-    }
-}
-
-/// A read ahead not yet started: `open_at` may claim it and read the file
-/// itself rather than wait for a place in the window.
-const QUEUED: u8 = 0;
-/// Started: its requests are in flight, `open_at` waits for its reply.
-const STARTED: u8 = 1;
-/// Claimed by `open_at` before it started: it never starts.
-const CLAIMED: u8 = 2;
-
-/// The places in the read-ahead window a file holds until its bytes are
-/// taken (or dropped).
-type Places = (OwnedSemaphorePermit, OwnedSemaphorePermit);
-
-/// One file's read ahead: aborted when dropped (its directory dropped, or
-/// its waiter timed out), which gives its places back.
-struct Ahead {
-    state: Arc<AtomicU8>,
-    task: tokio::task::JoinHandle<Option<(io::Result<Vec<u8>>, Places)>>,
-}
-
-impl Drop for Ahead {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 
@@ -235,11 +208,121 @@ impl Drop for DirPlace {
 /// One directory's listing ahead: aborted when dropped.
 struct AheadDir {
     task: tokio::task::JoinHandle<(Listing, io::Result<()>, DirPlace)>,
+    spec: Arc<Spec>,
 }
 
 impl Drop for AheadDir {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+/// The listings of a directory's subdirectories, started one level beyond
+/// what the engine has asked for: a directory listed ahead because the
+/// engine will list it ([`FileSystem::will_list`]) starts listing its own
+/// subdirectories as soon as its listing is in, before the engine, which
+/// may be several directories behind, gets to it and names them. A
+/// subdirectory the engine then skips (ignored) cost one listing, never
+/// its own subdirectories': a directory named by nobody speculates no
+/// further until the engine names it.
+struct Spec {
+    state: Mutex<SpecState>,
+    children: Mutex<HashMap<OsString, AheadDir>>,
+}
+
+enum SpecState {
+    /// Not named by the engine yet; its subdirectories, once listed.
+    Unnamed(Option<Vec<OsString>>),
+    Named,
+}
+
+/// What a listing ahead needs to start others.
+#[derive(Clone)]
+struct Lister {
+    conn: Arc<Conn>,
+    places: Arc<AtomicUsize>,
+    rt: tokio::runtime::Handle,
+}
+
+impl Lister {
+    /// Start listing the directory at `path`, if there is a place (a
+    /// speculative one leaves [`AHEAD_DIRS_NAMED`] of them to the listings
+    /// the engine asks for).
+    fn start(&self, path: Vec<u8>, named: bool) -> Option<AheadDir> {
+        let limit = if named {
+            AHEAD_DIRS
+        } else {
+            AHEAD_DIRS - AHEAD_DIRS_NAMED
+        };
+        if self.places.fetch_add(1, Ordering::AcqRel) >= limit {
+            self.places.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        let place = DirPlace(self.places.clone());
+        let spec = Arc::new(Spec {
+            state: Mutex::new(if named {
+                SpecState::Named
+            } else {
+                SpecState::Unnamed(None)
+            }),
+            children: Mutex::new(HashMap::new()),
+        });
+        let lister = self.clone();
+        let shared = spec.clone();
+        let task = self.rt.spawn(async move {
+            let mut listing = Listing::new();
+            let r = list_dir(&lister.conn, &path, &mut listing).await;
+            if r.is_ok() {
+                let subdirs: Vec<OsString> = listing
+                    .iter()
+                    .filter(|&(_, kind)| kind == FileType::Dir)
+                    .map(|(name, _)| os_str(name).into_owned())
+                    .collect();
+                let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+                match &mut *state {
+                    SpecState::Named => {
+                        drop(state);
+                        lister.speculate(&shared, &path, subdirs);
+                    }
+                    SpecState::Unnamed(later) => *later = Some(subdirs),
+                }
+            }
+            (listing, r, place)
+        });
+        Some(AheadDir { task, spec })
+    }
+
+    /// Start listing the subdirectories `names` of the directory at `path`.
+    fn speculate(&self, spec: &Spec, path: &[u8], names: Vec<OsString>) {
+        let mut children = spec.children.lock().unwrap_or_else(|e| e.into_inner());
+        for name in names {
+            let mut sub = path.to_vec();
+            if sub.last() != Some(&b'/') {
+                sub.push(b'/');
+            }
+            sub.extend_from_slice(path_bytes(Path::new(&name)));
+            match self.start(sub, false) {
+                Some(ahead) => {
+                    children.insert(name, ahead);
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// The engine named the directory at `path` listed by `ahead`: its
+    /// subdirectories, if it is listed already, start now.
+    fn name(&self, ahead: &AheadDir, path: &[u8]) {
+        let later = {
+            let mut state = ahead.spec.state.lock().unwrap_or_else(|e| e.into_inner());
+            match std::mem::replace(&mut *state, SpecState::Named) {
+                SpecState::Unnamed(later) => later,
+                SpecState::Named => None,
+            }
+        };
+        if let Some(names) = later {
+            self.speculate(&ahead.spec, path, names);
+        }
     }
 }
 
@@ -254,7 +337,7 @@ where
 /// flight at once), then served from memory.
 #[derive(Debug)]
 pub struct SftpFile {
-    data: Vec<u8>,
+    data: Bytes,
     pos: usize,
 }
 
@@ -278,9 +361,8 @@ pub struct SftpFs {
     /// Where git's global excludes file is (found once).
     excludes: OnceLock<Option<PathBuf>>,
     git_excludes: Option<PathBuf>,
-    /// The read-ahead window: files, and KiB.
-    ahead_files: Arc<Semaphore>,
-    ahead_kib: Arc<Semaphore>,
+    /// The read-ahead window ([`FileSystem::will_open`]).
+    window: Arc<ahead::Window>,
     /// Listings ahead now (at most [`AHEAD_DIRS`]).
     ahead_dirs: Arc<AtomicUsize>,
 }
@@ -340,29 +422,16 @@ impl SftpFs {
     /// started; `None` when there was none, it had not started (it never
     /// will), or it failed: the caller then reads the file itself, and
     /// reports what that read finds, exactly as without the read ahead.
-    fn take_ahead(&self, dir: &SftpDir, name: &OsStr) -> io::Result<Option<Vec<u8>>> {
+    fn take_ahead(&self, dir: &SftpDir, name: &OsStr) -> io::Result<Option<Bytes>> {
         let ahead = dir
             .ahead
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(name);
-        let Some(mut ahead) = ahead else {
-            return Ok(None);
-        };
-        if ahead
-            .state
-            .compare_exchange(QUEUED, CLAIMED, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            return Ok(None);
+        match ahead {
+            Some(ahead) => ahead.take(self.timeout, &self.target.url()),
+            None => Ok(None),
         }
-        let done = self.run(None, |_| async move {
-            Ok((&mut ahead.task).await.ok().flatten())
-        })?;
-        Ok(match done {
-            Some((Ok(data), _places)) => Some(data),
-            _ => None,
-        })
     }
 
     /// The listing of `dir` started ahead, into `listing`: true when it
@@ -372,7 +441,11 @@ impl SftpFs {
         let Some(mut ahead) = take(&dir.listed) else {
             return Ok(false);
         };
-        let done = self.run(None, |_| async move { Ok((&mut ahead.task).await.ok()) })?;
+        *dir.spec.lock().unwrap_or_else(|e| e.into_inner()) = Some(ahead.spec.clone());
+        let done = match ready(&mut ahead.task) {
+            Some(done) => done.ok(),
+            None => self.run(None, |_| async move { Ok((&mut ahead.task).await.ok()) })?,
+        };
         match done {
             Some((mut fetched, Ok(()), _place)) => {
                 std::mem::swap(&mut listing.names, &mut fetched.names);
@@ -450,6 +523,18 @@ impl SftpFs {
                 }
             }
         })
+    }
+}
+
+/// The output of `task` if it has finished, polled once without a runtime.
+fn ready<T>(task: &mut tokio::task::JoinHandle<T>) -> Option<Result<T, tokio::task::JoinError>> {
+    if !task.is_finished() {
+        return None;
+    }
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match Pin::new(task).poll(&mut cx) {
+        Poll::Ready(r) => Some(r),
+        Poll::Pending => None,
     }
 }
 
@@ -672,9 +757,9 @@ async fn read_handle(
     handle: &[u8],
     size: u64,
     cancel: Option<&CancelToken>,
-) -> io::Result<Vec<u8>> {
+) -> io::Result<Bytes> {
     let chunk = u64::from(conn.max_read.load(Ordering::Relaxed));
-    let mut data = Vec::with_capacity(size.min(1 << 30) as usize);
+    let mut data = Vec::new();
     let mut offset = 0u64;
     loop {
         if cancel.is_some_and(CancelToken::is_cancelled) {
@@ -705,12 +790,20 @@ async fn read_handle(
             match reply? {
                 Reply::Data(d) => {
                     offset += d.len() as u64;
+                    if (d.len() as u64) < len && data.is_empty() {
+                        // The whole file in one reply: its bytes as they
+                        // came, uncopied.
+                        return Ok(d);
+                    }
+                    if data.is_empty() {
+                        data.reserve_exact(size.min(1 << 30) as usize + 1);
+                    }
                     data.extend_from_slice(&d);
                     if (d.len() as u64) < len {
-                        return Ok(data);
+                        return Ok(data.into());
                     }
                 }
-                Reply::Status(proto::FX_EOF, _) => return Ok(data),
+                Reply::Status(proto::FX_EOF, _) => return Ok(data.into()),
                 Reply::Status(c, m) => return Err(status_error(c, &m)),
                 _ => return Err(unexpected()),
             }
@@ -721,16 +814,17 @@ async fn read_handle(
 /// Read the regular file at `path`, listed with `size` bytes, for a read
 /// ahead: `OPEN`, then its `READ`s (the end-of-file probe with them), and
 /// `CLOSE` without waiting for its reply.
-async fn read_listed(conn: &Arc<Conn>, path: &[u8], size: u64) -> io::Result<Vec<u8>> {
-    let handle = expect_handle(
-        conn.call(proto::FXP_OPEN, |o| {
-            o.bytes(path).u32(proto::FXF_READ).u32(0)
-        })
-        .await,
-    )?;
-    let data = read_handle(conn, &handle, size, None).await;
-    conn.close_later(handle);
-    data
+async fn read_listed(conn: &Arc<Conn>, path: &[u8], size: u64) -> io::Result<Bytes> {
+    let handle = Closing {
+        conn,
+        handle: expect_handle(
+            conn.call(proto::FXP_OPEN, |o| {
+                o.bytes(path).u32(proto::FXF_READ).u32(0)
+            })
+            .await,
+        )?,
+    };
+    read_handle(conn, &handle.handle, size, None).await
 }
 
 /// Open and read the file at `path`: `OPEN` with `STAT` (or, when the
@@ -742,7 +836,7 @@ async fn read_whole(
     known_file: bool,
     max: Option<u64>,
     cancel: Option<&CancelToken>,
-) -> io::Result<(Metadata, Option<Vec<u8>>)> {
+) -> io::Result<(Metadata, Option<Bytes>)> {
     let open = || {
         conn.call(proto::FXP_OPEN, |o| {
             o.bytes(path).u32(proto::FXF_READ).u32(0)
@@ -767,12 +861,12 @@ async fn read_whole(
         }
         (m, expect_handle(open().await)?)
     };
+    let handle = Closing { conn, handle };
     if !meta.kind.is_file() || max.is_some_and(|max| meta.len > max) {
-        conn.close_later(handle);
         return Ok((meta, None));
     }
-    let data = read_handle(conn, &handle, meta.len, cancel).await;
-    conn.close_later(handle);
+    let data = read_handle(conn, &handle.handle, meta.len, cancel).await;
+    drop(handle);
     let data = data?;
     if max.is_some_and(|max| data.len() as u64 > max) {
         return Ok((meta, None));
@@ -784,8 +878,11 @@ async fn read_whole(
 /// time until one says `EOF`.
 async fn list_dir(conn: &Arc<Conn>, path: &[u8], listing: &mut Listing) -> io::Result<()> {
     let opened = expect_handle(conn.call(proto::FXP_OPENDIR, |o| o.bytes(path)).await);
-    let handle = refine(conn, path, opened).await?;
-    let h = &handle;
+    let handle = Closing {
+        conn,
+        handle: refine(conn, path, opened).await?,
+    };
+    let h = &handle.handle;
     let mut full = path.to_vec();
     if full.last() != Some(&b'/') {
         full.push(b'/');
@@ -819,8 +916,22 @@ async fn list_dir(conn: &Arc<Conn>, path: &[u8], listing: &mut Listing) -> io::R
             }
         }
     };
-    conn.close_later(handle);
+    drop(handle);
     result
+}
+
+/// An open handle, closed when dropped: also when the listing is abandoned
+/// (a listing ahead given up, a timeout), or the server keeps it open for
+/// the session's life.
+struct Closing<'c> {
+    conn: &'c Arc<Conn>,
+    handle: Vec<u8>,
+}
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        self.conn.close_later(std::mem::take(&mut self.handle));
+    }
 }
 
 impl FileSystem for SftpFs {
@@ -908,7 +1019,7 @@ impl FileSystem for SftpFs {
         // Only a regular file of a known size (what the listing said) that
         // fits the window; the engine lists nothing else as one.
         let Some(size) = metadata
-            .filter(|m| m.kind.is_file() && m.len <= AHEAD_MAX)
+            .filter(|m| m.kind.is_file() && m.len <= ahead::MAX)
             .map(|m| m.len)
         else {
             return;
@@ -917,26 +1028,11 @@ impl FileSystem for SftpFs {
             return;
         };
         let path = path_bytes(&join_name(dir_path, name)).to_vec();
-        let state = Arc::new(AtomicU8::new(QUEUED));
-        let files = self.ahead_files.clone();
-        let kib_window = self.ahead_kib.clone();
-        let kib = (size / 1024 + 1).min(u64::from(AHEAD_KIB)) as u32;
-        let started = state.clone();
-        // The window's places are granted in the order of the hints, the
-        // order the searching threads take the files in.
-        let task = self.rt.spawn(async move {
-            let file = files.acquire_owned().await.ok()?;
-            let bytes = kib_window.acquire_many_owned(kib).await.ok()?;
-            started
-                .compare_exchange(QUEUED, STARTED, Ordering::AcqRel, Ordering::Acquire)
-                .ok()?;
-            let data = read_listed(&conn, &path, size).await;
-            Some((data, (file, bytes)))
-        });
+        let ahead = self.window.hint(conn, path, size);
         dir.ahead
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(name.to_os_string(), Ahead { state, task });
+            .insert(name.to_os_string(), ahead);
     }
 
     fn lists_ahead(&self) -> bool {
@@ -944,24 +1040,36 @@ impl FileSystem for SftpFs {
     }
 
     fn will_list(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) {
-        if self.ahead_dirs.fetch_add(1, Ordering::AcqRel) >= AHEAD_DIRS {
-            self.ahead_dirs.fetch_sub(1, Ordering::AcqRel);
-            return;
-        }
-        let place = DirPlace(self.ahead_dirs.clone());
         let Some(conn) = self.live_conn() else {
             return;
         };
+        let lister = Lister {
+            conn,
+            places: self.ahead_dirs.clone(),
+            rt: self.rt.handle().clone(),
+        };
         let path = path_bytes(&join_name(dir_path, name)).to_vec();
-        let task = self.rt.spawn(async move {
-            let mut listing = Listing::new();
-            let r = list_dir(&conn, &path, &mut listing).await;
-            (listing, r, place)
+        let spec = dir.spec.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let started = spec.and_then(|s| {
+            s.children
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(name)
         });
+        let ahead = match started {
+            Some(ahead) => {
+                lister.name(&ahead, &path);
+                ahead
+            }
+            None => match lister.start(path, true) {
+                Some(ahead) => ahead,
+                None => return,
+            },
+        };
         dir.ahead_dirs
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(name.to_os_string(), AheadDir { task });
+            .insert(name.to_os_string(), ahead);
     }
 
     fn open_at(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) -> io::Result<SftpFile> {
@@ -1001,7 +1109,7 @@ impl FileSystem for SftpFs {
         let (meta, data) = self.run(None, |c| async move {
             read_whole(&c, p, false, None, None).await
         })?;
-        data.ok_or_else(|| {
+        data.map(Vec::from).ok_or_else(|| {
             if meta.kind.is_dir() {
                 errno::is_a_directory()
             } else {
@@ -1012,9 +1120,10 @@ impl FileSystem for SftpFs {
 
     fn read_file(&self, path: &Path, max: u64) -> io::Result<(Metadata, Option<Vec<u8>>)> {
         let p = path_bytes(path);
-        self.run(None, |c| async move {
+        let (meta, data) = self.run(None, |c| async move {
             read_whole(&c, p, false, Some(max), None).await
-        })
+        })?;
+        Ok((meta, data.map(Vec::from)))
     }
 
     fn git_global_excludes(&self, _workdir: &Path) -> Option<(PathBuf, Vec<u8>)> {

@@ -158,7 +158,8 @@ pub(crate) enum Reply {
     /// `SSH_FXP_STATUS`: code and message.
     Status(u32, String),
     Handle(Vec<u8>),
-    Data(Vec<u8>),
+    /// A slice of the buffer the reply came in.
+    Data(bytes::Bytes),
     /// `SSH_FXP_NAME`: (filename, attributes) pairs.
     Name(Vec<(Vec<u8>, Attrs)>),
     Attrs(Attrs),
@@ -167,8 +168,8 @@ pub(crate) enum Reply {
 
 impl Reply {
     /// Parse the body of a reply of type `kind` (after its id).
-    pub(crate) fn parse(kind: u8, body: &[u8]) -> io::Result<Reply> {
-        let mut r = In(body);
+    pub(crate) fn parse(kind: u8, body: bytes::Bytes) -> io::Result<Reply> {
+        let mut r = In(&body);
         Ok(match kind {
             FXP_STATUS => {
                 let code = r.u32()?;
@@ -176,7 +177,10 @@ impl Reply {
                 Reply::Status(code, msg.unwrap_or_default())
             }
             FXP_HANDLE => Reply::Handle(r.bytes()?.to_vec()),
-            FXP_DATA => Reply::Data(r.bytes()?.to_vec()),
+            FXP_DATA => {
+                let n = r.bytes()?.len();
+                Reply::Data(body.slice(4..4 + n))
+            }
             FXP_NAME => {
                 let n = r.u32()?;
                 let mut names = Vec::with_capacity(n.min(1024) as usize);
