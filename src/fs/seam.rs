@@ -353,6 +353,15 @@ pub trait FileSystem: Send + Sync + 'static {
         let _ = (dir, dir_path, name);
     }
 
+    /// A hint, as [`FileSystem::will_list`], from a walk that will list the
+    /// whole tree below `name` but for the VCS directories (glob's walk:
+    /// nothing but those is left out of it), so a filesystem with a slow
+    /// round trip can list deeper ahead of it. The default is
+    /// [`FileSystem::will_list`].
+    fn will_list_tree(&self, dir: &Self::Dir, dir_path: &Path, name: &OsStr) {
+        self.will_list(dir, dir_path, name);
+    }
+
     /// Open the file at `path` for reading, symlinks followed. A FIFO is
     /// read as it comes, and the wait for its data ends with an error once
     /// `cancel` is set.

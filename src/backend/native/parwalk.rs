@@ -247,9 +247,10 @@ fn visit<'s, F: FileSystem>(
             sub_printed.push(b'/');
             let sub_path = path_buf(child.clone());
             // A filesystem whose handles hold no descriptor and whose
-            // listings are slow to come starts listing it now.
+            // listings are slow to come starts listing it now, and below
+            // it: glob lists every directory but the VCS ones.
             let ahead = if ctx.fs.lists_ahead() {
-                ctx.fs.will_list(handle, path, &name);
+                ctx.fs.will_list_tree(handle, path, &name);
                 ctx.fs.open_dir_at(handle, path, &name).ok()
             } else {
                 None

@@ -58,6 +58,10 @@ const READS_IN_FLIGHT: usize = 32;
 const AHEAD_DIRS: usize = 256;
 /// The places among them that only listings the engine asked for take.
 const AHEAD_DIRS_NAMED: usize = 64;
+/// Directories listed ahead of a walk that lists the whole tree
+/// ([`FileSystem::will_list_tree`]): every listing is wanted, so the only
+/// bound is memory (a listing is its names).
+const AHEAD_TREE_DIRS: usize = 4096;
 
 /// Options of a remote workspace: `sftp://[USER@]HOST[:PORT]`, the key and
 /// the known hosts.
@@ -228,6 +232,11 @@ impl Drop for AheadDir {
 struct Spec {
     state: Mutex<SpecState>,
     children: Mutex<HashMap<OsString, AheadDir>>,
+    /// Named through [`FileSystem::will_list_tree`], or below such a
+    /// directory: the walk lists every subdirectory but the VCS ones, so
+    /// their listings start as soon as this one is in, at every depth
+    /// (as far as [`AHEAD_DIRS`] allows).
+    tree: bool,
 }
 
 enum SpecState {
@@ -248,8 +257,10 @@ impl Lister {
     /// Start listing the directory at `path`, if there is a place (a
     /// speculative one leaves [`AHEAD_DIRS_NAMED`] of them to the listings
     /// the engine asks for).
-    fn start(&self, path: Vec<u8>, named: bool) -> Option<AheadDir> {
-        let limit = if named {
+    fn start(&self, path: Vec<u8>, named: bool, tree: bool) -> Option<AheadDir> {
+        let limit = if tree {
+            AHEAD_TREE_DIRS
+        } else if named {
             AHEAD_DIRS
         } else {
             AHEAD_DIRS - AHEAD_DIRS_NAMED
@@ -260,12 +271,15 @@ impl Lister {
         }
         let place = DirPlace(self.places.clone());
         let spec = Arc::new(Spec {
-            state: Mutex::new(if named {
+            // A listing of a tree the walk will list whole speculates on
+            // its own subdirectories as a named one does.
+            state: Mutex::new(if named || tree {
                 SpecState::Named
             } else {
                 SpecState::Unnamed(None)
             }),
             children: Mutex::new(HashMap::new()),
+            tree,
         });
         let lister = self.clone();
         let shared = spec.clone();
@@ -296,12 +310,15 @@ impl Lister {
     fn speculate(&self, spec: &Spec, path: &[u8], names: Vec<OsString>) {
         let mut children = spec.children.lock().unwrap_or_else(|e| e.into_inner());
         for name in names {
+            if spec.tree && crate::request::VCS_DIRS.iter().any(|v| name == *v) {
+                continue;
+            }
             let mut sub = path.to_vec();
             if sub.last() != Some(&b'/') {
                 sub.push(b'/');
             }
             sub.extend_from_slice(path_bytes(Path::new(&name)));
-            match self.start(sub, false) {
+            match self.start(sub, false, spec.tree) {
                 Some(ahead) => {
                     children.insert(name, ahead);
                 }
@@ -410,6 +427,42 @@ impl SftpFs {
             bytes_read: c.bytes_read.load(Ordering::Relaxed),
             connects: c.connects.load(Ordering::Relaxed),
         }
+    }
+
+    /// Start listing the subdirectory `name` of `dir` for the engine
+    /// ([`FileSystem::will_list`]; `tree`: [`FileSystem::will_list_tree`]),
+    /// or take the listing its parent's speculation started.
+    fn list_ahead(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr, tree: bool) {
+        let Some(conn) = self.live_conn() else {
+            return;
+        };
+        let lister = Lister {
+            conn,
+            places: self.ahead_dirs.clone(),
+            rt: self.rt.handle().clone(),
+        };
+        let path = path_bytes(&join_name(dir_path, name)).to_vec();
+        let spec = dir.spec.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let started = spec.and_then(|s| {
+            s.children
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(name)
+        });
+        let ahead = match started {
+            Some(ahead) => {
+                lister.name(&ahead, &path);
+                ahead
+            }
+            None => match lister.start(path, true, tree) {
+                Some(ahead) => ahead,
+                None => return,
+            },
+        };
+        dir.ahead_dirs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_os_string(), ahead);
     }
 
     /// The connection if it is open and alive (never connects).
@@ -1040,36 +1093,11 @@ impl FileSystem for SftpFs {
     }
 
     fn will_list(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) {
-        let Some(conn) = self.live_conn() else {
-            return;
-        };
-        let lister = Lister {
-            conn,
-            places: self.ahead_dirs.clone(),
-            rt: self.rt.handle().clone(),
-        };
-        let path = path_bytes(&join_name(dir_path, name)).to_vec();
-        let spec = dir.spec.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let started = spec.and_then(|s| {
-            s.children
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(name)
-        });
-        let ahead = match started {
-            Some(ahead) => {
-                lister.name(&ahead, &path);
-                ahead
-            }
-            None => match lister.start(path, true) {
-                Some(ahead) => ahead,
-                None => return,
-            },
-        };
-        dir.ahead_dirs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(name.to_os_string(), ahead);
+        self.list_ahead(dir, dir_path, name, false);
+    }
+
+    fn will_list_tree(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) {
+        self.list_ahead(dir, dir_path, name, true);
     }
 
     fn open_at(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) -> io::Result<SftpFile> {
