@@ -525,3 +525,139 @@ fn sftp_timeout_and_cancellation() {
         fs.stats()
     );
 }
+
+/// Authentication by the SSH agent (no `--identity`): a real `ssh-agent`
+/// holding the user's key, the command line over SFTP equal to the local
+/// disk; and an empty agent, refused in one line with exit 2.
+#[test]
+fn sftp_agent_authentication() {
+    use crate::util::tree::{file, Tree};
+    let tree = Tree::build(&[file("a.txt", "needle a\n"), file("sub/b.txt", "needle b\n")]);
+    let root = tree.root().canonicalize().unwrap();
+    let server = sshd::shared();
+    let keys = sshd::keys();
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("agent.sock");
+    let mut agent = std::process::Command::new("ssh-agent")
+        .arg("-D")
+        .arg("-a")
+        .arg(&sock)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("ssh-agent (openssh-client) must be installed");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !sock.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ssh-agent never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let bin = env!("CARGO_BIN_EXE_dsh-search");
+    let run = |args: &[String], agent_sock: Option<&Path>| {
+        let mut cmd = std::process::Command::new(bin);
+        cmd.args(args).env_remove("SSH_AUTH_SOCK");
+        if let Some(s) = agent_sock {
+            cmd.env("SSH_AUTH_SOCK", s);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let remote: Vec<String> = vec![
+        "--fs".into(),
+        format!("sftp://root@127.0.0.1:{}", server.port),
+        "--known-hosts".into(),
+        server.known_hosts.display().to_string(),
+        "--cwd".into(),
+        root.display().to_string(),
+    ];
+    let local: Vec<String> = vec!["--cwd".into(), root.display().to_string()];
+    let grep: Vec<String> = vec!["grep".into(), "needle".into()];
+
+    // The agent holds no key yet: refused, in one line naming the agent.
+    let (code, _, err) = run(&[remote.clone(), grep.clone()].concat(), Some(&sock));
+    let failure = format!("{code:?} {err:?}");
+    // With the user's key added, the same call as on the disk.
+    let added = std::process::Command::new("ssh-add")
+        .arg(&keys.user_key)
+        .env("SSH_AUTH_SOCK", &sock)
+        .output()
+        .unwrap();
+    let on_disk = run(&[local, grep.clone()].concat(), None);
+    let over_agent = run(&[remote.clone(), grep.clone()].concat(), Some(&sock));
+    // No agent at all: refused too.
+    let (no_agent_code, _, no_agent_err) = run(&[remote, grep].concat(), None);
+    let _ = agent.kill();
+    let _ = agent.wait();
+
+    assert_eq!(code, Some(2), "an empty agent: {failure}");
+    assert!(
+        err.contains("agent") && err.trim_end().lines().count() == 1,
+        "an empty agent is named in one line: {err:?}"
+    );
+    assert!(added.status.success(), "ssh-add: {:?}", added);
+    assert_eq!(over_agent.0, on_disk.0, "{}", over_agent.2);
+    assert_eq!(over_agent.1, on_disk.1);
+    assert!(
+        over_agent.1.contains("Found 2 matches"),
+        "{:?}",
+        over_agent.1
+    );
+    assert_eq!(no_agent_code, Some(2), "{no_agent_err}");
+    assert!(
+        no_agent_err.contains("SSH_AUTH_SOCK") && no_agent_err.trim_end().lines().count() == 1,
+        "{no_agent_err:?}"
+    );
+}
+
+/// `dsh-search serve` over SFTP: the JSON-lines server takes the common
+/// options, and its answers over SFTP are the ones on the disk.
+#[test]
+fn sftp_serve() {
+    use crate::util::tree::{file, Tree};
+    use std::io::{BufRead, Write};
+    let tree = Tree::build(&[file("a.txt", "needle a\n"), file("sub/b.txt", "needle b\n")]);
+    let root = tree.root().canonicalize().unwrap();
+    let server = sshd::shared();
+    let bin = env!("CARGO_BIN_EXE_dsh-search");
+    let requests = [
+        serde_json::json!({"id": 1, "tool": "glob", "arguments": {"pattern": "*"}}),
+        serde_json::json!({"id": 2, "tool": "grep", "arguments": {"pattern": "needle"}}),
+        serde_json::json!({"id": 3, "tool": "read", "arguments": {"file_path": "sub/b.txt"}}),
+    ];
+    let serve = |fs_args: Vec<String>| {
+        let mut child = std::process::Command::new(bin)
+            .args(fs_args)
+            .arg("--cwd")
+            .arg(&root)
+            .arg("serve")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut answers = Vec::new();
+        // One at a time: answers come as calls finish.
+        for r in &requests {
+            writeln!(stdin, "{r}").unwrap();
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            answers.push(serde_json::from_str::<serde_json::Value>(&line).unwrap());
+        }
+        drop(stdin);
+        assert!(child.wait().unwrap().success());
+        answers
+    };
+    let over_sftp = serve(server.cli_args());
+    let on_disk = serve(Vec::new());
+    assert_eq!(over_sftp, on_disk);
+    assert_eq!(
+        over_sftp[1]["result"]["content"],
+        "Found 2 matches\n\na.txt\nLine 1: needle a\n\nsub/b.txt\nLine 1: needle b"
+    );
+}
