@@ -93,6 +93,16 @@ pub(crate) enum Preload {
     Reopen,
 }
 
+/// What [`FileReader::preload_miss`] answers when the searcher must run,
+/// `gone` bytes of the file's start no longer being held.
+fn not_missed(gone: u64) -> Preload {
+    if gone == 0 {
+        Preload::Search
+    } else {
+        Preload::Reopen
+    }
+}
+
 /// A file reader that fails once the call is cancelled (the searcher reads
 /// in 64 KiB buffers, so a large file stops promptly) and that can read the
 /// start of the file before the searcher runs ([`FileReader::preload_miss`]).
@@ -166,11 +176,12 @@ impl<'b, R: Read> FileReader<'b, R> {
         let mut n = 0;
         let mut checked = 0;
         let mut gone: u64 = 0;
-        let mut first = true;
         loop {
             if self.cancel.is_cancelled() {
                 return Err(cancelled());
             }
+            // Past the first read, `ahead` holds bytes or its start is gone.
+            let first = gone == 0 && n == 0;
             let end = if first { PRELOAD } else { n + PRELOAD_STEP };
             if self.ahead.len() < end {
                 self.ahead.resize(end, 0);
@@ -187,7 +198,7 @@ impl<'b, R: Read> FileReader<'b, R> {
                 self.len = n;
             }
             if refused {
-                return Ok(self.not_missed(gone));
+                return Ok(not_missed(gone));
             }
             let upto = if self.eof {
                 n
@@ -197,18 +208,18 @@ impl<'b, R: Read> FileReader<'b, R> {
             // An empty file is asked about too, as a whole-file check would.
             if upto > checked || (first && n == 0) {
                 if !is_clean_miss(matcher, &self.ahead[checked..upto]) {
-                    return Ok(self.not_missed(gone));
+                    return Ok(not_missed(gone));
                 }
                 checked = upto;
             }
             if self.eof {
                 return Ok(Preload::Miss(gone + n as u64));
             }
-            first = false;
             if n - checked >= PRELOAD_MAX {
-                return Ok(self.not_missed(gone));
+                return Ok(not_missed(gone));
             }
-            // Keep only the unchecked end of the last line.
+            // Keep only the unchecked end of the last line; the reader
+            // then serves nothing ahead of the file.
             if checked > 0 {
                 self.ahead.copy_within(checked..n, 0);
                 gone += checked as u64;
@@ -217,18 +228,6 @@ impl<'b, R: Read> FileReader<'b, R> {
                 self.pos = 0;
                 self.len = 0;
             }
-        }
-    }
-
-    /// What [`FileReader::preload_miss`] answers when the searcher must
-    /// run, `gone` bytes of the file no longer being held.
-    fn not_missed(&mut self, gone: u64) -> Preload {
-        if gone == 0 {
-            Preload::Search
-        } else {
-            self.pos = 0;
-            self.len = 0;
-            Preload::Reopen
         }
     }
 
