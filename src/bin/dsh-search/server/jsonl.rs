@@ -84,11 +84,12 @@ pub(crate) fn run(common: &Common) -> u8 {
     let server = Arc::new(Server::new(tools, workdir, session, Box::new(io::stdout())));
     let on_stop = Arc::clone(&server);
     let armed = super::on_signal(common, move |signal| {
+        // Counted as cancelled: a call answered a moment ago is no longer
+        // in flight, though its answer's bookkeeping may not be done.
+        let cancelled = on_stop.inflight.cancel_all();
         log(format_args!(
-            "{signal}: cancelling {} call(s) in flight",
-            on_stop.inflight.active()
+            "{signal}: cancelling {cancelled} call(s) in flight"
         ));
-        on_stop.inflight.cancel_all();
         on_stop.inflight.wait_idle(Some(SIGNAL_DRAIN));
         std::process::exit(0);
     });

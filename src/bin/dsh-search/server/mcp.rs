@@ -68,11 +68,12 @@ pub(crate) fn run(common: &Common) -> u8 {
     };
     let inflight = Arc::clone(&handler.inflight);
     let armed = super::on_signal(common, move |signal| {
+        // Counted as cancelled: a call answered a moment ago is no longer
+        // in flight, though its answer's bookkeeping may not be done.
+        let cancelled = inflight.cancel_all();
         log(format_args!(
-            "{signal}: cancelling {} call(s) in flight",
-            inflight.active()
+            "{signal}: cancelling {cancelled} call(s) in flight"
         ));
-        inflight.cancel_all();
         inflight.wait_idle(Some(SIGNAL_DRAIN));
         std::process::exit(0);
     });

@@ -172,17 +172,21 @@ impl<K: Eq + Hash> InFlight<K> {
         }
     }
 
-    /// Cancel every call in flight and every call that starts from now on.
-    pub(crate) fn cancel_all(&self) {
+    /// Cancel every call in flight and every call that starts from now on;
+    /// how many calls it reached (a call that has its result already is
+    /// past cancelling, though its answer may not be written yet).
+    pub(crate) fn cancel_all(&self) -> usize {
         let mut st = self.lock();
         st.closed = true;
         for token in st.tokens.values() {
             token.cancel();
         }
+        st.tokens.len()
     }
 
     /// The number of calls not yet answered.
-    pub(crate) fn active(&self) -> usize {
+    #[cfg(test)]
+    fn active(&self) -> usize {
         self.lock().active
     }
 
@@ -296,7 +300,7 @@ mod tests {
     fn cancel_all_reaches_later_calls_and_wait_idle_counts_answers() {
         let f = InFlight::new();
         let a = f.start("a").unwrap();
-        f.cancel_all();
+        assert_eq!(f.cancel_all(), 1);
         assert!(a.is_cancelled());
         assert!(f.start("b").unwrap().is_cancelled());
         assert_eq!(f.active(), 2);
