@@ -74,12 +74,24 @@ impl<F: FileSystem> Drop for Dir<F> {
 pub(crate) struct Haystack<F: FileSystem> {
     pub(crate) dir: Arc<Dir<F>>,
     pub(crate) rg_path: PathBuf,
+    /// Where the file's name starts in `rg_path`.
+    name_at: usize,
 }
 
 impl<F: FileSystem> Haystack<F> {
-    /// The file's name in its directory.
+    /// The file's name in its directory: the end of `rg_path`, which
+    /// [`join`] made.
     pub(crate) fn name(&self) -> &std::ffi::OsStr {
-        self.rg_path.file_name().unwrap_or(self.rg_path.as_os_str())
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            std::ffi::OsStr::from_bytes(&self.rg_path.as_os_str().as_bytes()[self.name_at..])
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = self.name_at;
+            self.rg_path.file_name().unwrap_or(self.rg_path.as_os_str())
+        }
     }
 }
 
@@ -343,6 +355,7 @@ fn visit_entries<F: FileSystem>(
             fs.will_open(dir.handle(), abs, &os_str(name), listing.metadata(i));
             out.file(Haystack {
                 dir: dir.clone(),
+                name_at: rg_path.as_os_str().len() - name.len(),
                 rg_path,
             });
         }

@@ -496,12 +496,19 @@ fn search_batch<F: FileSystem>(ctx: &GrepCall<'_, F>, batch: Vec<Haystack<F>>) {
         return;
     }
     let mut worker = Worker::new(ctx);
+    // The files counted without the searcher are timed together: the
+    // batch's time less the searcher's (two clock reads per file were a
+    // percent of a search of the Linux tree).
+    let started = Instant::now();
+    let timed = worker.timed;
     for file in batch {
         if ctx.budget.stopped() {
-            return;
+            break;
         }
         worker.search_haystack(&file.rg_path, Source::InDir(&file.dir, file.name()));
     }
+    let untimed = started.elapsed().saturating_sub(worker.timed - timed);
+    worker.stats.elapsed += untimed;
 }
 
 /// How a haystack is opened.
@@ -580,6 +587,8 @@ struct Worker<'a, F: FileSystem> {
     stats: Stats,
     msgs: Messages,
     searched: bool,
+    /// The time of the files the searcher ran on (their sinks' clocks).
+    timed: std::time::Duration,
 }
 
 impl<'a, F: FileSystem> Worker<'a, F> {
@@ -591,6 +600,7 @@ impl<'a, F: FileSystem> Worker<'a, F> {
             stats: Stats::default(),
             msgs: Messages::default(),
             searched: false,
+            timed: std::time::Duration::ZERO,
         }
     }
 
@@ -623,20 +633,20 @@ impl<'a, F: FileSystem> Worker<'a, F> {
             unreachable!("a worker holds its kit until dropped")
         };
         searcher.set_binary_detection(matcher::binary(explicit));
-        let mut sink = JsonSink::new(
-            matcher,
-            &self.ctx.budget,
-            scratch,
-            &self.ctx.root,
-            path,
-            source.path_form(),
-        );
+        // Made only when the searcher runs: most walked files are counted
+        // without it, and a sink reads the clock.
+        let budget = &self.ctx.budget;
+        let root = &self.ctx.root;
+        let sink = |matcher, scratch| {
+            JsonSink::new(matcher, budget, scratch, root, path, source.path_form())
+        };
         let cancel = self.ctx.budget.cancel().clone();
         let fs = self.ctx.fs;
         let kind = self.ctx.explicit.filter(|_| explicit);
-        if kind == Some(FileType::File) {
+        let sink = if kind == Some(FileType::File) {
             // As rg searches its memory map, in bounded memory (`explicit.rs`).
             let file = fs.open(path, &cancel)?;
+            let mut sink = sink(matcher, scratch);
             if let Some(data) = fs.contents(&file) {
                 searcher.search_slice(&*matcher, data, &mut sink)?;
             } else {
@@ -652,9 +662,13 @@ impl<'a, F: FileSystem> Worker<'a, F> {
                     &cancel,
                 )?;
             }
+            sink
         } else if kind == Some(FileType::Fifo) {
             // Read as it comes, as rg reads it.
-            searcher.search_reader(&*matcher, fs.open(path, &cancel)?, &mut sink)?;
+            let file = fs.open(path, &cancel)?;
+            let mut sink = sink(matcher, scratch);
+            searcher.search_reader(&*matcher, file, &mut sink)?;
+            sink
         } else {
             if source.path_form() == PathForm::Rg && dirwalk::too_long_for_rg(path) {
                 return Err(dirwalk::name_too_long());
@@ -666,19 +680,17 @@ impl<'a, F: FileSystem> Worker<'a, F> {
             let file = open()?;
             if !explicit && self.ctx.prefilter {
                 // A file the filesystem holds in memory is checked in place.
-                let started = Instant::now();
                 let nul_free = fs.known_nul_free(&file);
                 if let Some(data) = fs.contents(&file).filter(|d| preloadable(d, nul_free)) {
                     if is_clean_miss(matcher, data) {
-                        return Ok(clean_miss(started, data.len() as u64));
+                        return Ok(clean_miss(data.len() as u64));
                     }
                 }
             }
             let mut reader = FileReader::new(file, cancel.clone(), readbuf);
             if !explicit && self.ctx.prefilter {
-                let started = Instant::now();
                 match reader.preload_miss(matcher)? {
-                    Preload::Miss(len) => return Ok(clean_miss(started, len)),
+                    Preload::Miss(len) => return Ok(clean_miss(len)),
                     Preload::Search => {}
                     Preload::Reopen => {
                         drop(reader);
@@ -686,21 +698,25 @@ impl<'a, F: FileSystem> Worker<'a, F> {
                     }
                 }
             }
+            let mut sink = sink(matcher, scratch);
             searcher.search_reader(&*matcher, reader, &mut sink)?;
-        }
+            sink
+        };
         if self.ctx.budget.stopped() {
             return Err(cancelled());
         }
-        Ok(sink.into_block())
+        let block = sink.into_block();
+        self.timed += block.stats.elapsed;
+        Ok(block)
     }
 }
 
 /// What the searcher reports for a file without a match checked whole: one
-/// search over every byte, nothing printed (`JsonSink::finish`).
-fn clean_miss(started: Instant, len: u64) -> FileBlock {
+/// search over every byte, nothing printed (`JsonSink::finish`). Its time
+/// is counted with its batch's ([`search_batch`]).
+fn clean_miss(len: u64) -> FileBlock {
     FileBlock {
         stats: Stats {
-            elapsed: started.elapsed(),
             searches: 1,
             bytes_searched: len,
             ..Stats::default()

@@ -20,13 +20,13 @@ const TICK_MS: i32 = 50;
 
 /// A FIFO reader that gives up with an error once the token is cancelled.
 #[derive(Debug)]
-pub struct FifoReader {
+pub(super) struct FifoReader {
     file: File,
     cancel: CancelToken,
 }
 
 impl FifoReader {
-    pub(crate) fn open(path: &Path, cancel: CancelToken) -> io::Result<FifoReader> {
+    pub(super) fn open(path: &Path, cancel: CancelToken) -> io::Result<FifoReader> {
         let file = OpenOptions::new()
             .read(true)
             .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
