@@ -622,6 +622,34 @@ pub(crate) fn haystack_edges() {
         grep("zzz_not_anywhere", None, None),
     ];
     check("preload_pieces_reopened", &specs, &cases, Mode::InProcess);
+
+    // The walking thread searches queued files when the walk is ahead, and
+    // gives what is left back (between files, or in the middle of a large
+    // one) once a helper waits for work: many small files with large ones
+    // among them, matches early and late in both kinds.
+    let mut specs = Vec::new();
+    for d in 0..24 {
+        for f in 0..30 {
+            let mut s = filler(60).repeat(20 + f);
+            if (d + f) % 37 == 0 {
+                s.push_str("foo small\n");
+            }
+            specs.push(file(format!("d{d:02}/f{f:02}.txt"), s));
+        }
+        if d % 4 == 1 {
+            let mut s = filler(100).repeat(8_000 + d * 500);
+            if d % 8 == 1 {
+                s.push_str("foo at the end of a large file\n");
+            }
+            specs.push(file(format!("d{d:02}/large.txt"), s));
+        }
+    }
+    let cases = [
+        grep("foo", None, None),
+        grep("zzz_not_anywhere", None, None),
+        grep("foo", Some("d01"), None),
+    ];
+    check("walker_passes", &specs, &cases, Mode::InProcess);
 }
 
 /// Nothing a call leaves behind changes the next one. A searcher's line

@@ -91,6 +91,9 @@ pub(crate) enum Preload {
     /// The searcher must run on the file opened again: the reader no
     /// longer holds its start.
     Reopen,
+    /// The caller asked to stop before the file ended: another thread is
+    /// to search it, from its start.
+    Passed,
 }
 
 /// What [`FileReader::preload_miss`] answers when the searcher must run,
@@ -169,7 +172,14 @@ impl<'b, R: Read> FileReader<'b, R> {
     /// haystack differs from a line's (`\A`, `\z`, `(?-m)^`) are never
     /// preloaded (`GrepCall::prefilter`). A line longer than `PRELOAD_MAX`
     /// is left to the searcher.
-    pub(crate) fn preload_miss(&mut self, matcher: &RegexMatcher) -> io::Result<Preload> {
+    ///
+    /// `pass` is asked after each read that did not reach the end: when it
+    /// says so, the file is left as it is ([`Preload::Passed`]).
+    pub(crate) fn preload_miss(
+        &mut self,
+        matcher: &RegexMatcher,
+        pass: &dyn Fn() -> bool,
+    ) -> io::Result<Preload> {
         // `ahead[..n]` was read; the file's bytes before `ahead[0]` (`gone`
         // of them) and `ahead[..checked]` have no candidate, and `checked`
         // is at a line's start.
@@ -218,6 +228,9 @@ impl<'b, R: Read> FileReader<'b, R> {
             if n - checked >= PRELOAD_MAX {
                 return Ok(not_missed(gone));
             }
+            if pass() {
+                return Ok(Preload::Passed);
+            }
             // Keep only the unchecked end of the last line; the reader
             // then serves nothing ahead of the file.
             if checked > 0 {
@@ -259,5 +272,56 @@ impl<R: Read> Read for FileReader<'_, R> {
         }
         let rest = self.fill(&mut buf[n..])?;
         Ok(n + rest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// `pass` is asked only between reads of a file that has not ended,
+    /// and leaves the file as it is the first time it says so.
+    #[test]
+    fn preload_passes_only_a_file_that_has_not_ended() {
+        let matcher = super::super::matcher::build("zzz_absent").unwrap();
+        let small = b"hello\n".repeat(100);
+        // Past the first read and three more pieces.
+        let large = b"hello world\n".repeat((PRELOAD + 3 * PRELOAD_STEP) / 12 + 1);
+        let cases: [(&str, &[u8], usize, Option<u64>); 5] = [
+            ("small, pass at once", &small, 0, Some(small.len() as u64)),
+            (
+                "large, never passed",
+                &large,
+                usize::MAX,
+                Some(large.len() as u64),
+            ),
+            ("large, pass at once", &large, 0, None),
+            ("large, pass after two pieces", &large, 2, None),
+            (
+                "large, pass after the last piece",
+                &large,
+                4,
+                Some(large.len() as u64),
+            ),
+        ];
+        for (name, data, after, want) in cases {
+            let asked = Cell::new(0);
+            let pass = || {
+                asked.set(asked.get() + 1);
+                asked.get() > after
+            };
+            let mut buf = Vec::new();
+            let mut reader = FileReader::new(data, crate::cancel::CancelToken::new(), &mut buf);
+            let got = match reader.preload_miss(&matcher, &pass).unwrap() {
+                Preload::Miss(len) => Some(len),
+                Preload::Passed => None,
+                Preload::Search | Preload::Reopen => panic!("{name}: no candidate to search"),
+            };
+            assert_eq!(got, want, "{name}");
+            if want.is_none() {
+                assert_eq!(asked.get(), after + 1, "{name}: passed when first told to");
+            }
+        }
     }
 }
