@@ -499,3 +499,89 @@ fn open_nonblocking(path: &Path) -> io::Result<File> {
         File::open(path)
     }
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn dir_fd(dir: &LocalDir) -> &fast::DirFd {
+        match &dir.0 {
+            Dir::Fd(d) => d,
+            Dir::Path(_) => panic!("the fast path lists by descriptor"),
+        }
+    }
+
+    /// Whether `path`'s filesystem is one of those `statfs(2)` calls a
+    /// whole-reading one, by the name coreutils' `stat -f` gives its type
+    /// (an oracle apart from the engine's own table).
+    fn reads_whole_by_name(path: &Path) -> bool {
+        let out = std::process::Command::new("stat")
+            .args(["-f", "-c", "%T"])
+            .arg(path)
+            .output()
+            .expect("stat runs");
+        assert!(out.status.success(), "stat -f {}", path.display());
+        let name = String::from_utf8(out.stdout).unwrap();
+        ["ext2/ext3", "xfs", "btrfs", "tmpfs", "f2fs", "overlayfs"].contains(&name.trim())
+    }
+
+    /// procfs hands out a file's bytes a page or a record at a
+    /// time: a short read there is not the end of the file, and every read
+    /// is made.
+    #[test]
+    fn procfs_is_not_read_whole() {
+        let fs = LocalFs::new();
+        for path in ["/proc/self", "/proc/sys/kernel"] {
+            assert!(!reads_whole_by_name(Path::new(path)), "{path}");
+            let dir = fs.open_dir(Path::new(path)).unwrap();
+            assert!(!dir_fd(&dir).reads_whole(), "{path}");
+        }
+        let dir = fs.open_dir(Path::new("/proc/self")).unwrap();
+        let file = fs
+            .open_at(&dir, Path::new("/proc/self"), OsStr::new("status"))
+            .unwrap();
+        assert!(matches!(file.0, OpenFile::File(_)));
+    }
+
+    /// A file read through a directory of the temporary directory's
+    /// filesystem: its bytes whatever the size of the reads, and, where
+    /// that filesystem reads whole, nothing more once a read came back
+    /// short (bytes appended since are not seen: the file had ended);
+    /// elsewhere every read is made and the appended bytes are read.
+    #[test]
+    fn a_short_read_ends_a_file_of_a_filesystem_read_whole() {
+        let td = tempfile::tempdir().unwrap();
+        let whole = reads_whole_by_name(td.path());
+        let fs = LocalFs::new();
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(td.path().join("f"), &data).unwrap();
+        let dir = fs.open_dir(td.path()).unwrap();
+        assert_eq!(dir_fd(&dir).reads_whole(), whole);
+        for step in [1, 7, 4096, 65_536, 99_999, 100_000, 100_001, 1 << 20] {
+            let mut file = fs.open_at(&dir, td.path(), OsStr::new("f")).unwrap();
+            let mut got = Vec::new();
+            let mut buf = vec![0; step];
+            loop {
+                let n = file.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+                if n < step {
+                    // Short: the end, or (elsewhere) maybe not.
+                    let mut more = std::fs::OpenOptions::new()
+                        .append(true)
+                        .open(td.path().join("f"))
+                        .unwrap();
+                    more.write_all(b"appended").unwrap();
+                    let after = file.read(&mut buf).unwrap();
+                    assert_eq!(after == 0, whole, "step {step}: read after a short read");
+                    std::fs::write(td.path().join("f"), &data).unwrap();
+                    break;
+                }
+            }
+            assert_eq!(got, data, "step {step}");
+        }
+    }
+}
