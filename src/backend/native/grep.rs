@@ -255,11 +255,22 @@ const BATCH: usize = 16;
 /// How many batches the walk queues before the walking thread searches one.
 const MAX_QUEUED: usize = 4;
 
+/// How long a call runs on the calling thread alone before helpers join
+/// it ([`Queue::wants_helper`]). A helper asleep in the pool can take
+/// hundreds of microseconds to start on a virtual machine, and the call
+/// must wait for every helper it started, even one that arrives when all
+/// is done: a 100-file workspace took 345–373 µs with a helper after a
+/// pause, 298–312 µs without. Half a millisecond alone costs a large tree
+/// a quarter of a millisecond.
+const HELPERS_AFTER: std::time::Duration = std::time::Duration::from_micros(500);
+
 /// A directory root: the engine's walk ([`dirwalk`], the same decisions,
 /// errors and ignore-file lookups as rg's walker, each directory listed
 /// once) runs on the calling thread and queues the haystacks in batches;
-/// helpers on the engine's pool search them while the walk goes on, and
-/// the walking thread searches whatever is left once it ends. The walk
+/// once the call has run for [`HELPERS_AFTER`], helpers on the engine's
+/// pool search them while the walk goes on, and the walking thread
+/// searches whatever is left once it ends (a call on a small tree ends
+/// before any helper starts). The walk
 /// never waits for work (rg's walker sleeps 1 ms at a time when idle,
 /// ignore 0.4.29 `walk.rs: get_work`), and the searching threads are
 /// the pool's, started once per process. The order of files does not
@@ -269,14 +280,13 @@ fn search_pooled<F: FileSystem>(
     real_workdir: &Path,
     override_set: ignore::overrides::Override,
 ) {
-    let queue = Queue::new();
+    let queue = Queue::new(super::threads() - 1);
     let live = std::sync::Arc::new(AtomicUsize::new(0));
     super::pool().in_place_scope(|s| {
         let mut batcher = Batcher {
             ctx,
             queue: &queue,
             scope: s,
-            max_helpers: super::threads() - 1,
             batch: Vec::with_capacity(BATCH),
             msgs: Messages::default(),
             searched: false,
@@ -291,8 +301,12 @@ fn search_pooled<F: FileSystem>(
         );
         drop(batcher);
         report_ignore_messages(ctx, &ignore_rules);
-        // Anything the helpers have not taken.
-        queue.drain(ctx);
+        // Anything the helpers have not taken, with their help once the
+        // call has run long enough.
+        while let Some(batch) = queue.pop() {
+            search_batch(ctx, batch, Some(&queue));
+            queue.start_helpers(ctx, s);
+        }
     });
 }
 
@@ -302,7 +316,6 @@ struct Batcher<'r, 's, F: FileSystem> {
     ctx: &'s GrepCall<'s, F>,
     queue: &'s Queue<F>,
     scope: &'r rayon::Scope<'s>,
-    max_helpers: usize,
     batch: Vec<Haystack<F>>,
     msgs: Messages,
     searched: bool,
@@ -311,18 +324,8 @@ struct Batcher<'r, 's, F: FileSystem> {
 impl<'r, 's: 'r, F: FileSystem> Batcher<'r, 's, F> {
     fn push(&mut self) {
         let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
-        let queue = self.queue;
-        let ctx = self.ctx;
-        queue.push(batch);
-        // Helpers start with the first batches and serve until the walk
-        // ends ([`Queue::serve`]).
-        if queue.helpers.load(Ordering::Acquire) < self.max_helpers {
-            queue.helpers.fetch_add(1, Ordering::AcqRel);
-            self.scope.spawn(move |_| {
-                queue.serve(ctx);
-                queue.helpers.fetch_sub(1, Ordering::AcqRel);
-            });
-        }
+        self.queue.push(batch);
+        self.queue.start_helpers(self.ctx, self.scope);
     }
 }
 
@@ -377,6 +380,7 @@ impl<F: FileSystem> Batcher<'_, '_, F> {
         match self.queue.pop() {
             Some(batch) => {
                 search_batch(self.ctx, batch, pass.then_some(self.queue));
+                self.queue.start_helpers(self.ctx, self.scope);
                 true
             }
             None => false,
@@ -411,6 +415,9 @@ struct Queue<F: FileSystem> {
     /// Helpers waiting for a batch (`QueueState::waiting`, read without
     /// the lock by the walking thread between files).
     idle: AtomicUsize,
+    /// How many helpers the call may start, and when it started.
+    max_helpers: usize,
+    started: Instant,
 }
 
 struct QueueState<F: FileSystem> {
@@ -422,7 +429,7 @@ struct QueueState<F: FileSystem> {
 }
 
 impl<F: FileSystem> Queue<F> {
-    fn new() -> Queue<F> {
+    fn new(max_helpers: usize) -> Queue<F> {
         Queue {
             state: Mutex::new(QueueState {
                 batches: std::collections::VecDeque::new(),
@@ -433,6 +440,27 @@ impl<F: FileSystem> Queue<F> {
             helpers: AtomicUsize::new(0),
             busy: AtomicUsize::new(0),
             idle: AtomicUsize::new(0),
+            max_helpers,
+            started: Instant::now(),
+        }
+    }
+
+    /// Whether the call has run long enough alone ([`HELPERS_AFTER`]) and
+    /// may start a helper.
+    fn wants_helper(&self) -> bool {
+        self.helpers.load(Ordering::Acquire) < self.max_helpers
+            && self.started.elapsed() >= HELPERS_AFTER
+    }
+
+    /// Start the helpers the call may have, once it has run long enough
+    /// alone. They serve until the walk ends ([`Queue::serve`]).
+    fn start_helpers<'s>(&'s self, ctx: &'s GrepCall<'s, F>, scope: &rayon::Scope<'s>) {
+        while self.wants_helper() {
+            self.helpers.fetch_add(1, Ordering::AcqRel);
+            scope.spawn(move |_| {
+                self.serve(ctx);
+                self.helpers.fetch_sub(1, Ordering::AcqRel);
+            });
         }
     }
 
@@ -449,12 +477,15 @@ impl<F: FileSystem> Queue<F> {
     }
 
     /// Give back the files the walking thread will not search: first in
-    /// line, for the idle helper.
-    fn push_front(&self, batch: Vec<Haystack<F>>) {
+    /// line, one by one, so that the helpers and the walking thread share
+    /// them.
+    fn push_front(&self, files: impl DoubleEndedIterator<Item = Haystack<F>>) {
         let mut state = self.lock();
-        state.batches.push_front(batch);
+        for file in files.rev() {
+            state.batches.push_front(vec![file]);
+        }
         if state.waiting > 0 {
-            self.ready.notify_one();
+            self.ready.notify_all();
         }
     }
 
@@ -475,13 +506,6 @@ impl<F: FileSystem> Queue<F> {
     fn walk_done(&self) {
         self.lock().walking = false;
         self.ready.notify_all();
-    }
-
-    /// Search queued batches until none is left (the walking thread).
-    fn drain(&self, ctx: &GrepCall<'_, F>) {
-        while let Some(batch) = self.pop() {
-            search_batch(ctx, batch, None);
-        }
     }
 
     /// A helper: search batches as they come until the walk is over and
@@ -516,9 +540,10 @@ impl<F: FileSystem> Queue<F> {
 
 /// Search a batch. On the walking thread (`walker`, its queue), what is
 /// left of the batch goes back to the queue as soon as a helper waits for
-/// work, even in the middle of a large file: the walk then feeds the helpers
-/// again. (A file of tens of megabytes searched by the walking thread left
-/// the helper idle for 10 ms of a 260 ms search of the Linux tree.)
+/// work or may be started, even in the middle of a large file: the walk
+/// then feeds the helpers again. (A file of tens of megabytes searched by
+/// the walking thread left the helper idle for 10 ms of a 260 ms search of
+/// the Linux tree.)
 fn search_batch<F: FileSystem>(
     ctx: &GrepCall<'_, F>,
     batch: Vec<Haystack<F>>,
@@ -528,7 +553,7 @@ fn search_batch<F: FileSystem>(
         return;
     }
     let mut worker = Worker::new(ctx);
-    let pass = || walker.is_some_and(Queue::helper_idle);
+    let pass = || walker.is_some_and(|q| q.helper_idle() || q.wants_helper());
     // The files counted without the searcher are timed together: the
     // batch's time less the searcher's (two clock reads per file were a
     // percent of a search of the Linux tree).
@@ -542,7 +567,8 @@ fn search_batch<F: FileSystem>(
         let passed = pass()
             || !worker.search_haystack(&file.rg_path, Source::InDir(&file.dir, file.name()), &pass);
         if let (true, Some(queue)) = (passed, walker) {
-            queue.push_front(std::iter::once(file).chain(files).collect());
+            let rest: Vec<_> = std::iter::once(file).chain(files).collect();
+            queue.push_front(rest.into_iter());
             break;
         }
     }
