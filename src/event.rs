@@ -156,7 +156,7 @@ pub struct Stats {
 
 impl Stats {
     /// Add `other` into `self`, as grep-printer's `Stats: AddAssign` does.
-    pub fn add(&mut self, other: &Stats) {
+    pub(crate) fn add(&mut self, other: &Stats) {
         self.elapsed += other.elapsed;
         self.searches += other.searches;
         self.searches_with_match += other.searches_with_match;
@@ -200,7 +200,7 @@ impl Event {
     }
 
     /// The length of this event's JSON line, `\n` included.
-    pub fn json_len(&self) -> usize {
+    pub(crate) fn json_len(&self) -> usize {
         let mut buf = Vec::new();
         self.write_json(&mut buf);
         buf.len()
@@ -211,7 +211,8 @@ impl Match {
     /// The length of [`Match::write_json`]'s line, counted without writing
     /// it: the engine counts every match line toward `bytes_printed` and
     /// the raw budget, and most of them are never printed.
-    pub fn json_len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn json_len(&self) -> usize {
         match_json_len(
             data_len(&self.path),
             &self.lines,
