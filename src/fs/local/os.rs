@@ -170,7 +170,9 @@ mod fast {
 
     /// The filesystems (`statfs(2)`'s `f_type`) whose regular files are
     /// read through the page cache by `filemap_read` (mm/filemap.c), or
-    /// handed to such a filesystem (overlayfs): `read(2)` fills the buffer
+    /// handed to the filesystem of a layer (overlayfs: a container's root,
+    /// whose layers are such filesystems; one stacked on FUSE would not
+    /// be, and is not told apart here): `read(2)` fills the buffer
     /// unless the file ends, so a short read means the end of the file. The
     /// exceptions are a fatal signal, which ends the process anyway, and an
     /// I/O error after some bytes were read, which the next read would
