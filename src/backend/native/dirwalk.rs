@@ -117,6 +117,12 @@ pub(crate) trait Output<F: FileSystem> {
     fn error(&mut self, err: Error);
     /// Whether the call is over (budget crossed or cancelled).
     fn stopped(&self) -> bool;
+    /// [`Output::stopped`] at the `i`-th entry of a listing, which may look
+    /// at the cancellation only every few entries.
+    fn stopped_at(&self, i: usize) -> bool {
+        let _ = i;
+        self.stopped()
+    }
     /// Let go of some directories' descriptors (search files that hold
     /// them, or wait for the threads searching them); false when nothing
     /// but the walk itself holds them.
@@ -310,7 +316,7 @@ fn visit_entries<F: FileSystem>(
 ) {
     let abs = dir.path();
     for (i, (name, ft)) in listing.iter().enumerate() {
-        if out.stopped() {
+        if out.stopped_at(i) {
             return;
         }
         let ft = if ft == FileType::Unknown {

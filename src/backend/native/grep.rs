@@ -350,6 +350,10 @@ impl<'r, 's: 'r, F: FileSystem> dirwalk::Output<F> for Batcher<'r, 's, F> {
         self.ctx.budget.stopped()
     }
 
+    fn stopped_at(&self, i: usize) -> bool {
+        self.ctx.budget.stopped_at(i)
+    }
+
     /// Directory descriptors are short: search what holds them. A queued
     /// batch first, then the batch being filled; when neither is left and
     /// helpers are searching theirs, wait a moment for them to finish.

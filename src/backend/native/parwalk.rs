@@ -213,7 +213,7 @@ fn visit<'s, F: FileSystem>(
     }
     let base = child.len();
     for (n, (bytes, kind)) in listing.iter().enumerate() {
-        if ctx.budget.stopped() {
+        if ctx.budget.stopped_at(n) {
             break;
         }
         let i = idx;

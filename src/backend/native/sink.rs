@@ -225,7 +225,7 @@ impl Sink for JsonSink<'_> {
     type Error = io::Error;
 
     fn matched(&mut self, searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, io::Error> {
-        if self.budget.stopped() {
+        if self.budget.stopped_at(self.match_count as usize) {
             return Ok(false);
         }
         let mut line_number = mat.line_number().unwrap_or(0);
