@@ -119,10 +119,7 @@ pub(crate) trait Output<F: FileSystem> {
     fn stopped(&self) -> bool;
     /// [`Output::stopped`] at the `i`-th entry of a listing, which may look
     /// at the cancellation only every few entries.
-    fn stopped_at(&self, i: usize) -> bool {
-        let _ = i;
-        self.stopped()
-    }
+    fn stopped_at(&self, i: usize) -> bool;
     /// Let go of some directories' descriptors (search files that hold
     /// them, or wait for the threads searching them); false when nothing
     /// but the walk itself holds them.

@@ -416,9 +416,9 @@ struct Queue<F: FileSystem> {
     helpers: AtomicUsize,
     /// Helpers searching a batch now (holding its directories).
     busy: AtomicUsize,
-    /// Helpers waiting for a batch (`QueueState::waiting`, read without
-    /// the lock by the walking thread between files).
-    idle: AtomicUsize,
+    /// Helpers waiting for a batch: changed under the lock, read without
+    /// it by the walking thread between files.
+    waiting: AtomicUsize,
     /// How many helpers the call may start, and when it started.
     max_helpers: usize,
     started: Instant,
@@ -428,8 +428,6 @@ struct QueueState<F: FileSystem> {
     batches: std::collections::VecDeque<Vec<Haystack<F>>>,
     /// Whether the walk may still queue batches.
     walking: bool,
-    /// Helpers waiting for a batch.
-    waiting: usize,
 }
 
 impl<F: FileSystem> Queue<F> {
@@ -438,12 +436,11 @@ impl<F: FileSystem> Queue<F> {
             state: Mutex::new(QueueState {
                 batches: std::collections::VecDeque::new(),
                 walking: true,
-                waiting: 0,
             }),
             ready: std::sync::Condvar::new(),
             helpers: AtomicUsize::new(0),
             busy: AtomicUsize::new(0),
-            idle: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
             max_helpers,
             started: Instant::now(),
         }
@@ -475,7 +472,7 @@ impl<F: FileSystem> Queue<F> {
     fn push(&self, batch: Vec<Haystack<F>>) {
         let mut state = self.lock();
         state.batches.push_back(batch);
-        if state.waiting > 0 {
+        if self.waiting.load(Ordering::Relaxed) > 0 {
             self.ready.notify_one();
         }
     }
@@ -488,14 +485,14 @@ impl<F: FileSystem> Queue<F> {
         for file in files.rev() {
             state.batches.push_front(vec![file]);
         }
-        if state.waiting > 0 {
+        if self.waiting.load(Ordering::Relaxed) > 0 {
             self.ready.notify_all();
         }
     }
 
     /// Whether a helper waits for a batch.
     fn helper_idle(&self) -> bool {
-        self.idle.load(Ordering::Relaxed) > 0
+        self.waiting.load(Ordering::Relaxed) > 0
     }
 
     fn len(&self) -> usize {
@@ -529,11 +526,9 @@ impl<F: FileSystem> Queue<F> {
                     if !state.walking {
                         return;
                     }
-                    state.waiting += 1;
-                    self.idle.fetch_add(1, Ordering::Relaxed);
+                    self.waiting.fetch_add(1, Ordering::Relaxed);
                     state = self.ready.wait(state).unwrap_or_else(|e| e.into_inner());
-                    self.idle.fetch_sub(1, Ordering::Relaxed);
-                    state.waiting -= 1;
+                    self.waiting.fetch_sub(1, Ordering::Relaxed);
                 }
             };
             search_batch(ctx, batch, None);
@@ -562,7 +557,6 @@ fn search_batch<F: FileSystem>(
     // batch's time less the searcher's (two clock reads per file were a
     // percent of a search of the Linux tree).
     let started = Instant::now();
-    let timed = worker.timed;
     let mut files = batch.into_iter();
     while let Some(file) = files.next() {
         if ctx.budget.stopped() {
@@ -571,13 +565,11 @@ fn search_batch<F: FileSystem>(
         let passed = pass()
             || !worker.search_haystack(&file.rg_path, Source::InDir(&file.dir, file.name()), &pass);
         if let (true, Some(queue)) = (passed, walker) {
-            let rest: Vec<_> = std::iter::once(file).chain(files).collect();
-            queue.push_front(rest.into_iter());
+            queue.push_front(std::iter::once(file).chain(files));
             break;
         }
     }
-    let untimed = started.elapsed().saturating_sub(worker.timed - timed);
-    worker.stats.elapsed += untimed;
+    worker.stats.elapsed += started.elapsed().saturating_sub(worker.timed);
 }
 
 /// How a haystack is opened.

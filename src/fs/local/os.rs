@@ -152,7 +152,7 @@ mod fast {
     use rustix::fd::{AsFd, OwnedFd};
     use rustix::fs::{AtFlags, Mode, OFlags, RawDir};
     use std::mem::MaybeUninit;
-    use std::sync::atomic::{AtomicU8, Ordering};
+    use std::sync::OnceLock;
 
     /// A directory descriptor, and whether its filesystem reads regular
     /// files whole, asked once, when the first of its files is opened (a
@@ -160,13 +160,8 @@ mod fast {
     #[derive(Debug)]
     pub(super) struct DirFd {
         pub(super) fd: OwnedFd,
-        /// `UNKNOWN`, `WHOLE` or `NOT_WHOLE`.
-        reads: AtomicU8,
+        reads_whole: OnceLock<bool>,
     }
-
-    const UNKNOWN: u8 = 0;
-    const WHOLE: u8 = 1;
-    const NOT_WHOLE: u8 = 2;
 
     /// The filesystems (`statfs(2)`'s `f_type`) whose regular files are
     /// read through the page cache by `filemap_read` (mm/filemap.c), or
@@ -192,25 +187,18 @@ mod fast {
         fn new(fd: OwnedFd) -> DirFd {
             DirFd {
                 fd,
-                reads: AtomicU8::new(UNKNOWN),
+                reads_whole: OnceLock::new(),
             }
         }
 
         /// Whether a short read of one of this directory's regular files
         /// means that it ended ([`READS_WHOLE`]).
         pub(super) fn reads_whole(&self) -> bool {
-            match self.reads.load(Ordering::Relaxed) {
-                WHOLE => true,
-                NOT_WHOLE => false,
-                _ => {
-                    #[allow(clippy::unnecessary_cast, trivial_numeric_casts)]
-                    let whole = rustix::fs::fstatfs(&self.fd)
-                        .is_ok_and(|st| READS_WHOLE.contains(&(st.f_type as i64)));
-                    let v = if whole { WHOLE } else { NOT_WHOLE };
-                    self.reads.store(v, Ordering::Relaxed);
-                    whole
-                }
-            }
+            *self.reads_whole.get_or_init(|| {
+                #[allow(clippy::unnecessary_cast, trivial_numeric_casts)]
+                rustix::fs::fstatfs(&self.fd)
+                    .is_ok_and(|st| READS_WHOLE.contains(&(st.f_type as i64)))
+            })
         }
     }
 
@@ -394,17 +382,15 @@ impl FileSystem for LocalFs {
     fn open_at(&self, dir: &LocalDir, dir_path: &Path, name: &OsStr) -> io::Result<LocalFile> {
         let file = match &dir.0 {
             #[cfg(target_os = "linux")]
-            Dir::Fd(d) => {
-                let file = fast::open_at(&d.fd, name)?;
-                return Ok(LocalFile(if d.reads_whole() {
-                    OpenFile::Whole { file, ended: false }
-                } else {
-                    OpenFile::File(file)
-                }));
-            }
-            Dir::Path(_) => File::open(dir_path.join(name))?,
+            Dir::Fd(d) if d.reads_whole() => OpenFile::Whole {
+                file: fast::open_at(&d.fd, name)?,
+                ended: false,
+            },
+            #[cfg(target_os = "linux")]
+            Dir::Fd(d) => OpenFile::File(fast::open_at(&d.fd, name)?),
+            Dir::Path(_) => OpenFile::File(File::open(dir_path.join(name))?),
         };
-        Ok(LocalFile(OpenFile::File(file)))
+        Ok(LocalFile(file))
     }
 
     fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<LocalFile> {

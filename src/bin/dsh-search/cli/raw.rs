@@ -16,28 +16,30 @@ use super::{Common, GlobArgs, GrepArgs};
 
 /// `dsh-search glob --format raw`.
 pub(crate) fn glob(common: &Common, args: &GlobArgs) -> u8 {
-    let workdir = match common.workdir() {
-        Ok(dir) => dir,
-        Err(e) => return super::fail(format_args!("cannot use the current directory: {e}")),
-    };
-    let mut req = GlobRequest::new(args.pattern.clone(), workdir);
-    req.path = args.path.clone();
-    run(common, Invocation::Glob(req))
+    run(common, |workdir| {
+        let mut req = GlobRequest::new(args.pattern.clone(), workdir);
+        req.path = args.path.clone();
+        Invocation::Glob(req)
+    })
 }
 
 /// `dsh-search grep --format raw`.
 pub(crate) fn grep(common: &Common, args: &GrepArgs) -> u8 {
+    run(common, |workdir| {
+        let mut req = GrepRequest::new(args.pattern.clone(), workdir);
+        req.path = args.path.clone();
+        req.include = args.include.clone();
+        Invocation::Grep(req)
+    })
+}
+
+/// Run the invocation `build` makes for the workdir on the chosen backend.
+fn run(common: &Common, build: impl FnOnce(std::path::PathBuf) -> Invocation) -> u8 {
     let workdir = match common.workdir() {
         Ok(dir) => dir,
         Err(e) => return super::fail(format_args!("cannot use the current directory: {e}")),
     };
-    let mut req = GrepRequest::new(args.pattern.clone(), workdir);
-    req.path = args.path.clone();
-    req.include = args.include.clone();
-    run(common, Invocation::Grep(req))
-}
-
-fn run(common: &Common, invocation: Invocation) -> u8 {
+    let invocation = build(workdir);
     let backend = match super::setup::backend(common) {
         Ok(b) => b,
         Err(e) => return super::fail(e),
