@@ -304,7 +304,7 @@ fn search_pooled<F: FileSystem>(
         // Anything the helpers have not taken, with their help once the
         // call has run long enough.
         while let Some(batch) = queue.pop() {
-            search_batch(ctx, batch, Some(&queue));
+            search_batch(ctx, batch, Hand::Draining(&queue));
             queue.start_helpers(ctx, s);
         }
     });
@@ -365,7 +365,7 @@ impl<'r, 's: 'r, F: FileSystem> dirwalk::Output<F> for Batcher<'r, 's, F> {
         }
         if !self.batch.is_empty() {
             let batch = std::mem::take(&mut self.batch);
-            search_batch(self.ctx, batch, None);
+            search_batch(self.ctx, batch, Hand::Keep);
             return true;
         }
         if self.queue.busy.load(Ordering::Acquire) > 0 {
@@ -378,12 +378,17 @@ impl<'r, 's: 'r, F: FileSystem> dirwalk::Output<F> for Batcher<'r, 's, F> {
 
 impl<F: FileSystem> Batcher<'_, '_, F> {
     /// Search one queued batch on the walking thread, or with `pass`
-    /// only until a helper waits for work ([`search_batch`]); false when
+    /// only until a helper waits for work ([`Hand::Walking`]); false when
     /// none is queued.
     fn search_queued(&mut self, pass: bool) -> bool {
         match self.queue.pop() {
             Some(batch) => {
-                search_batch(self.ctx, batch, pass.then_some(self.queue));
+                let hand = if pass {
+                    Hand::Walking(self.queue)
+                } else {
+                    Hand::Keep
+                };
+                search_batch(self.ctx, batch, hand);
                 self.queue.start_helpers(self.ctx, self.scope);
                 true
             }
@@ -531,41 +536,66 @@ impl<F: FileSystem> Queue<F> {
                     self.waiting.fetch_sub(1, Ordering::Relaxed);
                 }
             };
-            search_batch(ctx, batch, None);
+            search_batch(ctx, batch, Hand::Keep);
             self.busy.fetch_sub(1, Ordering::AcqRel);
         }
     }
 }
 
-/// Search a batch. On the walking thread (`walker`, its queue), what is
-/// left of the batch goes back to the queue as soon as a helper waits for
-/// work or may be started, even in the middle of a large file: the walk
-/// then feeds the helpers again. (A file of tens of megabytes searched by
-/// the walking thread left the helper idle for 10 ms of a 260 ms search of
-/// the Linux tree.)
-fn search_batch<F: FileSystem>(
-    ctx: &GrepCall<'_, F>,
-    batch: Vec<Haystack<F>>,
-    walker: Option<&Queue<F>>,
-) {
+/// Whether the thread searching a batch gives the rest of it back to the
+/// queue ([`search_batch`]) for a helper that waits for work or may be
+/// started.
+enum Hand<'q, F: FileSystem> {
+    /// A helper's batch, or one the walk must search to free descriptors:
+    /// searched whole.
+    Keep,
+    /// The walking thread during the walk: the rest goes back between files
+    /// or in the middle of one (before its match), since the walk is there to
+    /// go back to. (A file of tens of megabytes searched by the walking
+    /// thread left the helper idle for 10 ms of a 260 ms search of the Linux
+    /// tree.)
+    Walking(&'q Queue<F>),
+    /// The walking thread once the walk is over: one searcher among the
+    /// others, that would take back what it gives. The rest goes back only
+    /// between files, once one of the batch is searched, so that every
+    /// batch it takes moves the call on. (Giving back its first file, or a
+    /// file half read, whenever a helper could be started livelocked: a
+    /// helper started, found the queue empty while the walking thread held
+    /// the file, and ended, which let the next helper start, until the
+    /// deadline.)
+    Draining(&'q Queue<F>),
+}
+
+/// Search a batch, giving the rest back as [`Hand`] says.
+fn search_batch<F: FileSystem>(ctx: &GrepCall<'_, F>, batch: Vec<Haystack<F>>, hand: Hand<'_, F>) {
     if batch.is_empty() {
         return;
     }
     let mut worker = Worker::new(ctx);
-    let pass = || walker.is_some_and(|q| q.helper_idle() || q.wants_helper());
+    let wanted = |q: &Queue<F>| q.helper_idle() || q.wants_helper();
+    let in_file = || matches!(hand, Hand::Walking(q) if wanted(q));
     // The files counted without the searcher are timed together: the
     // batch's time less the searcher's (two clock reads per file were a
     // percent of a search of the Linux tree).
     let started = Instant::now();
-    let mut files = batch.into_iter();
-    while let Some(file) = files.next() {
+    let mut files = batch.into_iter().enumerate();
+    while let Some((i, file)) = files.next() {
         if ctx.budget.stopped() {
             break;
         }
-        let passed = pass()
-            || !worker.search_haystack(&file.rg_path, Source::InDir(&file.dir, file.name()), &pass);
-        if let (true, Some(queue)) = (passed, walker) {
-            queue.push_front(std::iter::once(file).chain(files));
+        let (queue, between) = match hand {
+            Hand::Keep => (None, false),
+            Hand::Walking(q) => (Some(q), wanted(q)),
+            Hand::Draining(q) => (Some(q), i > 0 && wanted(q)),
+        };
+        let passed = between
+            || !worker.search_haystack(
+                &file.rg_path,
+                Source::InDir(&file.dir, file.name()),
+                &in_file,
+            );
+        if let (true, Some(queue)) = (passed, queue) {
+            queue.push_front(std::iter::once(file).chain(files.map(|(_, f)| f)));
             break;
         }
     }
@@ -814,5 +844,114 @@ impl<F: FileSystem> Drop for Worker<'_, F> {
         shared.stats.add(&self.stats);
         shared.msgs.extend(std::mem::take(&mut self.msgs));
         shared.searched |= self.searched;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cancel::CancelToken;
+    use crate::fs::MemFs;
+
+    /// A walk's haystacks, as the walk yields them.
+    struct Collect<F: FileSystem>(Vec<Haystack<F>>);
+
+    impl<F: FileSystem> dirwalk::Output<F> for Collect<F> {
+        fn file(&mut self, file: Haystack<F>) {
+            self.0.push(file);
+        }
+        fn error(&mut self, err: ignore::Error) {
+            panic!("walk error: {err}");
+        }
+        fn stopped(&self) -> bool {
+            false
+        }
+        fn stopped_at(&self, _: usize) -> bool {
+            false
+        }
+        fn relieve(&mut self) -> bool {
+            false
+        }
+    }
+
+    fn call<'a>(fs: &'a MemFs, workdir: &Path, pattern: &str) -> GrepCall<'a, MemFs> {
+        let cancel = CancelToken::new();
+        GrepCall {
+            fs,
+            root: Root::new(workdir, None),
+            matcher: matcher::build_cancellable(pattern, &cancel).expect("the pattern builds"),
+            budget: Budget::new(None, cancel),
+            explicit: None,
+            explicit_len: 0,
+            max_match_len: explicit::max_match_len(pattern),
+            prefilter: matcher::whole_file_prefilter(pattern),
+            shared: Mutex::new(Collected::default()),
+            kits: (0..super::super::pool().current_num_threads() + 1)
+                .map(|_| Mutex::new(None))
+                .collect(),
+        }
+    }
+
+    /// Once a call has run long enough for a helper and none runs, the
+    /// walking thread gives work back, as [`Hand`] says: during the walk
+    /// all of it (the walk goes on), after the walk only what follows the
+    /// first file, searched whole even past its first read (a file larger
+    /// than the preload, its match at the end), so that draining the queue
+    /// always moves on.
+    #[test]
+    fn the_walking_thread_gives_back_only_what_it_will_not_take_back() {
+        let workdir = Path::new("/w");
+        let fs = MemFs::new();
+        fs.create_dir_all(workdir).unwrap();
+        let mut big = "x\n".repeat(200 * 1024);
+        big.push_str("needle\n");
+        fs.write_file(workdir.join("a-big.txt"), &big).unwrap();
+        for name in ["b.txt", "c.txt", "d.txt", "e.txt"] {
+            fs.write_file(workdir.join(name), "needle\n").unwrap();
+        }
+        let ctx = call(&fs, workdir, "needle");
+        let haystacks = || {
+            let mut out = Collect(Vec::new());
+            let live = std::sync::Arc::new(AtomicUsize::new(0));
+            dirwalk::walk(
+                &fs,
+                &ctx.root,
+                workdir,
+                overrides(workdir, &[]).unwrap(),
+                &live,
+                &mut out,
+            );
+            out.0.sort_by(|a, b| a.rg_path.cmp(&b.rg_path));
+            assert_eq!(out.0.len(), 5);
+            out.0
+        };
+        // (case, searched here, given back)
+        type Make = for<'q> fn(&'q Queue<MemFs>) -> Hand<'q, MemFs>;
+        let cases: [(&str, Make, usize, usize); 3] = [
+            ("a helper's batch", |_| Hand::Keep, 5, 0),
+            ("during the walk", |q| Hand::Walking(q), 0, 5),
+            ("after the walk", |q| Hand::Draining(q), 1, 4),
+        ];
+        for (case, hand, searched, back) in cases {
+            let mut queue = Queue::new(1);
+            queue.started = Instant::now() - HELPERS_AFTER * 2;
+            queue.walk_done();
+            assert!(queue.wants_helper(), "{case}");
+            ctx.shared.lock().unwrap().blocks.clear();
+            search_batch(&ctx, haystacks(), hand(&queue));
+            let blocks = std::mem::take(&mut ctx.shared.lock().unwrap().blocks);
+            let mut given = Vec::new();
+            while let Some(batch) = queue.pop() {
+                given.extend(batch.into_iter().map(|h| h.rg_path));
+            }
+            assert_eq!(
+                (blocks.len(), given.len()),
+                (searched, back),
+                "{case}: {given:?}"
+            );
+            if searched == 1 {
+                assert_eq!(blocks[0].events.len(), 3, "{case}: begin, match, end");
+            }
+        }
     }
 }
