@@ -68,7 +68,8 @@
 //!
 //! The library reads no environment variable of its own: the process-wide
 //! settings are the caller's to pass, the engine's worker count
-//! ([`set_search_threads`], before the first search) and the rg binary
+//! ([`set_search_threads`], before the first search), how soon they join a
+//! grep ([`set_helper_delay`]) and the rg binary
 //! ([`RgConfig::path`], [`WorkspaceOptions::rg_path`]). The few it does
 //! read come with the behavior they reproduce: git's global excludes are
 //! found through `HOME` and `XDG_CONFIG_HOME` as rg finds them, an rg
@@ -153,8 +154,8 @@ mod workspace;
 
 // The backends and the two invocations.
 pub use backend::rg::{glob_args, grep_args, rg_from_env, RgCommand, RgConfig, RG_ENV};
-pub use backend::set_search_threads;
 pub use backend::{make_backend, BackendKind, NativeBackend, RgBackend, SearchBackend};
+pub use backend::{set_helper_delay, set_search_threads};
 pub use cancel::{cancelled_error, CancelToken};
 pub use request::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
 

@@ -195,6 +195,13 @@ fn loud(msg: &str) {
 
 fn init() -> Result<Env, String> {
     let (rg, version) = locate_rg()?;
+    // The in-process engine's helpers join every grep at its first batch,
+    // so that every case runs the hand-off between the walking thread and
+    // the helpers (by default a call on a small tree ends before any
+    // starts, and only a loaded machine ran it: a livelock there timed out
+    // a case of random_trees). The processes the cases start keep the
+    // default.
+    dsh_search::set_helper_delay(std::time::Duration::ZERO);
     // The control dir lives as long as the test process (statics are never
     // dropped), so each run first removes those of test processes that have
     // ended.

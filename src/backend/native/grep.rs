@@ -23,6 +23,8 @@ use super::parwalk::dir_error;
 use super::paths::{PathForm, Root};
 use super::reader::{cancelled, is_clean_miss, preloadable, FileReader, Preload, PRELOAD_KEEP};
 use super::rgignore::RgIgnore;
+#[cfg(doc)]
+use super::set_helper_delay;
 use super::sink::{FileBlock, JsonSink};
 use super::walk::overrides;
 use super::{canonical_workdir, exit_code, nul_launch_failure, Budget};
@@ -255,19 +257,10 @@ const BATCH: usize = 16;
 /// How many batches the walk queues before the walking thread searches one.
 const MAX_QUEUED: usize = 4;
 
-/// How long a call runs on the calling thread alone before helpers join
-/// it ([`Queue::wants_helper`]). A helper asleep in the pool can take
-/// hundreds of microseconds to start on a virtual machine, and the call
-/// must wait for every helper it started, even one that arrives when all
-/// is done: a 100-file workspace took 345–373 µs with a helper after a
-/// pause, 298–312 µs without. Half a millisecond alone costs a large tree
-/// a quarter of a millisecond.
-const HELPERS_AFTER: std::time::Duration = std::time::Duration::from_micros(500);
-
 /// A directory root: the engine's walk ([`dirwalk`], the same decisions,
 /// errors and ignore-file lookups as rg's walker, each directory listed
 /// once) runs on the calling thread and queues the haystacks in batches;
-/// once the call has run for [`HELPERS_AFTER`], helpers on the engine's
+/// once the call has run for the helper delay ([`set_helper_delay`]), helpers on the engine's
 /// pool search them while the walk goes on, and the walking thread
 /// searches whatever is left once it ends (a call on a small tree ends
 /// before any helper starts). The walk
@@ -427,6 +420,7 @@ struct Queue<F: FileSystem> {
     /// How many helpers the call may start, and when it started.
     max_helpers: usize,
     started: Instant,
+    helpers_after: std::time::Duration,
 }
 
 struct QueueState<F: FileSystem> {
@@ -448,14 +442,15 @@ impl<F: FileSystem> Queue<F> {
             waiting: AtomicUsize::new(0),
             max_helpers,
             started: Instant::now(),
+            helpers_after: super::helper_delay(),
         }
     }
 
-    /// Whether the call has run long enough alone ([`HELPERS_AFTER`]) and
+    /// Whether the call has run long enough alone (the helper delay) and
     /// may start a helper.
     fn wants_helper(&self) -> bool {
         self.helpers.load(Ordering::Acquire) < self.max_helpers
-            && self.started.elapsed() >= HELPERS_AFTER
+            && self.started.elapsed() >= self.helpers_after
     }
 
     /// Start the helpers the call may have, once it has run long enough
@@ -934,7 +929,7 @@ mod tests {
         ];
         for (case, hand, searched, back) in cases {
             let mut queue = Queue::new(1);
-            queue.started = Instant::now() - HELPERS_AFTER * 2;
+            queue.helpers_after = std::time::Duration::ZERO;
             queue.walk_done();
             assert!(queue.wants_helper(), "{case}");
             ctx.shared.lock().unwrap().blocks.clear();

@@ -162,6 +162,31 @@ fn threads() -> usize {
     })
 }
 
+/// How long a grep runs on the calling thread alone before the pool's
+/// threads join it, in microseconds ([`set_helper_delay`]).
+static HELPER_DELAY_US: AtomicU64 = AtomicU64::new(500);
+
+/// Set how long a grep of a directory runs on the calling thread alone
+/// before the engine's other threads join it (500 µs unless set; zero
+/// lets them join at the first batch), for the calls that start after
+/// this.
+///
+/// A thread asleep in the pool can take hundreds of microseconds to start
+/// on a virtual machine, and a call waits for every thread it started,
+/// even one that arrives when all is done: a 100-file workspace took
+/// 345–373 µs with a helper after a pause, 298–312 µs without, while half
+/// a millisecond alone costs a large tree a quarter of a millisecond
+/// (BENCHMARKS.md). The results never depend on it.
+pub fn set_helper_delay(delay: std::time::Duration) {
+    let us = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
+    HELPER_DELAY_US.store(us, Ordering::Relaxed);
+}
+
+/// The delay [`set_helper_delay`] set.
+fn helper_delay() -> std::time::Duration {
+    std::time::Duration::from_micros(HELPER_DELAY_US.load(Ordering::Relaxed))
+}
+
 /// The engine's worker threads: started once per process and shared by
 /// every call, so a call on a small tree starts no thread of its own. The
 /// pool is the engine's own (not rayon's global one, which the embedding
