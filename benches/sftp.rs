@@ -11,8 +11,12 @@
 //! which the load of other work on the machine moves less than the times.
 //!
 //! ```text
-//! cargo bench --bench sftp -- [ITERATIONS]
+//! cargo bench --bench sftp -- [ITERATIONS] [SESSIONS...]
 //! ```
+//!
+//! With session counts (`SftpBuilder::sessions`), one workspace of each,
+//! each connected once, all measured in every iteration, and a row each;
+//! without, one of the default.
 //!
 //! Needs `/usr/sbin/sshd`, `ssh`, `ssh-keygen` and `setpriv` (scripts/test
 //! installs them), and rg 15.2.0 in `DSH_SEARCH_RG` or on PATH.
@@ -24,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dsh_search::backend::rg::{glob_args, grep_args};
-use dsh_search::fs::SftpFs;
+use dsh_search::fs::{SftpFs, SftpStats};
 use dsh_search::{GlobRequest, GrepRequest, NativeBackend, SearchBackend};
 
 // The benchmark corpus is the binary's (`dsh-search bench` generates the
@@ -107,10 +111,16 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() {
-    let iterations: usize = std::env::args()
+    let numbers: Vec<usize> = std::env::args()
         .skip(1)
-        .find(|a| !a.starts_with("--"))
-        .map_or(5, |n| n.parse().expect("ITERATIONS is a number"));
+        .filter(|a| !a.starts_with("--"))
+        .map(|n| n.parse().expect("ITERATIONS and SESSIONS are numbers"))
+        .collect();
+    let iterations = numbers.first().copied().unwrap_or(5);
+    let session_counts: Vec<Option<usize>> = match &numbers[numbers.len().min(1)..] {
+        [] => vec![None],
+        counts => counts.iter().copied().map(Some).collect(),
+    };
     let rg = std::env::var("DSH_SEARCH_RG").unwrap_or_else(|_| "rg".into());
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
@@ -195,23 +205,29 @@ fn main() {
         std::thread::sleep(Duration::from_millis(20));
     }
 
-    let fs = Arc::new(
-        SftpFs::builder("127.0.0.1")
-            .port(port)
-            .user("root")
-            .identity(dir.join("user_key"))
-            .known_hosts(&known_hosts)
-            .build()
-            .unwrap(),
-    );
-    fs.connect().unwrap();
-    let native = NativeBackend::on(fs.clone());
+    let workspaces: Vec<(String, Arc<SftpFs>, NativeBackend<SftpFs>)> = session_counts
+        .iter()
+        .map(|&n| {
+            let mut b = SftpFs::builder("127.0.0.1")
+                .port(port)
+                .user("root")
+                .identity(dir.join("user_key"))
+                .known_hosts(&known_hosts);
+            if let Some(n) = n {
+                b = b.sessions(n);
+            }
+            let fs = Arc::new(b.build().unwrap());
+            fs.connect().unwrap();
+            let label = n.map_or("default".to_string(), |n| n.to_string());
+            (label, fs.clone(), NativeBackend::on(fs))
+        })
+        .collect();
     let quote = |a: &str| format!("'{}'", a.replace('\'', "'\\''"));
 
     println!(
-        "| workload | files | dirs | files read | requests | round trips | (dirs + files read) / 16 | bytes read | sftp | rg over ssh | ratio | sftp CPU | rg CPU | CPU ratio |"
+        "| workload | sessions | files | dirs | files read | requests | round trips | (dirs + files read) / 16 | bytes read | sftp | rg over ssh | ratio | sftp CPU | rg CPU | CPU ratio |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let me = std::process::id();
     for (label, is_glob) in [("glob *", true), ("grep rare literal", false)] {
         let glob = GlobRequest::new("*", &tree);
@@ -227,21 +243,36 @@ fn main() {
             quote(&rg),
             args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
         );
-        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-        let (mut ours_cpu, mut theirs_cpu) = (Vec::new(), Vec::new());
-        let mut cost = fs.stats();
+        // Per workspace: times, CPU times, the last call's traffic.
+        let mut ours: Vec<(Vec<Duration>, Vec<Duration>, SftpStats)> = workspaces
+            .iter()
+            .map(|_| (Vec::new(), Vec::new(), SftpStats::default()))
+            .collect();
+        let (mut theirs, mut theirs_cpu) = (Vec::new(), Vec::new());
         for i in 0..=iterations {
-            let before = fs.stats();
-            let cpu = (proc_cpu(me), tree_cpu(sshd.id()));
-            let t = Instant::now();
-            if is_glob {
-                assert!(native.glob(&glob).results.files.len() >= files as usize / 2);
-            } else {
-                native.grep(&grep);
+            for ((_, fs, native), (took_all, cpu_all, cost)) in workspaces.iter().zip(&mut ours) {
+                let before = fs.stats();
+                let cpu = (proc_cpu(me), tree_cpu(sshd.id()));
+                let t = Instant::now();
+                if is_glob {
+                    assert!(native.glob(&glob).results.files.len() >= files as usize / 2);
+                } else {
+                    native.grep(&grep);
+                }
+                let took = t.elapsed();
+                let after = fs.stats();
+                let our_cpu = proc_cpu(me) - cpu.0 + tree_cpu(sshd.id()) - cpu.1;
+                if i > 0 {
+                    took_all.push(took);
+                    cpu_all.push(our_cpu);
+                }
+                *cost = SftpStats {
+                    requests: after.requests - before.requests,
+                    round_trips: after.round_trips - before.round_trips,
+                    bytes_read: after.bytes_read - before.bytes_read,
+                    connects: after.connects - before.connects,
+                };
             }
-            let took = t.elapsed();
-            let after = fs.stats();
-            let our_cpu = proc_cpu(me) - cpu.0 + tree_cpu(sshd.id()) - cpu.1;
             let cpu = (tree_cpu(sshd.id()), proc_cpu(master.id()), children_cpu());
             let t = Instant::now();
             let out = ssh(&[]).arg(&remote).stdin(Stdio::null()).output().unwrap();
@@ -255,34 +286,28 @@ fn main() {
                 String::from_utf8_lossy(&out.stderr)
             );
             if i > 0 {
-                ours.push(took);
                 theirs.push(rg_took);
-                ours_cpu.push(our_cpu);
                 theirs_cpu.push(rg_cpu);
             }
-            cost = dsh_search::fs::SftpStats {
-                requests: after.requests - before.requests,
-                round_trips: after.round_trips - before.round_trips,
-                bytes_read: after.bytes_read - before.bytes_read,
-                connects: after.connects - before.connects,
-            };
         }
         let files_read = if is_glob { 0 } else { files };
-        let (a, b) = (median(ours), median(theirs));
-        let (ca, cb) = (median(ours_cpu), median(theirs_cpu));
-        println!(
-            "| {label} | {files} | {dirs} | {files_read} | {} | {} | {} | {} | {:.1} ms | {:.1} ms | {:.2} | {:.1} ms | {:.1} ms | {:.2} |",
-            cost.requests,
-            cost.round_trips,
-            (dirs + files_read) / 16,
-            cost.bytes_read,
-            a.as_secs_f64() * 1e3,
-            b.as_secs_f64() * 1e3,
-            a.as_secs_f64() / b.as_secs_f64(),
-            ca.as_secs_f64() * 1e3,
-            cb.as_secs_f64() * 1e3,
-            ca.as_secs_f64() / cb.as_secs_f64()
-        );
+        let (b, cb) = (median(theirs), median(theirs_cpu));
+        for ((sessions, ..), (took, cpu, cost)) in workspaces.iter().zip(ours) {
+            let (a, ca) = (median(took), median(cpu));
+            println!(
+                "| {label} | {sessions} | {files} | {dirs} | {files_read} | {} | {} | {} | {} | {:.1} ms | {:.1} ms | {:.2} | {:.1} ms | {:.1} ms | {:.2} |",
+                cost.requests,
+                cost.round_trips,
+                (dirs + files_read) / 16,
+                cost.bytes_read,
+                a.as_secs_f64() * 1e3,
+                b.as_secs_f64() * 1e3,
+                a.as_secs_f64() / b.as_secs_f64(),
+                ca.as_secs_f64() * 1e3,
+                cb.as_secs_f64() * 1e3,
+                ca.as_secs_f64() / cb.as_secs_f64()
+            );
+        }
     }
     let _ = master.kill();
     let _ = master.wait();

@@ -290,6 +290,92 @@ fn sftp_server_killed_and_back() {
     assert!(fs.stats().connects >= 2, "{:?}", fs.stats());
 }
 
+/// Each SFTP session of a workspace is a server process of its own on the
+/// host, as many as the workspace asks for; when one of them ends, the
+/// workspace's next calls reconnect and answer as before.
+#[test]
+fn sftp_sessions_are_server_processes() {
+    use dsh_search::{GrepRequest, NativeBackend, SearchBackend, Status};
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    many_files(&root, 200);
+    let raw = |o: &dsh_search::Outcome<dsh_search::GrepResults>| {
+        let mut out = Vec::new();
+        o.results.write_raw(&mut out).unwrap();
+        crate::util::rg::normalize_grep(&out)
+    };
+    // (sessions asked for, server processes expected)
+    for (asked, want) in [(None, 2), (Some(1), 1), (Some(3), 3)] {
+        let server = sshd::Sshd::start();
+        let mut builder = server.builder();
+        if let Some(n) = asked {
+            builder = builder.sessions(n);
+        }
+        let fs = std::sync::Arc::new(builder.build().unwrap());
+        let backend = NativeBackend::on(fs.clone());
+        let grep = || backend.grep(&GrepRequest::new("needle 39", &root));
+        let first = grep();
+        assert_eq!(
+            first.status,
+            Status::Exited(0),
+            "{}",
+            first.stderr.join("\n")
+        );
+        // The servers' processes, once those of an ended connection have
+        // exited (a guard against a hang, not a timed assertion).
+        let sftp = || -> Vec<u32> {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            loop {
+                let procs = server.session_processes();
+                let sftp: Vec<u32> = procs
+                    .iter()
+                    .filter(|(_, cmd)| cmd.ends_with("@internal-sftp"))
+                    .map(|&(pid, _)| pid)
+                    .collect();
+                if sftp.len() == want || std::time::Instant::now() > deadline {
+                    assert_eq!(sftp.len(), want, "sessions {asked:?}: {procs:?}");
+                    return sftp;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        };
+        // One session's server ends (the last: the first serves the
+        // engine's own requests, the others only work ahead).
+        let last = *sftp().last().unwrap();
+        let killed = std::process::Command::new("kill")
+            .args(["-KILL", &last.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        // A call may still meet the ended session (and say so, naming the
+        // host); the next one has reconnected.
+        let mut outcomes = vec![grep()];
+        if outcomes[0].status != Status::Exited(0) {
+            let said = format!("{:?} {}", outcomes[0].status, outcomes[0].stderr.join("\n"));
+            assert!(said.contains("sftp://root@127.0.0.1:"), "{said}");
+            outcomes.push(grep());
+        }
+        let again = outcomes.last().unwrap();
+        assert_eq!(
+            again.status,
+            Status::Exited(0),
+            "{}",
+            again.stderr.join("\n")
+        );
+        assert!(
+            raw(again) == raw(&first),
+            "the same matches after a session ended"
+        );
+        assert_eq!(
+            fs.stats().connects,
+            2,
+            "sessions {asked:?}: {:?}",
+            fs.stats()
+        );
+        sftp();
+    }
+}
+
 /// A file deleted between the listing and the read: the read fails as on
 /// the disk (`No such file or directory (os error 2)`), the connection
 /// stays usable.

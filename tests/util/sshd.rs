@@ -213,6 +213,28 @@ impl Sshd {
         }
     }
 
+    /// The processes serving the daemon's connections (its descendants,
+    /// not the listener), with their command lines.
+    pub fn session_processes(&self) -> Vec<(u32, String)> {
+        let Some(pid) = self.child.lock().unwrap().as_ref().map(Child::id) else {
+            return Vec::new();
+        };
+        let mut pids = children(pid);
+        let mut i = 0;
+        while i < pids.len() {
+            let more = children(pids[i]);
+            pids.extend(more);
+            i += 1;
+        }
+        pids.into_iter()
+            .map(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                (pid, text.trim().to_string())
+            })
+            .collect()
+    }
+
     /// A workspace on this server as root with the authorized key.
     pub fn fs(&self) -> SftpFs {
         self.builder().build().expect("the SFTP filesystem builds")

@@ -1,7 +1,7 @@
-//! One SSH connection with one SFTP session on it: the host key checked
+//! One SSH connection and the SFTP sessions on it: the host key checked
 //! against `known_hosts`, key authentication (a key file or the agent), and
-//! requests multiplexed by id so that any number are in flight at once
-//! (`docs/contract.md` §11).
+//! in each session requests multiplexed by id so that any number are in
+//! flight at once (`docs/contract.md` §11).
 
 use std::collections::HashMap;
 use std::io;
@@ -49,6 +49,9 @@ pub(crate) struct Counters {
     pub(crate) round_trips: AtomicU64,
     pub(crate) bytes_read: AtomicU64,
     pub(crate) connects: AtomicU64,
+    /// Requests of every session sent and not answered: a request sent
+    /// while there are none is a round trip.
+    in_flight: AtomicU64,
 }
 
 /// A continuation: what to do with a reply, on the reader task.
@@ -82,10 +85,11 @@ struct Pending {
     dead: Option<String>,
 }
 
-/// The SFTP session over one SSH connection.
+/// One SFTP session (one `sftp-server` on the host) over an SSH
+/// connection that may carry others.
 pub(crate) struct Conn {
-    // Kept so that the connection lives as long as the session.
-    _ssh: Handle<Checker>,
+    /// The connection, which lives as long as its sessions.
+    ssh: Arc<Handle<Checker>>,
     /// Requests not yet handed to the channel, whole packets end to end:
     /// the writer task sends all that accumulated as one channel write, so
     /// that the requests issued together travel in one SSH packet (one
@@ -160,60 +164,73 @@ fn lost(url: &str, why: &str) -> io::Error {
     io::Error::new(io::ErrorKind::ConnectionAborted, format!("{url}: {why}"))
 }
 
-impl Conn {
-    /// Connect, authenticate, start the SFTP subsystem and negotiate
-    /// version 3.
-    pub(crate) async fn open(target: &Target, counters: Arc<Counters>) -> io::Result<Arc<Conn>> {
-        let url = target.url();
-        let fail = |what: String| io::Error::other(format!("{url}: {what}"));
-        let config = Arc::new(client::Config {
-            nodelay: true,
-            // The SFTP window: reads of 255 KiB several at once.
-            window_size: 16 * 1024 * 1024,
-            maximum_packet_size: 64 * 1024,
-            // AES-GCM first: with the processor's AES instructions it
-            // costs both ends a fraction of ChaCha20-Poly1305 (russh's
-            // first choice) per byte, and a search moves every byte it
-            // reads. The rest of the list is russh's own.
-            preferred: russh::Preferred {
-                cipher: std::borrow::Cow::Borrowed(&[
-                    russh::cipher::AES_128_GCM,
-                    russh::cipher::AES_256_GCM,
-                    russh::cipher::CHACHA20_POLY1305,
-                    russh::cipher::AES_256_CTR,
-                    russh::cipher::AES_192_CTR,
-                    russh::cipher::AES_128_CTR,
-                ]),
-                ..Default::default()
-            },
+/// Connect and authenticate: a connection that carries the sessions of
+/// [`Conn::start`].
+pub(crate) async fn connect(
+    target: &Target,
+    counters: &Counters,
+) -> io::Result<Arc<Handle<Checker>>> {
+    let url = target.url();
+    let fail = |what: String| io::Error::other(format!("{url}: {what}"));
+    let config = Arc::new(client::Config {
+        nodelay: true,
+        // The SFTP window: reads of 255 KiB several at once.
+        window_size: 16 * 1024 * 1024,
+        maximum_packet_size: 64 * 1024,
+        // AES-GCM first: with the processor's AES instructions it
+        // costs both ends a fraction of ChaCha20-Poly1305 (russh's
+        // first choice) per byte, and a search moves every byte it
+        // reads. The rest of the list is russh's own.
+        preferred: russh::Preferred {
+            cipher: std::borrow::Cow::Borrowed(&[
+                russh::cipher::AES_128_GCM,
+                russh::cipher::AES_256_GCM,
+                russh::cipher::CHACHA20_POLY1305,
+                russh::cipher::AES_256_CTR,
+                russh::cipher::AES_192_CTR,
+                russh::cipher::AES_128_CTR,
+            ]),
             ..Default::default()
-        });
-        let refusal = Arc::new(Mutex::new(None));
-        let checker = Checker {
-            host: target.host.clone(),
-            port: target.port,
-            known_hosts: target.known_hosts.clone(),
-            refusal: refusal.clone(),
-        };
-        let addr = (target.host.as_str(), target.port);
-        let mut ssh = match client::connect(config, addr, checker).await {
-            Ok(h) => h,
-            Err(e) => {
-                if let Some(why) = refusal.lock().unwrap().take() {
-                    return Err(io::Error::new(
-                        io::ErrorKind::PermissionDenied,
-                        format!("{url}: {why}"),
-                    ));
-                }
-                return Err(match e {
-                    russh::Error::IO(io) => {
-                        fail(format!("cannot connect: {}", super::io_text(&io)))
-                    }
-                    e => fail(format!("cannot connect: {e}")),
-                });
+        },
+        ..Default::default()
+    });
+    let refusal = Arc::new(Mutex::new(None));
+    let checker = Checker {
+        host: target.host.clone(),
+        port: target.port,
+        known_hosts: target.known_hosts.clone(),
+        refusal: refusal.clone(),
+    };
+    let addr = (target.host.as_str(), target.port);
+    let mut ssh = match client::connect(config, addr, checker).await {
+        Ok(h) => h,
+        Err(e) => {
+            if let Some(why) = refusal.lock().unwrap().take() {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!("{url}: {why}"),
+                ));
             }
-        };
-        authenticate(&mut ssh, target, &url).await?;
+            return Err(match e {
+                russh::Error::IO(io) => fail(format!("cannot connect: {}", super::io_text(&io))),
+                e => fail(format!("cannot connect: {e}")),
+            });
+        }
+    };
+    authenticate(&mut ssh, target, &url).await?;
+    counters.connects.fetch_add(1, Ordering::Relaxed);
+    Ok(Arc::new(ssh))
+}
+
+impl Conn {
+    /// Start an SFTP session on `ssh` (a channel running the subsystem,
+    /// its own `sftp-server` on the host) and negotiate version 3.
+    pub(crate) async fn start(
+        ssh: &Arc<Handle<Checker>>,
+        url: &str,
+        counters: Arc<Counters>,
+    ) -> io::Result<Arc<Conn>> {
+        let fail = |what: String| io::Error::other(format!("{url}: {what}"));
         let channel = ssh
             .channel_open_session()
             .await
@@ -259,9 +276,8 @@ impl Conn {
                 _ => {}
             }
         }
-        counters.connects.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Conn {
-            _ssh: ssh,
+            ssh: ssh.clone(),
             outbox: Mutex::new(Vec::new()),
             flush: Notify::new(),
             pending: Mutex::new(Pending {
@@ -275,7 +291,7 @@ impl Conn {
             max_read: AtomicU32::new(32 * 1024),
             max_write: AtomicU32::new(32 * 1024),
             counters,
-            url,
+            url: url.to_string(),
         });
         tokio::spawn(reader(read, buf, conn.clone()));
         tokio::spawn(writer(write, conn.clone()));
@@ -294,6 +310,15 @@ impl Conn {
             }
         }
         Ok(conn)
+    }
+
+    /// End the connection this session is on, and so its other sessions
+    /// (their servers exit), without waiting for them to be dropped.
+    pub(crate) async fn disconnect(&self) {
+        let _ = self
+            .ssh
+            .disconnect(russh::Disconnect::ByApplication, "", "en")
+            .await;
     }
 
     /// Whether the session has ended.
@@ -317,7 +342,7 @@ impl Conn {
             if let Some(why) = &p.dead {
                 return Err(lost(&self.url, why));
             }
-            if p.in_flight == 0 {
+            if self.counters.in_flight.fetch_add(1, Ordering::Relaxed) == 0 {
                 self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
             }
             p.in_flight += 1;
@@ -384,6 +409,11 @@ impl Conn {
         let waiters = {
             let mut p = self.pending.lock().unwrap();
             p.dead.get_or_insert_with(|| why.to_string());
+            // Its requests will not be answered.
+            let gone = std::mem::take(&mut p.in_flight);
+            self.counters
+                .in_flight
+                .fetch_sub(gone as u64, Ordering::Relaxed);
             std::mem::take(&mut p.waiters)
         };
         for (_, w) in waiters {
@@ -464,7 +494,11 @@ async fn reader(mut read: ChannelReadHalf, mut partial: Vec<u8>, conn: Arc<Conn>
             // Every reply in the chunk came in together: none of their
             // requests is waiting any more, whatever the dispatch sends.
             let mut p = conn.pending.lock().unwrap();
-            p.in_flight = p.in_flight.saturating_sub(replies.len());
+            let answered = p.in_flight.min(replies.len());
+            p.in_flight -= answered;
+            conn.counters
+                .in_flight
+                .fetch_sub(answered as u64, Ordering::Relaxed);
         }
         for packet in replies {
             if packet.len() < 5 {

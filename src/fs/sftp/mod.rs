@@ -62,6 +62,9 @@ const AHEAD_DIRS_NAMED: usize = 64;
 /// ([`FileSystem::will_list_tree`]): every listing is wanted, so the only
 /// bound is memory (a listing is its names).
 const AHEAD_TREE_DIRS: usize = 4096;
+/// SFTP sessions per connection unless [`SftpBuilder::sessions`] says
+/// otherwise.
+const DEFAULT_SESSIONS: usize = 2;
 
 /// Options of a remote workspace: `sftp://[USER@]HOST[:PORT]`, the key and
 /// the known hosts.
@@ -74,6 +77,7 @@ pub struct SftpBuilder {
     known_hosts: Option<PathBuf>,
     timeout: Duration,
     git_excludes: Option<PathBuf>,
+    sessions: usize,
 }
 
 impl SftpBuilder {
@@ -117,6 +121,15 @@ impl SftpBuilder {
         self
     }
 
+    /// How many SFTP sessions the connection carries (1 to 8, default 2).
+    /// Each is a server process of its own on the host (OpenSSH's
+    /// `sftp-server` serves its requests one at a time), and the files
+    /// and listings read ahead are spread over them.
+    pub fn sessions(mut self, n: usize) -> SftpBuilder {
+        self.sessions = n.clamp(1, 8);
+        self
+    }
+
     /// The filesystem; nothing is connected until the first operation (or
     /// [`SftpFs::connect`]).
     pub fn build(self) -> io::Result<SftpFs> {
@@ -142,7 +155,9 @@ impl SftpBuilder {
             },
             timeout: self.timeout,
             rt,
-            conn: Mutex::new(None),
+            link: Mutex::new(None),
+            sessions: self.sessions,
+            spread: AtomicUsize::new(0),
             counters: Arc::new(Counters::default()),
             excludes: OnceLock::new(),
             git_excludes: self.git_excludes,
@@ -372,8 +387,13 @@ pub struct SftpFs {
     target: Target,
     timeout: Duration,
     rt: tokio::runtime::Runtime,
-    /// The connection, opened on first use and again after it drops.
-    conn: Mutex<Option<Arc<Conn>>>,
+    /// The connection's sessions, opened on first use and again after one
+    /// of them ends: the first serves the engine's requests, the reads and
+    /// listings ahead take turns.
+    link: Mutex<Option<Vec<Arc<Conn>>>>,
+    sessions: usize,
+    /// Which session the next read or listing ahead goes to.
+    spread: AtomicUsize,
     counters: Arc<Counters>,
     /// Where git's global excludes file is (found once).
     excludes: OnceLock<Option<PathBuf>>,
@@ -403,6 +423,7 @@ impl SftpFs {
             known_hosts: None,
             timeout: DEFAULT_TIMEOUT,
             git_excludes: None,
+            sessions: DEFAULT_SESSIONS,
         }
     }
 
@@ -465,10 +486,13 @@ impl SftpFs {
             .insert(name.to_os_string(), ahead);
     }
 
-    /// The connection if it is open and alive (never connects).
+    /// The next session for work ahead, if the connection is open and
+    /// alive (never connects).
     fn live_conn(&self) -> Option<Arc<Conn>> {
-        let slot = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        slot.as_ref().filter(|c| !c.is_dead()).cloned()
+        let slot = self.link.lock().unwrap_or_else(|e| e.into_inner());
+        let sessions = slot.as_ref().filter(|s| s.iter().all(|c| !c.is_dead()))?;
+        let turn = self.spread.fetch_add(1, Ordering::Relaxed);
+        Some(sessions[turn % sessions.len()].clone())
     }
 
     /// The bytes of the file `name` of `dir` if a read ahead of it was
@@ -510,20 +534,36 @@ impl SftpFs {
         }
     }
 
+    /// The first session, connecting first when the connection is not
+    /// open or one of its sessions has ended.
     fn conn(&self) -> io::Result<Arc<Conn>> {
-        let mut slot = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = slot.as_ref().filter(|c| !c.is_dead()) {
-            return Ok(c.clone());
+        let mut slot = self.link.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = slot.as_ref().filter(|s| s.iter().all(|c| !c.is_dead())) {
+            return Ok(s[0].clone());
         }
-        *slot = None;
+        // One session ended: the others' connection ends too (work ahead
+        // on it is abandoned), and a new one starts them all.
+        if let Some(old) = slot.take() {
+            self.rt.spawn(async move { old[0].disconnect().await });
+        }
         let url = self.target.url();
-        let conn = self.rt.block_on(async {
-            match tokio::time::timeout(
-                CONNECT_TIMEOUT,
-                Conn::open(&self.target, self.counters.clone()),
-            )
-            .await
-            {
+        let open = async {
+            let ssh = conn::connect(&self.target, &self.counters).await?;
+            // Started together: each is a few round trips.
+            let mut starts = tokio::task::JoinSet::new();
+            for i in 0..self.sessions {
+                let (ssh, url, counters) = (ssh.clone(), url.clone(), self.counters.clone());
+                starts.spawn(async move { (i, Conn::start(&ssh, &url, counters).await) });
+            }
+            let mut sessions = vec![None; self.sessions];
+            while let Some(started) = starts.join_next().await {
+                let (i, conn) = started.map_err(io::Error::other)?;
+                sessions[i] = Some(conn?);
+            }
+            Ok(sessions.into_iter().flatten().collect::<Vec<_>>())
+        };
+        let sessions = self.rt.block_on(async {
+            match tokio::time::timeout(CONNECT_TIMEOUT, open).await {
                 Ok(r) => r,
                 Err(_) => Err(io::Error::new(
                     io::ErrorKind::TimedOut,
@@ -534,8 +574,9 @@ impl SftpFs {
                 )),
             }
         })?;
-        *slot = Some(conn.clone());
-        Ok(conn)
+        let first = sessions[0].clone();
+        *slot = Some(sessions);
+        Ok(first)
     }
 
     /// Run `work` on the connection, waiting at most the timeout, and
