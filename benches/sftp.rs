@@ -250,7 +250,16 @@ fn main() {
             .collect();
         let (mut theirs, mut theirs_cpu) = (Vec::new(), Vec::new());
         for i in 0..=iterations {
-            for ((_, fs, native), (took_all, cpu_all, cost)) in workspaces.iter().zip(&mut ours) {
+            // Each measured call starts on a quiet machine: an ssh session
+            // that ran rg goes on ending (its processes exiting) after the
+            // client returns, and whatever ran just after it was 20% slower.
+            // The workspaces take turns at going first.
+            let settle = || std::thread::sleep(Duration::from_millis(100));
+            let n = workspaces.len();
+            for k in (0..n).map(|k| (k + i) % n) {
+                let (_, fs, native) = &workspaces[k];
+                let (took_all, cpu_all, cost) = &mut ours[k];
+                settle();
                 let before = fs.stats();
                 let cpu = (proc_cpu(me), tree_cpu(sshd.id()));
                 let t = Instant::now();
@@ -273,6 +282,7 @@ fn main() {
                     connects: after.connects - before.connects,
                 };
             }
+            settle();
             let cpu = (tree_cpu(sshd.id()), proc_cpu(master.id()), children_cpu());
             let t = Instant::now();
             let out = ssh(&[]).arg(&remote).stdin(Stdio::null()).output().unwrap();

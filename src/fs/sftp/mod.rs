@@ -123,8 +123,8 @@ impl SftpBuilder {
 
     /// How many SFTP sessions the connection carries (1 to 8, default 2).
     /// Each is a server process of its own on the host (OpenSSH's
-    /// `sftp-server` serves its requests one at a time), and the files
-    /// and listings read ahead are spread over them.
+    /// `sftp-server` serves its requests one at a time), and the listings
+    /// made ahead of a walk of the whole tree (glob) are spread over them.
     pub fn sessions(mut self, n: usize) -> SftpBuilder {
         self.sessions = n.clamp(1, 8);
         self
@@ -388,8 +388,8 @@ pub struct SftpFs {
     timeout: Duration,
     rt: tokio::runtime::Runtime,
     /// The connection's sessions, opened on first use and again after one
-    /// of them ends: the first serves the engine's requests, the reads and
-    /// listings ahead take turns.
+    /// of them ends: the first serves the engine's requests, the files read
+    /// ahead and a grep's listings; glob's listings take turns on all.
     link: Mutex<Option<Vec<Arc<Conn>>>>,
     sessions: usize,
     /// Which session the next read or listing ahead goes to.
@@ -454,7 +454,9 @@ impl SftpFs {
     /// ([`FileSystem::will_list`]; `tree`: [`FileSystem::will_list_tree`]),
     /// or take the listing its parent's speculation started.
     fn list_ahead(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr, tree: bool) {
-        let Some(conn) = self.live_conn() else {
+        // A walk that lists the whole tree (glob) spreads its listings over
+        // the sessions; a grep's stay on the first with its files.
+        let Some(conn) = self.live_conn(tree) else {
             return;
         };
         let lister = Lister {
@@ -486,12 +488,16 @@ impl SftpFs {
             .insert(name.to_os_string(), ahead);
     }
 
-    /// The next session for work ahead, if the connection is open and
-    /// alive (never connects).
-    fn live_conn(&self) -> Option<Arc<Conn>> {
+    /// A session for work ahead, if the connection is open and alive
+    /// (never connects): the next in turn when `spread`, else the first.
+    fn live_conn(&self, spread: bool) -> Option<Arc<Conn>> {
         let slot = self.link.lock().unwrap_or_else(|e| e.into_inner());
         let sessions = slot.as_ref().filter(|s| s.iter().all(|c| !c.is_dead()))?;
-        let turn = self.spread.fetch_add(1, Ordering::Relaxed);
+        let turn = if spread {
+            self.spread.fetch_add(1, Ordering::Relaxed)
+        } else {
+            0
+        };
         Some(sessions[turn % sessions.len()].clone())
     }
 
@@ -1118,7 +1124,10 @@ impl FileSystem for SftpFs {
         else {
             return;
         };
-        let Some(conn) = self.live_conn() else {
+        // Files are read on the first session: spreading them (or a grep's
+        // listings) over two made a grep slower on 2 cores, where glob's
+        // listings spread made glob faster (BENCHMARKS.md).
+        let Some(conn) = self.live_conn(false) else {
             return;
         };
         let path = path_bytes(&join_name(dir_path, name)).to_vec();
