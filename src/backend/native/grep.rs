@@ -260,13 +260,13 @@ const MAX_QUEUED: usize = 4;
 /// A directory root: the engine's walk ([`dirwalk`], the same decisions,
 /// errors and ignore-file lookups as rg's walker, each directory listed
 /// once) runs on the calling thread and queues the haystacks in batches;
-/// once the call has run for the helper delay ([`set_helper_delay`]), helpers on the engine's
-/// pool search them while the walk goes on, and the walking thread
-/// searches whatever is left once it ends (a call on a small tree ends
-/// before any helper starts). The walk
-/// never waits for work (rg's walker sleeps 1 ms at a time when idle,
-/// ignore 0.4.29 `walk.rs: get_work`), and the searching threads are
-/// the pool's, started once per process. The order of files does not
+/// once the call has run for the helper delay ([`set_helper_delay`]),
+/// helpers on the engine's pool search them while the walk goes on, and
+/// the walking thread searches whatever is left once it ends (a call on a
+/// small tree ends before any helper starts). The walk never waits for
+/// work (rg's walker sleeps 1 ms at a time when idle, ignore 0.4.29
+/// `walk.rs: get_work`), and the searching threads are the pool's, started
+/// once per process. The order of files does not
 /// matter: blocks are sorted by path at the end (D2).
 fn search_pooled<F: FileSystem>(
     ctx: &GrepCall<'_, F>,
@@ -420,6 +420,7 @@ struct Queue<F: FileSystem> {
     /// How many helpers the call may start, and when it started.
     max_helpers: usize,
     started: Instant,
+    /// How long the call runs alone first ([`set_helper_delay`]).
     helpers_after: std::time::Duration,
 }
 
