@@ -333,10 +333,13 @@ impl WorkspaceOptions {
     /// (the rg backend off the local disk, an overlay over SFTP, SSH files
     /// without SFTP) and relative paths.
     pub fn open(&self) -> Result<Workspace, WorkspaceError> {
-        let fs = self.open_fs()?;
-        if self.backend == BackendKind::Rg && !matches!(fs, Fs::Local(_)) {
+        // Refused before anything is loaded or created: `mem` would read
+        // the whole tree into memory first, an overlay create its directory.
+        let local_disk = matches!(self.fs, FsSpec::Local) && self.overlay.is_none();
+        if self.backend == BackendKind::Rg && !local_disk {
             return Err(WorkspaceError::RgNeedsLocalDisk);
         }
+        let fs = self.open_fs()?;
         Ok(Workspace {
             fs,
             backend: self.backend,
@@ -623,9 +626,21 @@ mod tests {
     #[test]
     fn impossible_combinations_are_refused() {
         let dir = std::env::temp_dir();
+        // The rg backend off the local disk is refused before the tree is
+        // loaded (a root that does not exist would fail the load) and
+        // before an overlay directory is created.
+        let td = tempfile::tempdir().unwrap();
+        let missing = td.path().join("missing");
         let mut o = WorkspaceOptions::new(FsSpec::Mem(None));
-        o.root(&dir).backend(BackendKind::Rg);
+        o.root(&missing).backend(BackendKind::Rg);
         assert!(open(&o).contains("rg backend searches the local disk only"));
+        let upper = td.path().join("upper");
+        for fs in [FsSpec::Local, FsSpec::Mem(None)] {
+            let mut o = WorkspaceOptions::new(fs);
+            o.root(td.path()).overlay(&upper).backend(BackendKind::Rg);
+            assert!(open(&o).contains("rg backend searches the local disk only"));
+            assert!(!upper.exists(), "the overlay directory was created");
+        }
         let mut o = WorkspaceOptions::new(FsSpec::Local);
         o.known_hosts("/k");
         assert!(open(&o).contains("goes with an sftp:// workspace"));
