@@ -203,6 +203,26 @@ function largeTree(n) {
   return { root, cleanup: () => fs.rmSync(root, { recursive: true, force: true }) }
 }
 
+/**
+ * A tree from `largeTree(n)` on which `search(root)` (warmed up once) takes
+ * at least `minMs`: a release build of the addon searches 2,000 files in
+ * tens of milliseconds, too quickly to be stopped in the middle, so the tree
+ * grows fourfold until a search lasts (at most 64,000 files). Returns the
+ * tree and the time of one search on it.
+ */
+async function longTree(n, search, minMs) {
+  for (;;) {
+    const tree = largeTree(n)
+    await search(tree.root)
+    const t0 = performance.now()
+    await search(tree.root)
+    const ms = performance.now() - t0
+    if (ms >= minMs || n >= 64000) return { tree, ms }
+    tree.cleanup()
+    n *= 4
+  }
+}
+
 module.exports = {
   rgBinary,
   controlEnvironment,
@@ -222,4 +242,5 @@ module.exports = {
   argvOf,
   label,
   largeTree,
+  longTree,
 }

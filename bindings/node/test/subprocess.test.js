@@ -24,11 +24,15 @@ const { localService } = require('./local-service.js')
 const bin = h.rgBinary()
 h.controlEnvironment()
 
+// A regex every line must be run through, with almost no output.
+const LONG = h.grepArgv('amet\\s+\\w+ X')
 let tree
 let large
-before(() => {
+before(async () => {
   tree = h.buildTree(Array.from({ length: 40 }, (_, i) => h.file(`d${i % 4}/f${i}.txt`, `needle ${i}\n${'x'.repeat(i)}\n`)))
-  large = h.largeTree(1000)
+  // Still searching 30 ms in, whatever the addon's build.
+  const search = (root) => require('..').rg(LONG, { cwd: root })
+  ;({ tree: large } = await h.longTree(1000, search, 200))
 })
 after(() => {
   tree.cleanup()
@@ -119,7 +123,6 @@ test('maxBytes 0 keeps nothing and reports the loss', async () => {
   assert.ok(r.stdout.nextOffset > 0)
 })
 
-const LONG = h.grepArgv('amet\\s+\\w+ X')
 
 test('spec.signal aborted mid-search: done settles within 100 ms as a killed rg', async () => {
   const ac = new AbortController()

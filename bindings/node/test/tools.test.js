@@ -160,7 +160,8 @@ const BAD_OPTIONS = [
   ['an unknown option', () => new Tools({ speed: 1 }), /Tools: unknown option "speed"/],
   ['an unknown backend', () => new Tools({ backend: 'grep' }), /Tools: backend "grep": use native or rg/],
   ['an unknown filesystem', () => new Tools({ fs: 'zip' }), /unknown filesystem "zip"/],
-  ['rg over memory', () => new Tools({ backend: 'rg', fs: 'mem', root: os.tmpdir() }), /searches the local disk only/],
+  // A root of its own: the whole temporary directory could be gigabytes.
+  ['rg over memory', () => new Tools({ backend: 'rg', fs: 'mem', root: fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-node-mem-')) }), /searches the local disk only/],
   ['a bad config value', () => new Tools({ config: { globMaxResults: 0 } }), /globMaxResults must be a positive integer/],
   ['an unknown config key', () => new Tools({ config: { nope: 1 } }), /nope/],
   ['a root that does not exist', () => new Tools({ fs: 'mem', root: '/nonexistent/dsh' }), /Tools: root: .*not an existing directory/],
