@@ -625,7 +625,6 @@ mod tests {
 
     #[test]
     fn impossible_combinations_are_refused() {
-        let dir = std::env::temp_dir();
         // The rg backend off the local disk is refused before the tree is
         // loaded (a root that does not exist would fail the load) and
         // before an overlay directory is created.
@@ -647,10 +646,10 @@ mod tests {
         let o = WorkspaceOptions::new(FsSpec::Mem(None));
         assert!(open(&o).contains("need the root directory"));
         let mut o = WorkspaceOptions::new(FsSpec::Local);
-        o.root(&dir).overlay("rel");
+        o.root(td.path()).overlay("rel");
         assert!(open(&o).contains("the overlay rel is relative"));
         let mut o = WorkspaceOptions::new(FsSpec::Mem(Some("rel".into())));
-        o.root(&dir);
+        o.root(td.path());
         assert!(open(&o).contains("the mem ROOT rel is relative"));
     }
 
