@@ -160,8 +160,9 @@ const BAD_OPTIONS = [
   ['an unknown option', () => new Tools({ speed: 1 }), /Tools: unknown option "speed"/],
   ['an unknown backend', () => new Tools({ backend: 'grep' }), /Tools: backend "grep": use native or rg/],
   ['an unknown filesystem', () => new Tools({ fs: 'zip' }), /unknown filesystem "zip"/],
-  // A root of its own: the whole temporary directory could be gigabytes.
-  ['rg over memory', () => new Tools({ backend: 'rg', fs: 'mem', root: fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-node-mem-')) }), /searches the local disk only/],
+  // A small root (the tests' own directory), not the temporary directory:
+  // refused before loading, but a regression would load it whole.
+  ['rg over memory', () => new Tools({ backend: 'rg', fs: 'mem', root: __dirname }), /searches the local disk only/],
   ['a bad config value', () => new Tools({ config: { globMaxResults: 0 } }), /globMaxResults must be a positive integer/],
   ['an unknown config key', () => new Tools({ config: { nope: 1 } }), /nope/],
   ['a root that does not exist', () => new Tools({ fs: 'mem', root: '/nonexistent/dsh' }), /Tools: root: .*not an existing directory/],
