@@ -177,13 +177,7 @@ impl Sshd {
     /// without a goodbye.
     pub fn kill(&self) {
         if let Some(mut child) = self.child.lock().unwrap().take() {
-            let mut pids = vec![child.id()];
-            let mut i = 0;
-            while i < pids.len() {
-                pids.extend(children(pids[i]));
-                i += 1;
-            }
-            for &pid in pids.iter().skip(1) {
+            for pid in descendants(child.id()) {
                 let _ = Command::new("kill")
                     .args(["-KILL", &pid.to_string()])
                     .status();
@@ -196,17 +190,7 @@ impl Sshd {
     /// Send `signal` (`STOP`, `CONT`) to every session the daemon serves,
     /// not to the listener: a server that stops answering.
     pub fn signal_sessions(&self, signal: &str) {
-        let Some(pid) = self.child.lock().unwrap().as_ref().map(Child::id) else {
-            return;
-        };
-        let mut pids = children(pid);
-        let mut i = 0;
-        while i < pids.len() {
-            let more = children(pids[i]);
-            pids.extend(more);
-            i += 1;
-        }
-        for pid in pids {
+        for pid in self.sessions() {
             let _ = Command::new("kill")
                 .args([&format!("-{signal}"), &pid.to_string()])
                 .status();
@@ -216,23 +200,20 @@ impl Sshd {
     /// The processes serving the daemon's connections (its descendants,
     /// not the listener), with their command lines.
     pub fn session_processes(&self) -> Vec<(u32, String)> {
-        let Some(pid) = self.child.lock().unwrap().as_ref().map(Child::id) else {
-            return Vec::new();
-        };
-        let mut pids = children(pid);
-        let mut i = 0;
-        while i < pids.len() {
-            let more = children(pids[i]);
-            pids.extend(more);
-            i += 1;
-        }
-        pids.into_iter()
+        self.sessions()
+            .into_iter()
             .map(|pid| {
                 let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
                 let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
                 (pid, text.trim().to_string())
             })
             .collect()
+    }
+
+    /// The daemon's descendants (none when it is not running).
+    fn sessions(&self) -> Vec<u32> {
+        let pid = self.child.lock().unwrap().as_ref().map(Child::id);
+        pid.map(descendants).unwrap_or_default()
     }
 
     /// A workspace on this server as root with the authorized key.
@@ -296,6 +277,18 @@ pub fn shared_fs() -> Arc<SftpFs> {
 }
 
 /// The processes whose parent is `pid` (from `/proc/*/stat`).
+/// `pid`'s children, their children, and so on.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut pids = children(pid);
+    let mut i = 0;
+    while i < pids.len() {
+        let more = children(pids[i]);
+        pids.extend(more);
+        i += 1;
+    }
+    pids
+}
+
 fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {

@@ -574,15 +574,19 @@ fn search_batch<F: FileSystem>(ctx: &GrepCall<'_, F>, batch: Vec<Haystack<F>>, h
     // batch's time less the searcher's (two clock reads per file were a
     // percent of a search of the Linux tree).
     let started = Instant::now();
+    let queue = match hand {
+        Hand::Keep => None,
+        Hand::Walking(q) | Hand::Draining(q) => Some(q),
+    };
     let mut files = batch.into_iter().enumerate();
     while let Some((i, file)) = files.next() {
         if ctx.budget.stopped() {
             break;
         }
-        let (queue, between) = match hand {
-            Hand::Keep => (None, false),
-            Hand::Walking(q) => (Some(q), wanted(q)),
-            Hand::Draining(q) => (Some(q), i > 0 && wanted(q)),
+        let between = match hand {
+            Hand::Keep => false,
+            Hand::Walking(q) => wanted(q),
+            Hand::Draining(q) => i > 0 && wanted(q),
         };
         let passed = between
             || !worker.search_haystack(

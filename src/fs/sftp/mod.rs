@@ -392,7 +392,7 @@ pub struct SftpFs {
     /// ahead and a grep's listings; glob's listings take turns on all.
     link: Mutex<Option<Vec<Arc<Conn>>>>,
     sessions: usize,
-    /// Which session the next read or listing ahead goes to.
+    /// Which session glob's next listing ahead goes to.
     spread: AtomicUsize,
     counters: Arc<Counters>,
     /// Where git's global excludes file is (found once).
@@ -402,6 +402,11 @@ pub struct SftpFs {
     window: Arc<ahead::Window>,
     /// Listings ahead now (at most [`AHEAD_DIRS`]).
     ahead_dirs: Arc<AtomicUsize>,
+}
+
+/// The connection's sessions, if it is open and none of them has ended.
+fn alive(link: &Option<Vec<Arc<Conn>>>) -> Option<&[Arc<Conn>]> {
+    link.as_deref().filter(|s| s.iter().all(|c| !c.is_dead()))
 }
 
 impl std::fmt::Debug for SftpFs {
@@ -492,7 +497,7 @@ impl SftpFs {
     /// (never connects): the next in turn when `spread`, else the first.
     fn live_conn(&self, spread: bool) -> Option<Arc<Conn>> {
         let slot = self.link.lock().unwrap_or_else(|e| e.into_inner());
-        let sessions = slot.as_ref().filter(|s| s.iter().all(|c| !c.is_dead()))?;
+        let sessions = alive(&slot)?;
         let turn = if spread {
             self.spread.fetch_add(1, Ordering::Relaxed)
         } else {
@@ -544,7 +549,7 @@ impl SftpFs {
     /// open or one of its sessions has ended.
     fn conn(&self) -> io::Result<Arc<Conn>> {
         let mut slot = self.link.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = slot.as_ref().filter(|s| s.iter().all(|c| !c.is_dead())) {
+        if let Some(s) = alive(&slot) {
             return Ok(s[0].clone());
         }
         // One session ended: the others' connection ends too (work ahead
@@ -555,18 +560,18 @@ impl SftpFs {
         let url = self.target.url();
         let open = async {
             let ssh = conn::connect(&self.target, &self.counters).await?;
-            // Started together: each is a few round trips.
+            // Started together: each is a few round trips (any can be
+            // the first).
             let mut starts = tokio::task::JoinSet::new();
-            for i in 0..self.sessions {
+            for _ in 0..self.sessions {
                 let (ssh, url, counters) = (ssh.clone(), url.clone(), self.counters.clone());
-                starts.spawn(async move { (i, Conn::start(&ssh, &url, counters).await) });
+                starts.spawn(async move { Conn::start(&ssh, &url, counters).await });
             }
-            let mut sessions = vec![None; self.sessions];
+            let mut sessions = Vec::with_capacity(self.sessions);
             while let Some(started) = starts.join_next().await {
-                let (i, conn) = started.map_err(io::Error::other)?;
-                sessions[i] = Some(conn?);
+                sessions.push(started.map_err(io::Error::other)??);
             }
-            Ok(sessions.into_iter().flatten().collect::<Vec<_>>())
+            Ok(sessions)
         };
         let sessions = self.rt.block_on(async {
             match tokio::time::timeout(CONNECT_TIMEOUT, open).await {
