@@ -70,6 +70,10 @@ mod serve;
 // hostile messages, results, cancellation, roots, timeout, EOF, signals.
 mod mcp;
 
+// Globs nested deeper than any stack, against rg; the servers and the
+// library on a small stack survive them.
+mod deep_globs;
+
 // Issue 11, the search half: hostile inputs and kills, each reproduction
 // as a real process on both backends.
 mod harden_search;

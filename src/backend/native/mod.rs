@@ -15,7 +15,8 @@
 //!
 //! - `paths`: the typed path, the absolute path walked for it, and what rg
 //!   prints for each entry; `walk`: the override globs of both invocations
-//!   and glob's filter.
+//!   and glob's filter; `globstack`: a stack deep enough to compile any
+//!   glob on.
 //! - glob: `glob` (the invocation, one walk whatever the root) over
 //!   `parwalk` (directories walked in parallel, files sorted into rg's
 //!   `--sort=modified` order).
@@ -32,6 +33,7 @@ mod dirwalk;
 mod explicit;
 
 mod glob;
+mod globstack;
 mod grep;
 mod matcher;
 mod messages;

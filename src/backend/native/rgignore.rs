@@ -27,6 +27,7 @@ use ignore::{Error, Match};
 use crate::fs::bytes::{path as bytes_path, path_bytes};
 use crate::fs::{FileSystem, Listing};
 
+use super::globstack::{nesting_bound, nesting_bound_lines, with_stack_for, MAX_NESTING, TOO_DEEP};
 use super::messages::{at_path, walk_error};
 use super::paths::Root;
 
@@ -133,16 +134,31 @@ fn create<F: FileSystem>(
     let Ok(data) = fs.read_control(file) else {
         return Gitignore::empty();
     };
-    let mut b = GitignoreBuilder::new(rg_dir);
-    if let Some(e) = add_lines(&mut b, &data, shown) {
-        if !e.is_io() {
-            errs.push(e);
+    // The builder lives and dies on a stack deep enough for the file's
+    // globs (`globstack`).
+    let built = with_stack_for(nesting_bound_lines(&data), || {
+        let mut errs = Vec::new();
+        let mut b = GitignoreBuilder::new(rg_dir);
+        if let Some(e) = add_lines(&mut b, &data, shown) {
+            if !e.is_io() {
+                errs.push(e);
+            }
         }
-    }
-    match b.build() {
-        Ok(gi) => gi,
-        Err(e) => {
-            errs.push(e);
+        match b.build() {
+            Ok(gi) => (gi, errs),
+            Err(e) => {
+                errs.push(e);
+                (Gitignore::empty(), errs)
+            }
+        }
+    });
+    match built {
+        Ok((gi, mut built_errs)) => {
+            errs.append(&mut built_errs);
+            gi
+        }
+        Err(why) => {
+            errs.push(at_path(Error::Io(std::io::Error::other(why)), shown));
             Gitignore::empty()
         }
     }
@@ -180,6 +196,16 @@ fn add_lines(b: &mut GitignoreBuilder, data: &[u8], shown: &Path) -> Option<Erro
         } else {
             &line
         };
+        // Deeper than any glob rg could be handed: refused uncompiled
+        // (rg itself overflows its walker's stack on such a line).
+        if nesting_bound(line) > MAX_NESTING {
+            let err = Error::Glob {
+                glob: Some(line.to_string()),
+                err: TOO_DEEP.to_string(),
+            };
+            errs.push(tagged(err, lineno));
+            continue;
+        }
         if let Err(e) = b.add_line(Some(shown.to_path_buf()), line) {
             errs.push(tagged(e, lineno));
         }
@@ -574,7 +600,10 @@ fn global<F: FileSystem>(fs: &F, real_workdir: &Path) -> Gitignore {
     let Some((path, data)) = fs.git_global_excludes(real_workdir) else {
         return Gitignore::empty();
     };
-    let mut b = GitignoreBuilder::new(real_workdir);
-    let _ = add_lines(&mut b, &data, &path);
-    b.build().unwrap_or_else(|_| Gitignore::empty())
+    with_stack_for(nesting_bound_lines(&data), || {
+        let mut b = GitignoreBuilder::new(real_workdir);
+        let _ = add_lines(&mut b, &data, &path);
+        b.build().unwrap_or_else(|_| Gitignore::empty())
+    })
+    .unwrap_or_else(|_| Gitignore::empty())
 }

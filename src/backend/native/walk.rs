@@ -5,20 +5,28 @@ use std::path::Path;
 
 use ignore::overrides::{Override, OverrideBuilder};
 
+use super::globstack::{nesting_bound, too_deep, with_stack_for, MAX_NESTING};
 use crate::fs::bytes::path_bytes;
 use crate::request::{vcs_exclude_globs, VCS_DIRS};
 
 /// `hiargs.rs: globs`: one `OverrideBuilder` rooted at the CWD, the
-/// globs added in argv order. The error is the text rg prints.
+/// globs added in argv order. The error is the text rg prints. The builder
+/// lives and dies on a stack deep enough for the globs (`globstack`).
 pub(crate) fn overrides(real_workdir: &Path, globs: &[&str]) -> Result<Override, String> {
     if globs.is_empty() {
         return Ok(Override::empty());
     }
-    let mut b = OverrideBuilder::new(real_workdir);
-    for g in globs {
-        b.add(g).map_err(|e| e.to_string())?;
-    }
-    b.build().map_err(|e| e.to_string())
+    let nesting = globs.iter().map(|g| nesting_bound(g)).max().unwrap_or(0);
+    with_stack_for(nesting, || {
+        let mut b = OverrideBuilder::new(real_workdir);
+        for g in globs {
+            if nesting_bound(g) > MAX_NESTING {
+                return Err(too_deep(g));
+            }
+            b.add(g).map_err(|e| e.to_string())?;
+        }
+        b.build().map_err(|e| e.to_string())
+    })?
 }
 
 /// The glob invocation's globs: the user's first, then the VCS excludes.
