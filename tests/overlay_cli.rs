@@ -84,6 +84,55 @@ fn changes_lists_and_diffs() {
     assert!(!s.ws.join("sub").exists());
 }
 
+/// A file name cannot forge `changes` lines or diff hunks, nor reach the
+/// terminal raw: names are shown as the tools show them (quoted, escaped),
+/// in the listing and in `--diff`'s headers.
+#[test]
+fn changes_show_hostile_names_escaped() {
+    let s = setup();
+    let fs = overlay(&s);
+    put(&fs, &s.ws.join("a.txt"), "one\nthree\n");
+    put(
+        &fs,
+        &s.ws.join("x\n+++ b/evil\n@@ -0,0 +1 @@\n+pwned"),
+        "data\n",
+    );
+    put(&fs, &s.ws.join("\u{1b}[31mred.txt"), "red\n");
+    let dir = s.dir.to_str().unwrap();
+    let (list, err, code) = run(&s.ws, &["--overlay", dir, "changes"]);
+    assert_eq!((err.as_str(), code), ("", 0));
+    assert_eq!(
+        list,
+        concat!(
+            "A \"\\u001b[31mred.txt\"\n",
+            "M a.txt\n",
+            "A \"x\\n+++ b/evil\\n@@ -0,0 +1 @@\\n+pwned\"\n",
+        )
+    );
+    let (diff, err, code) = run(&s.ws, &["--overlay", dir, "changes", "--diff"]);
+    assert_eq!((err.as_str(), code), ("", 0));
+    assert_eq!(
+        diff,
+        concat!(
+            "--- /dev/null\n",
+            "+++ \"b/\\u001b[31mred.txt\"\n",
+            "@@ -0,0 +1 @@\n",
+            "+red\n",
+            "--- a/a.txt\n",
+            "+++ b/a.txt\n",
+            "@@ -1,2 +1,2 @@\n",
+            " one\n",
+            "-two\n",
+            "+three\n",
+            "--- /dev/null\n",
+            "+++ \"b/x\\n+++ b/evil\\n@@ -0,0 +1 @@\\n+pwned\"\n",
+            "@@ -0,0 +1 @@\n",
+            "+data\n",
+        )
+    );
+    assert!(!diff.contains('\u{1b}') && !list.contains('\u{1b}'));
+}
+
 #[test]
 fn changes_of_a_new_overlay_is_empty() {
     let s = setup();

@@ -8,6 +8,9 @@
 //! timestamps; a file with a NUL in its first 8 KiB or that is not UTF-8
 //! gets `diff`'s one line, `Binary files a/x and b/x differ`.
 //!
+//! Paths are shown as the tools show names: one holding a control, bidi or
+//! zero-width character is a quoted, escaped string literal.
+//!
 //! The line diff is the `similar` crate's Myers implementation, which prints
 //! hunks as GNU diff does (ranges, merged hunks, `\ No newline at end of
 //! file`): a solved problem, kept by a maintainer the Rust tooling relies on
@@ -22,6 +25,7 @@ use super::{absent, is_staging, OverlayFs};
 use crate::cancel::CancelToken;
 use crate::fs::seam::{FileSystem, FileType, Listing};
 use crate::fs::{bytes, BINARY_SNIFF_BYTES};
+use crate::tool::names;
 
 /// One file an overlay changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +52,17 @@ impl ChangeKind {
             ChangeKind::Added => 'A',
             ChangeKind::Modified => 'M',
         }
+    }
+}
+
+impl Change {
+    /// The path relative to `root` as `dsh-search changes` prints it: as it
+    /// is, or quoted with its control, bidi and zero-width characters
+    /// escaped, as the tools show names (`contract.md` §3, D6), so a name
+    /// cannot forge a line or reach a terminal raw.
+    pub fn shown(&self, root: &Path) -> String {
+        let rel = self.path.strip_prefix(root).unwrap_or(&self.path);
+        names::shown(&slashed(rel)).into_owned()
     }
 }
 
@@ -144,12 +159,14 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
             .path
             .strip_prefix(&self.lower_root)
             .expect("a change is below the lower root");
+        // Names shown as the tools show them (D6), prefix included as git
+        // quotes it (`+++ "b/x\n…"`): one header line, nothing raw.
         let rel = slashed(rel_path);
         let old_name = match change.kind {
             ChangeKind::Added => "/dev/null".to_string(),
-            ChangeKind::Modified => format!("a/{rel}"),
+            ChangeKind::Modified => names::shown(&format!("a/{rel}")).into_owned(),
         };
-        let new_name = format!("b/{rel}");
+        let new_name = names::shown(&format!("b/{rel}")).into_owned();
         let new = read_all(&*self.upper, &self.upper_root.join(rel_path))?;
         let old = match change.kind {
             ChangeKind::Added => Vec::new(),

@@ -1,7 +1,7 @@
 //! `dsh-search --overlay DIR changes [--diff]` (`contract.md` §10): the
 //! files an overlay directory changed, as `A path` / `M path` lines with
-//! paths relative to the workdir, sorted, or as a unified diff against the
-//! workdir. Exit status 0, or 2 when the overlay cannot be read.
+//! paths relative to the workdir (escaped as the tools show names), sorted,
+//! or as a unified diff against the workdir. Exit status 0, or 2 when the overlay cannot be read.
 
 use std::io::Write;
 use std::path::Path;
@@ -45,10 +45,9 @@ pub(crate) fn run(common: &Common, args: &ChangesArgs) -> u8 {
 fn listing(changes: &[Change], root: &Path) -> String {
     let mut out = String::new();
     for c in changes {
-        let rel = c.path.strip_prefix(root).unwrap_or(&c.path);
         out.push(c.kind.letter());
         out.push(' ');
-        out.push_str(&rel.to_string_lossy());
+        out.push_str(&c.shown(root));
         out.push('\n');
     }
     out
