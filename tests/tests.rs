@@ -26,6 +26,10 @@ mod rg_backend;
 // killed mid-write.
 mod files_cli;
 
+// CPU-bound file work (edit's counting and replacing, read's decoding of a
+// large file) stops at SIGTERM, changing nothing.
+mod cancel_work;
+
 // Issue 11's write path through the binary: owners and set-id bits, lost
 // updates across state directories, the staging sweeper, large edits and
 // writes, cancellation, a bare write without a state directory, dangling

@@ -7,6 +7,8 @@ pub const BINARY_SNIFF_BYTES: usize = 8192;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
+use crate::cancel::CancelToken;
+
 /// Why bytes are not text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NotText {
@@ -40,6 +42,27 @@ pub fn decode_strict(bytes: &[u8], nul_anywhere: bool) -> Result<&str, NotText> 
     }
     let text = std::str::from_utf8(bytes).map_err(|_| NotText::InvalidUtf8)?;
     Ok(text.strip_prefix('\u{FEFF}').unwrap_or(text))
+}
+
+/// [`decode_strict`] with a NUL anywhere binary (as `edit` decodes), for a
+/// whole file of up to hundreds of MiB: the NUL scan looks at `cancel`
+/// every MiB. `None` once `cancel` is set.
+pub(crate) fn decode_whole<'a>(
+    bytes: &'a [u8],
+    cancel: &CancelToken,
+) -> Option<Result<&'a str, NotText>> {
+    for window in bytes.chunks(1 << 20) {
+        if cancel.is_cancelled() {
+            return None;
+        }
+        if memchr::memchr(0, window).is_some() {
+            return Some(Err(NotText::Binary));
+        }
+    }
+    if cancel.is_cancelled() {
+        return None;
+    }
+    Some(decode_strict(bytes, false))
 }
 
 /// The streaming form of [`decode_strict`] (NUL checked in the first

@@ -1,10 +1,19 @@
 //! Literal edits as `edit` does them (`seed-reference.md` §6.3): the CRLF
-//! rules, non-overlapping occurrences, the replacement. The counting is
-//! shared with the guard so that both count occurrences exactly alike.
+//! rules, non-overlapping occurrences, the replacement.
+//!
+//! Counting and replacing a file of hundreds of MiB is seconds of CPU, so
+//! every scan looks at the call's cancellation as the search engine does:
+//! every [`SCAN_WINDOW`] bytes scanned and every [`CANCEL_EVERY`]
+//! occurrences (`backend::native`'s `CANCEL_EVERY`), and a cancelled edit
+//! ends with `edit aborted` before anything is built or written.
 
 use std::borrow::Cow;
 
+use memchr::memmem;
+
+use super::text::aborted;
 use super::{FsError, FsErrorCode};
+use crate::cancel::CancelToken;
 
 /// A literal replacement (`seed-reference.md` §6.3).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,12 +39,13 @@ pub(crate) struct Applied {
 
 impl Applied {
     /// The new content as it is written: every `\n` a `\r\n` in a CRLF
-    /// file (a mixed-ending file becomes uniform CRLF).
-    pub(crate) fn encoded(&self) -> Cow<'_, str> {
+    /// file (a mixed-ending file becomes uniform CRLF); `edit aborted` once
+    /// `cancel` is set.
+    pub(crate) fn encoded(&self, cancel: &CancelToken) -> Result<Cow<'_, str>, FsError> {
         if self.crlf {
-            Cow::Owned(self.after.replace('\n', "\r\n"))
+            replace_all(&self.after, "\n", "\r\n", cancel)
         } else {
-            Cow::Borrowed(&self.after)
+            Ok(Cow::Borrowed(&self.after))
         }
     }
 }
@@ -43,21 +53,27 @@ impl Applied {
 /// Apply `edit` to the decoded `text` of the file shown as `display`:
 /// `\r\n` normalized to `\n` in the text, `old_string` and `new_string`,
 /// then every occurrence replaced, or the seed's error when there is none
-/// or, without `replace_all`, more than one.
-pub(crate) fn apply(text: &str, edit: &LiteralEdit, display: &str) -> Result<Applied, FsError> {
+/// or, without `replace_all`, more than one; `edit aborted` once `cancel`
+/// is set.
+pub(crate) fn apply(
+    text: &str,
+    edit: &LiteralEdit,
+    display: &str,
+    cancel: &CancelToken,
+) -> Result<Applied, FsError> {
     let crlf = is_crlf(text);
-    let content = normalize_crlf(text);
-    let old = normalize_crlf(&edit.old_string);
-    let new = normalize_crlf(&edit.new_string);
+    let content = replace_all(text, "\r\n", "\n", cancel)?;
+    let old = replace_all(&edit.old_string, "\r\n", "\n", cancel)?;
+    let new = replace_all(&edit.new_string, "\r\n", "\n", cancel)?;
     if old.is_empty() {
         return Err(FsError::new(
             FsErrorCode::EditNotFound,
             "old_string must be a non-empty string",
         ));
     }
-    let n = count_occurrences(&content, &old);
+    let n = count(&content, &old, cancel)?;
     if n > 0 && (n == 1 || edit.replace_all) {
-        let len = result_len(&content, &old, &new, n, crlf);
+        let len = result_len(&content, &old, &new, n, crlf, cancel)?;
         if len > EDIT_MAX_BYTES {
             return Err(too_large(display, len));
         }
@@ -76,7 +92,7 @@ pub(crate) fn apply(text: &str, edit: &LiteralEdit, display: &str) -> Result<App
             path: Some(display.to_string()),
         }),
         _ => Ok(Applied {
-            after: content.replace(&*old, &new),
+            after: replace_all(&content, &old, &new, cancel)?.into_owned(),
             before: content.into_owned(),
             crlf,
         }),
@@ -93,16 +109,23 @@ pub(crate) const EDIT_MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// The size in bytes of the file an edit writes, computed before it is
 /// built: `n` occurrences of `old` in `content` (LF-normalized) replaced by
 /// `new`, every `\n` then written `\r\n` in a CRLF file.
-fn result_len(content: &str, old: &str, new: &str, n: usize, crlf: bool) -> u64 {
+fn result_len(
+    content: &str,
+    old: &str,
+    new: &str,
+    n: usize,
+    crlf: bool,
+    cancel: &CancelToken,
+) -> Result<u64, FsError> {
     let n = n as u64;
-    let lf = |s: &str| memchr::memchr_iter(b'\n', s.as_bytes()).count() as u64;
+    let lf = |s: &str| count(s, "\n", cancel).map(|c| c as u64);
     let len = content.len() as u64 - n * old.len() as u64 + n.saturating_mul(new.len() as u64);
-    if crlf {
-        let lines = lf(content) - n * lf(old) + n.saturating_mul(lf(new));
+    Ok(if crlf {
+        let lines = lf(content)? - n * lf(old)? + n.saturating_mul(lf(new)?);
         len.saturating_add(lines)
     } else {
         len
-    }
+    })
 }
 
 /// The error of an edit of a file of `len` bytes, over [`EDIT_MAX_BYTES`]:
@@ -158,13 +181,91 @@ pub(crate) fn normalize_crlf(s: &str) -> Cow<'_, str> {
     }
 }
 
+/// How many bytes a scan covers between two looks at the cancellation: a
+/// millisecond or so of `memmem`.
+const SCAN_WINDOW: usize = 1 << 20;
+
+/// How many occurrences a scan passes between two looks at the
+/// cancellation (a look reads the clock when the call has a deadline).
+const CANCEL_EVERY: usize = 64;
+
+/// Calls `found` with the start of every non-overlapping occurrence of
+/// `needle` (not empty) in `haystack`, left to right, as `str::matches`
+/// finds them (an occurrence of UTF-8 in UTF-8 starts and ends on character
+/// boundaries, so bytes give the same answer); `edit aborted` once `cancel`
+/// is set. The haystack is scanned a window at a time: the occurrences
+/// starting in `[pos, pos + SCAN_WINDOW)` all end inside the window
+/// extended by `needle.len() - 1`.
+fn each_occurrence(
+    haystack: &str,
+    needle: &str,
+    cancel: &CancelToken,
+    mut found: impl FnMut(usize),
+) -> Result<(), FsError> {
+    let (hay, finder) = (haystack.as_bytes(), memmem::Finder::new(needle.as_bytes()));
+    let mut pos = 0;
+    let mut seen = 0usize;
+    while pos + needle.len() <= hay.len() {
+        if cancel.is_cancelled() {
+            return Err(aborted("edit"));
+        }
+        let end = (pos + SCAN_WINDOW + needle.len() - 1).min(hay.len());
+        let mut at = pos;
+        while let Some(i) = finder.find(&hay[at..end]) {
+            found(at + i);
+            at += i + needle.len();
+            seen += 1;
+            if seen.is_multiple_of(CANCEL_EVERY) && cancel.is_cancelled() {
+                return Err(aborted("edit"));
+            }
+        }
+        pos = at.max(pos + SCAN_WINDOW);
+    }
+    Ok(())
+}
+
+/// The occurrences of `old` in a file's `text` as [`apply`] counts them
+/// (both CRLF-normalized), shared with the guard so that both count alike;
+/// `None` once `cancel` is set.
+pub(crate) fn count_occurrences(text: &str, old: &str, cancel: &CancelToken) -> Option<usize> {
+    let content = replace_all(text, "\r\n", "\n", cancel).ok()?;
+    let old = replace_all(old, "\r\n", "\n", cancel).ok()?;
+    count(&content, &old, cancel).ok()
+}
+
 /// Non-overlapping occurrences of `needle` in `haystack`, left to right.
 /// An empty needle counts 0.
-pub(crate) fn count_occurrences(haystack: &str, needle: &str) -> usize {
-    if needle.is_empty() {
-        return 0;
+fn count(haystack: &str, needle: &str, cancel: &CancelToken) -> Result<usize, FsError> {
+    let mut n = 0;
+    if !needle.is_empty() {
+        each_occurrence(haystack, needle, cancel, |_| n += 1)?;
     }
-    haystack.matches(needle).count()
+    Ok(n)
+}
+
+/// `s.replace(from, to)` (`from` not empty), borrowed when `from` does not
+/// occur.
+fn replace_all<'a>(
+    s: &'a str,
+    from: &str,
+    to: &str,
+    cancel: &CancelToken,
+) -> Result<Cow<'a, str>, FsError> {
+    let mut out: Option<String> = None;
+    let mut last = 0;
+    each_occurrence(s, from, cancel, |i| {
+        let out = out.get_or_insert_with(|| String::with_capacity(s.len()));
+        out.push_str(&s[last..i]);
+        out.push_str(to);
+        last = i + from.len();
+    })?;
+    Ok(match out {
+        None => Cow::Borrowed(s),
+        Some(mut out) => {
+            out.push_str(&s[last..]);
+            Cow::Owned(out)
+        }
+    })
 }
 
 #[cfg(test)]
@@ -176,11 +277,64 @@ mod tests {
         assert_eq!(normalize_crlf("a\r\nb\rc\n"), "a\nb\rc\n");
     }
 
+    fn live() -> CancelToken {
+        CancelToken::new()
+    }
+
     #[test]
     fn non_overlapping_counts() {
-        assert_eq!(count_occurrences("aaaa", "aa"), 2);
-        assert_eq!(count_occurrences("abcabc", "bc"), 2);
-        assert_eq!(count_occurrences("abc", ""), 0);
+        let count = |h: &str, n: &str| count(h, n, &live()).unwrap();
+        assert_eq!(count("aaaa", "aa"), 2);
+        assert_eq!(count("abcabc", "bc"), 2);
+        assert_eq!(count("abc", ""), 0);
+    }
+
+    /// Occurrences across the scan's windows: each found once, none
+    /// overlapping, as `str::matches` and `str::replace` find them.
+    #[test]
+    fn scans_across_windows_as_std_does() {
+        let w = SCAN_WINDOW;
+        let mut cases = vec![
+            ("a".repeat(w + 3), "aa".to_string()),
+            (
+                format!("{}xyz{}", "-".repeat(w - 1), "-".repeat(10)),
+                "xyz".to_string(),
+            ),
+            (
+                format!("{}xyz{}", "-".repeat(w - 2), "-".repeat(10)),
+                "xyz".to_string(),
+            ),
+            (
+                format!("{}é€{}", "é".repeat(w / 2), "x".repeat(5)),
+                "€".to_string(),
+            ),
+        ];
+        cases.push(("ab".repeat(w), "ba".to_string()));
+        for (hay, needle) in &cases {
+            assert_eq!(
+                count(hay, needle, &live()).unwrap(),
+                hay.matches(needle.as_str()).count(),
+                "{needle}"
+            );
+            assert_eq!(
+                replace_all(hay, needle, "<>", &live()).unwrap(),
+                hay.replace(needle.as_str(), "<>"),
+                "{needle}"
+            );
+        }
+    }
+
+    /// A cancelled token ends an edit before any result is built.
+    #[test]
+    fn a_cancelled_edit_is_aborted() {
+        let cancel = CancelToken::new();
+        cancel.cancel();
+        let text = "w ".repeat(1 << 20);
+        let e = apply(&text, &edit("w", "X", true), "/f", &cancel).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (FsErrorCode::Aborted, "edit aborted")
+        );
     }
 
     #[test]
@@ -211,11 +365,11 @@ mod tests {
 
     #[test]
     fn crlf_file_is_written_back_crlf() {
-        let a = apply("a\r\nb\r\n", &edit("a\r\nb", "c\nd", false), "/f").unwrap();
+        let a = apply("a\r\nb\r\n", &edit("a\r\nb", "c\nd", false), "/f", &live()).unwrap();
         assert_eq!((a.before.as_str(), a.after.as_str()), ("a\nb\n", "c\nd\n"));
-        assert_eq!(a.encoded(), "c\r\nd\r\n");
-        let a = apply("a\nb\n", &edit("a", "x\r\ny", false), "/f").unwrap();
-        assert_eq!(a.encoded(), "x\ny\nb\n");
+        assert_eq!(a.encoded(&live()).unwrap(), "c\r\nd\r\n");
+        let a = apply("a\nb\n", &edit("a", "x\r\ny", false), "/f", &live()).unwrap();
+        assert_eq!(a.encoded(&live()).unwrap(), "x\ny\nb\n");
     }
 
     #[test]
@@ -225,30 +379,33 @@ mod tests {
             ("aaa", "a", "bb", true),
             ("x\ny\n", "y", "", false),
         ] {
-            let a = apply(text, &edit(old, new, all), "/f").unwrap();
+            let a = apply(text, &edit(old, new, all), "/f", &live()).unwrap();
             let content = normalize_crlf(text);
-            let n = count_occurrences(&content, &normalize_crlf(old));
-            let len = result_len(&content, &normalize_crlf(old), new, n, a.crlf);
-            assert_eq!(len, a.encoded().len() as u64, "{text:?}");
+            let old = normalize_crlf(old);
+            let n = count(&content, &old, &live()).unwrap();
+            let len = result_len(&content, &old, new, n, a.crlf, &live()).unwrap();
+            assert_eq!(len, a.encoded(&live()).unwrap().len() as u64, "{text:?}");
         }
     }
 
     #[test]
     fn a_gigabyte_result_is_refused_before_it_is_built() {
         let text = "a".repeat(100_000);
-        let e = apply(&text, &edit("a", &"b".repeat(100_000), true), "/f").unwrap_err();
+        let e = apply(&text, &edit("a", &"b".repeat(100_000), true), "/f", &live()).unwrap_err();
         assert_eq!(e.code, FsErrorCode::TooLarge);
         assert!(e.message.contains("10000000000 bytes"), "{}", e.message);
     }
 
     #[test]
     fn absent_and_ambiguous() {
-        let e = apply("aa", &edit("b", "c", false), "/f").unwrap_err();
+        let e = apply("aa", &edit("b", "c", false), "/f", &live()).unwrap_err();
         assert_eq!(e.message, "old_string was not found in \"/f\"");
-        let e = apply("aa", &edit("a", "c", false), "/f").unwrap_err();
+        let e = apply("aa", &edit("a", "c", false), "/f", &live()).unwrap_err();
         assert_eq!(e.code, FsErrorCode::AmbiguousEdit);
         assert_eq!(
-            apply("aa", &edit("a", "c", true), "/f").unwrap().after,
+            apply("aa", &edit("a", "c", true), "/f", &live())
+                .unwrap()
+                .after,
             "cc"
         );
     }

@@ -33,6 +33,7 @@ pub use seam::{
     Written,
 };
 
+pub(crate) use decode::decode_whole;
 pub use decode::{decode_strict, NotText, BINARY_SNIFF_BYTES};
 pub(crate) use error::io_message;
 pub use error::{FsError, FsErrorCode};

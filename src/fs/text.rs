@@ -24,7 +24,7 @@ use std::io::{self, Read};
 use std::path::Path;
 use std::sync::Arc;
 
-use super::decode::{decode_strict, NotText, TextDecoder};
+use super::decode::{decode_strict, decode_whole, NotText, TextDecoder};
 use super::literal::{self, normalize_crlf, LiteralEdit};
 use super::resolve::{self, ResolvedPath};
 use super::seam::{errno, FileType, Version, WriteError, WriteGuard, Written};
@@ -379,10 +379,12 @@ impl TextFs {
             if guard.is_some_and(|v| *v != version) {
                 return Err(stale("edit", &p));
             }
-            let text = decode_strict(&bytes, true).map_err(|nt| not_text("edit", &p, nt))?;
-            let applied = literal::apply(text, edit, &p)?;
+            let text = decode_whole(&bytes, cancel)
+                .ok_or_else(|| aborted("edit"))?
+                .map_err(|nt| not_text("edit", &p, nt))?;
+            let applied = literal::apply(text, edit, &p, cancel)?;
             let publish = WriteGuard::ReplaceIfVersion(version);
-            let content = applied.encoded();
+            let content = applied.encoded(cancel)?;
             match self
                 .fs
                 .write(&target.key, content.as_bytes(), &publish, cancel)
@@ -614,7 +616,7 @@ impl Read for Utf8Reader<'_> {
     }
 }
 
-fn aborted(verb: &str) -> FsError {
+pub(super) fn aborted(verb: &str) -> FsError {
     FsError::new(FsErrorCode::Aborted, format!("{verb} aborted"))
 }
 

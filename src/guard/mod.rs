@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::fs::literal::{count_occurrences, normalize_crlf};
+use crate::fs::decode_whole;
+use crate::fs::literal::count_occurrences;
 use crate::fs::DynFileSystem;
 use crate::tool::{CallContext, CallGuard, ToolResult};
 
@@ -171,8 +172,12 @@ impl Guard {
         };
         let wd = Workdir::usable(fs, &ctx.workdir)?;
         let path = wd.resolve(raw);
-        let text = read_text(fs, &path, self.config.max_edit_bytes)?;
-        let count = count_occurrences(&normalize_crlf(&text), &normalize_crlf(old));
+        let bytes = read_bytes(fs, &path, self.config.max_edit_bytes)?;
+        // Exactly edit's decoder: a NUL anywhere is binary, strict UTF-8,
+        // the leading BOM stripped (`seed-reference.md` §6.3). A cancelled
+        // decode or count denies nothing: the tool itself then aborts.
+        let text = decode_whole(&bytes, &ctx.cancel)?.ok()?;
+        let count = count_occurrences(text, old, &ctx.cancel)?;
         let file = wd.display(&path);
         match count {
             0 => Some(message::edit_not_found(&file)),
@@ -260,16 +265,10 @@ fn grep_target<'a>(
     Some((session, target))
 }
 
-/// The file's text as edit decodes it, or `None` when edit would refuse it
-/// (binary: a NUL anywhere; invalid UTF-8), when it is no regular file (the
-/// tool reports that, or its absence), cannot be read, or is larger than
-/// `max` bytes. Read on one open file, never blocking: a file swapped for a
+/// The file's bytes, or `None` when it is no regular file (the tool
+/// reports that, or its absence), cannot be read, or is larger than `max`
+/// bytes. Read on one open file, never blocking: a file swapped for a
 /// FIFO does not hang the guard.
-fn read_text(fs: &dyn DynFileSystem, path: &std::path::Path, max: u64) -> Option<String> {
-    let (_, bytes) = fs.read_file(path, max).ok()?;
-    // Exactly edit's decoder: a NUL anywhere is binary, strict UTF-8, the
-    // leading BOM stripped (`seed-reference.md` §6.3).
-    crate::fs::decode_strict(&bytes?, true)
-        .ok()
-        .map(str::to_owned)
+fn read_bytes(fs: &dyn DynFileSystem, path: &std::path::Path, max: u64) -> Option<Vec<u8>> {
+    fs.read_file(path, max).ok()?.1
 }
