@@ -144,6 +144,34 @@ fn changes_of_a_new_overlay_is_empty() {
     assert!(s.dir.join("workspace").is_file());
 }
 
+/// A `workspace` record written by hand names the workdir with or without
+/// its ending newline; another workdir is refused by name.
+#[test]
+fn a_hand_written_workspace_record_needs_no_newline() {
+    let s = setup();
+    std::fs::create_dir(&s.dir).unwrap();
+    let dir = s.dir.to_str().unwrap();
+    let ws = s.ws.to_str().unwrap();
+    for record in [ws.to_string(), format!("{ws}\n")] {
+        std::fs::write(s.dir.join("workspace"), &record).unwrap();
+        assert_eq!(
+            run(&s.ws, &["--overlay", dir, "changes"]),
+            (String::new(), String::new(), 0),
+            "{record:?}"
+        );
+    }
+    std::fs::write(s.dir.join("workspace"), "/elsewhere").unwrap();
+    let (out, err, code) = run(&s.ws, &["--overlay", dir, "changes"]);
+    assert_eq!((out.as_str(), code), ("", 2));
+    assert_eq!(
+        err,
+        format!(
+            "dsh-search: overlay directory {dir} holds the changes of the workspace /elsewhere, \
+             not of {ws}: use another overlay directory\n"
+        )
+    );
+}
+
 /// Each case: arguments (`DIR` replaced by the overlay directory) run in
 /// the workdir (or in its `sub` directory), and what stderr must say.
 macro_rules! refused {

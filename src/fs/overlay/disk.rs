@@ -129,7 +129,11 @@ fn prepare(root: &Path, dir: &Path) -> io::Result<PathBuf> {
     let record = dir.join(WORKSPACE);
     loop {
         match std::fs::read(&record) {
-            Ok(have) if have == want => break,
+            // The newline that ends the record is optional: a record
+            // written by hand may lack it and still name this workspace.
+            Ok(have) if have.strip_suffix(b"\n").unwrap_or(&have) == &want[..want.len() - 1] => {
+                break
+            }
             Ok(have) => {
                 let have =
                     String::from_utf8_lossy(have.strip_suffix(b"\n").unwrap_or(&have)).into_owned();
