@@ -188,6 +188,35 @@ fn tools_work_through_an_overlay() {
     );
 }
 
+/// `--fs mem` over a tree that holds a sparse file of 1 TiB: the load is
+/// refused with one line that names the file, exit 2 (it aborted trying to
+/// allocate the whole file).
+///
+/// See: `issues show 20` (item 4).
+#[test]
+fn r20_4_mem_refuses_a_tree_that_does_not_fit() {
+    let s = setup();
+    std::fs::create_dir(s.ws.join("d")).unwrap();
+    let big = s.ws.join("d/big.bin");
+    std::fs::File::create(&big)
+        .and_then(|f| f.set_len(1 << 40))
+        .unwrap();
+    for args in [
+        &["--fs", "mem", "grep", "one"][..],
+        &["--fs", "mem", "glob", "*"],
+    ] {
+        let (out, err, code) = run(&s.ws, args);
+        assert_eq!((out.as_str(), code), ("", 2), "{err}");
+        let want = format!(
+            "dsh-search: cannot load {} into memory: {} is 1099511627776 bytes, more than ",
+            s.ws.display(),
+            big.display()
+        );
+        assert!(err.starts_with(&want), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
 /// The workspace's file `rel` as the tools see it: through the overlay
 /// directory `overlay` when there is one.
 fn seen(s: &Setup, overlay: Option<&str>, rel: &str) -> String {
