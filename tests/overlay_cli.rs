@@ -265,6 +265,195 @@ fn tools_work_through_an_overlay() {
     );
 }
 
+/// `--fs mem` over a tree that holds a sparse file of 1 TiB: the load is
+/// refused with one line that names the file, exit 2 (it aborted trying to
+/// allocate the whole file).
+///
+/// See: `issues show 20` (item 4).
+#[test]
+fn r20_4_mem_refuses_a_tree_that_does_not_fit() {
+    let s = setup();
+    std::fs::create_dir(s.ws.join("d")).unwrap();
+    let big = s.ws.join("d/big.bin");
+    std::fs::File::create(&big)
+        .and_then(|f| f.set_len(1 << 40))
+        .unwrap();
+    for args in [
+        &["--fs", "mem", "grep", "one"][..],
+        &["--fs", "mem", "glob", "*"],
+    ] {
+        let (out, err, code) = run(&s.ws, args);
+        assert_eq!((out.as_str(), code), ("", 2), "{err}");
+        let want = format!(
+            "dsh-search: cannot load {} into memory: {} is 1099511627776 bytes, more than ",
+            s.ws.display(),
+            big.display()
+        );
+        assert!(err.starts_with(&want), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+/// The workspace's file `rel` as the tools see it: through the overlay
+/// directory `overlay` when there is one.
+fn seen(s: &Setup, overlay: Option<&str>, rel: &str) -> String {
+    let mut args = Vec::new();
+    if let Some(dir) = overlay {
+        args.extend(["--overlay", dir]);
+    }
+    args.extend(["read", rel]);
+    let (out, err, code) = run(&s.ws, &args);
+    assert_eq!(code, 0, "{err}");
+    out
+}
+
+/// Ten processes edit one file at once, on the disk and through a new
+/// overlay directory, for several rounds: every edit reports success and is
+/// in the file. Through the overlay, 1 to 7 of 10 survived: each process
+/// decided once, at its start, whether the upper layer was in use, and one
+/// that started before the first write checked its version against the
+/// workspace's file and published over the others' edits (and a process
+/// could read the overlay's `workspace` record half-written by another).
+///
+/// See: `issues show 20` (item 2).
+#[test]
+fn r20_2_ten_concurrent_edits_all_land() {
+    const ROUNDS: usize = 4;
+    const WRITERS: usize = 10;
+    for round in 0..ROUNDS {
+        for through_overlay in [false, true] {
+            let s = setup();
+            std::fs::write(s.ws.join("f.txt"), "END\n").unwrap();
+            let dir = s.dir.to_str().unwrap();
+            let overlay = through_overlay.then_some(dir);
+            let children: Vec<_> = (0..WRITERS)
+                .map(|n| {
+                    let mut c = Command::new(env!("CARGO_BIN_EXE_dsh-search"));
+                    c.arg("--cwd").arg(&s.ws);
+                    if let Some(dir) = overlay {
+                        c.args(["--overlay", dir]);
+                    }
+                    c.args(["edit", "f.txt", "--old", "END", "--new"])
+                        .arg(format!("p{n}\nEND"))
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect();
+            for child in children {
+                let out = child.wait_with_output().unwrap();
+                assert!(
+                    out.status.success(),
+                    "round {round}, overlay {through_overlay}: {out:?}"
+                );
+            }
+            let text = seen(&s, overlay, "f.txt");
+            for n in 0..WRITERS {
+                assert!(
+                    text.contains(&format!(": p{n}\n")),
+                    "round {round}, overlay {through_overlay}: lost p{n}:\n{text}"
+                );
+            }
+            if through_overlay {
+                assert_eq!(
+                    std::fs::read_to_string(s.ws.join("f.txt")).unwrap(),
+                    "END\n"
+                );
+            }
+        }
+    }
+}
+
+/// One step of [`r20_2_a_server_sees_later_cli_edits`]: a server call, or
+/// an edit by the command line.
+enum Step {
+    Read,
+    Edit(&'static str, &'static str),
+    CliEdit(&'static str, &'static str),
+}
+
+/// A server started on the disk, or on an empty overlay directory, and the
+/// command line edit one file in turn. The server sees the command line's
+/// edit in its next read, and an edit of the text it read before that edit
+/// is refused as stale, as on the disk: it never publishes over the other
+/// process's change. Through the overlay the server read the old text and
+/// its edit overwrote the command line's change.
+///
+/// See: `issues show 20` (item 2).
+#[test]
+fn r20_2_a_server_sees_later_cli_edits() {
+    use serde_json::json;
+    use Step::*;
+    let steps = [
+        CliEdit("one", "two"),
+        Read,
+        Edit("two", "three"),
+        CliEdit("three", "three\nfour"),
+        // The server's session read the file before that edit: stale,
+        // although `three` is still there.
+        Edit("three", "five"),
+        Read,
+        Edit("four", "six"),
+    ];
+    let mut answers = Vec::new();
+    for through_overlay in [false, true] {
+        let s = setup();
+        std::fs::write(s.ws.join("f.txt"), "one\n").unwrap();
+        let dir = s.dir.to_str().unwrap();
+        let overlay = through_overlay.then_some(dir);
+        let mut args = Vec::new();
+        if let Some(dir) = overlay {
+            args.extend(["--overlay", dir]);
+        }
+        let mut server =
+            crate::util::served::Served::start(&s.ws, &[&args[..], &["serve"]].concat());
+        let mut got = Vec::new();
+        for (i, step) in steps.iter().enumerate() {
+            let (tool, arguments) = match *step {
+                CliEdit(old, new) => {
+                    let cli = [&args[..], &["edit", "f.txt", "--old", old, "--new", new]].concat();
+                    let (out, err, code) = run(&s.ws, &cli);
+                    assert_eq!(code, 0, "{out}{err}");
+                    got.push(format!("cli: {new}"));
+                    continue;
+                }
+                Read => ("read", json!({"file_path": "f.txt"})),
+                Edit(old, new) => (
+                    "edit",
+                    json!({"file_path": "f.txt", "old_string": old, "new_string": new}),
+                ),
+            };
+            server.send(&json!({"id": i, "tool": tool, "arguments": arguments}));
+            let answer = server.recv();
+            let result = &answer["result"];
+            let content = result["content"].as_str().unwrap_or_default();
+            let ws = s.ws.to_str().unwrap();
+            got.push(format!(
+                "{tool}: {} {} {}",
+                result["isError"],
+                result["error"]["info"]["code"],
+                content.replace(ws, "[WS]")
+            ));
+            got.push(format!(
+                "file: {}",
+                seen(&s, overlay, "f.txt").replace(s.ws.to_str().unwrap(), "[WS]")
+            ));
+        }
+        answers.push(got);
+    }
+    let text = answers[0].join("\n");
+    for want in ["1: two", "2: four", "FS_STALE_VERSION"] {
+        assert!(text.contains(want), "{want}:\n{text}");
+    }
+    assert!(
+        text.ends_with("1: three\n2: six\n\n(End of file - total 2 lines)\n</content>\n"),
+        "{text}"
+    );
+    assert_eq!(answers[1].join("\n"), text, "the overlay as the disk");
+}
+
 // `--fs mem` prints what rg prints on the disk, and writes vanish.
 #[test]
 fn in_memory_workspace_prints_rg_s_output() {

@@ -55,7 +55,13 @@ impl MemFs {
     /// # Errors
     ///
     /// The error of resolving `root` on the disk (`ENOENT`, `EACCES`, …),
-    /// or `ENOTDIR` when it is not a directory.
+    /// or `ENOTDIR` when it is not a directory. A tree whose regular files
+    /// would not fit in memory is refused before it is read
+    /// ([`io::ErrorKind::OutOfMemory`], naming the first file that does
+    /// not fit): their sizes together must stay within the memory the
+    /// system has available (`MemAvailable` in `/proc/meminfo` on Linux),
+    /// and each file's buffer must be allocated (a sparse file of 1 TiB
+    /// is refused, not read).
     ///
     /// # Platform behavior
     ///
@@ -70,7 +76,7 @@ impl MemFs {
         if !std::fs::metadata(&real)?.is_dir() {
             return Err(errno::not_a_directory());
         }
-        fs.load_dir(top, real);
+        fs.load_dir(top, real, &mut Budget::available())?;
         Ok(fs)
     }
 
@@ -167,7 +173,7 @@ impl MemFs {
 
     /// Copy the disk directory `path` into `top`, replacing what `top`
     /// held (the path mirrored to it), and everything below it.
-    fn load_dir(&self, top: Arc<Node>, path: PathBuf) {
+    fn load_dir(&self, top: Arc<Node>, path: PathBuf, budget: &mut Budget) -> io::Result<()> {
         if let Body::Dir(d) = &mut top.write().body {
             d.take_all();
         }
@@ -181,7 +187,7 @@ impl MemFs {
                     for entry in rd {
                         match entry {
                             Ok(entry) => {
-                                let node = self.load_entry(&dir, &entry);
+                                let node = self.load_entry(&dir, &entry, budget)?;
                                 if node.is_dir() {
                                     stack.push((entry.path(), Arc::clone(&node)));
                                 }
@@ -208,28 +214,34 @@ impl MemFs {
                 d.lookup_err = lookup_err;
             }
         }
+        Ok(())
     }
 
     /// The node of one listed entry of `parent`.
-    fn load_entry(&self, parent: &Arc<Node>, entry: &std::fs::DirEntry) -> Arc<Node> {
+    fn load_entry(
+        &self,
+        parent: &Arc<Node>,
+        entry: &std::fs::DirEntry,
+        budget: &mut Budget,
+    ) -> io::Result<Arc<Node>> {
         // `file_type` is the listing's `d_type` (an `lstat` where the
         // filesystem gives `DT_UNKNOWN`).
         let listed = entry.file_type().map_or(FileType::Unknown, kind_of_std);
         // `DirEntry::metadata` is `lstat` (relative to the directory).
         let m = match entry.metadata() {
             Ok(m) => from_std(&m),
-            Err(e) => return Node::refused(self.ino(), listed, errno_of(&e)),
+            Err(e) => return Ok(Node::refused(self.ino(), listed, errno_of(&e))),
         };
         let body = match m.kind {
             FileType::Dir => Body::Dir(Box::new(DirBody::new(Arc::downgrade(parent), m.len))),
-            FileType::File => Body::File(read_disk_file(&entry.path(), m.len)),
+            FileType::File => Body::File(read_disk_file(&entry.path(), m.len, budget)?),
             FileType::Symlink => match std::fs::read_link(entry.path()) {
                 Ok(t) => Body::Symlink(bytes::path_bytes(&t).into()),
-                Err(e) => return Node::refused(self.ino(), listed, errno_of(&e)),
+                Err(e) => return Ok(Node::refused(self.ino(), listed, errno_of(&e))),
             },
             _ => Body::Special,
         };
-        Node::new(self.ino(), m.kind, self.state_of(&m, body))
+        Ok(Node::new(self.ino(), m.kind, self.state_of(&m, body)))
     }
 }
 
@@ -246,18 +258,82 @@ fn search_error(path: &Path) -> Option<Errno> {
     }
 }
 
+/// What the copy may still hold: the bytes of memory the system had
+/// available when the load began, less the files loaded since.
+struct Budget {
+    left: Option<u64>,
+}
+
+impl Budget {
+    /// The memory available now, where the system says (Linux); elsewhere
+    /// only each file's allocation is checked.
+    fn available() -> Budget {
+        Budget {
+            left: mem_available(),
+        }
+    }
+
+    /// Take `len` bytes for the file at `path`, or refuse the load.
+    fn take(&mut self, path: &Path, len: u64) -> io::Result<()> {
+        match &mut self.left {
+            Some(left) if len > *left => Err(too_large(path, len, Some(*left))),
+            Some(left) => {
+                *left -= len;
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// The refusal of a file that does not fit: its path, its size and the
+/// memory that was left for it, if known.
+fn too_large(path: &Path, len: u64, left: Option<u64>) -> io::Error {
+    let room = match left {
+        Some(left) => format!("the {left} bytes of memory left for the copy"),
+        None => "what can be allocated".to_string(),
+    };
+    io::Error::new(
+        io::ErrorKind::OutOfMemory,
+        format!(
+            "{} is {len} bytes, more than {room}: a copy in memory holds every file whole; \
+             search that tree on the disk",
+            path.display()
+        ),
+    )
+}
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes.
+fn mem_available() -> Option<u64> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
 /// A regular file's bytes, or the error that kept them (with the size the
-/// stat gave).
-fn read_disk_file(path: &Path, len: u64) -> FileBody {
-    match read_regular(path, len) {
+/// stat gave); an error when it does not fit in memory.
+fn read_disk_file(path: &Path, len: u64, budget: &mut Budget) -> io::Result<FileBody> {
+    budget.take(path, len)?;
+    Ok(match read_regular(path, len) {
         Ok(data) => FileBody::new(Arc::from(data)),
+        Err(e) if e.kind() == io::ErrorKind::OutOfMemory => return Err(e),
         Err(e) => FileBody {
             data: Arc::from(&[][..]),
             len,
             open_err: Some(errno_of(&e)),
             nul_free: true,
         },
-    }
+    })
 }
 
 fn read_regular(path: &Path, len: u64) -> io::Result<Vec<u8>> {
@@ -265,7 +341,13 @@ fn read_regular(path: &Path, len: u64) -> io::Result<Vec<u8>> {
     if !file.metadata()?.is_file() {
         return Err(io::Error::other("replaced while loading"));
     }
-    let mut data = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    // Allocated before reading, and refused, not aborted, when it cannot
+    // be (a file larger than the address space or the system allows).
+    let mut data = Vec::new();
+    usize::try_from(len)
+        .ok()
+        .and_then(|len| data.try_reserve_exact(len).ok())
+        .ok_or_else(|| too_large(path, len, None))?;
     file.read_to_end(&mut data)?;
     Ok(data)
 }

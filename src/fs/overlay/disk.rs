@@ -12,7 +12,9 @@
 //!
 //! `workspace` ties the directory to one lower root, so that a later
 //! invocation from another workdir gets an error instead of mixing two
-//! trees. A new DIR is created (with its parents); an existing one must be
+//! trees; it is written under the lock, so processes that make one new
+//! directory an overlay at the same moment agree (on Unix). `upper/` is made
+//! by the first write. A new DIR is created (with its parents); an existing one must be
 //! empty or already an overlay directory, and must lie neither inside the
 //! workspace (the searches would find its copies) nor around it.
 
@@ -44,17 +46,7 @@ impl Disk {
     /// Lock the directory for one write, across processes where the
     /// platform can (`flock` on Unix; elsewhere the in-process lock only).
     pub(super) fn lock(&self) -> io::Result<std::fs::File> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(self.dir.join(LOCK))
-            .map_err(|e| self.context(e))?;
-        #[cfg(unix)]
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
-            .map_err(|e| self.context(e.into()))?;
-        Ok(file)
+        lock(&self.dir).map_err(|e| self.context(e))
     }
 
     /// `e`, saying which overlay directory it concerns.
@@ -86,6 +78,19 @@ impl<L: FileSystem> OverlayFs<L, LocalFs> {
         fs.disk = Some(Disk { dir });
         Ok(fs)
     }
+}
+
+/// Take the lock of the overlay directory `dir` (see [`Disk::lock`]).
+fn lock(dir: &Path) -> io::Result<std::fs::File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join(LOCK))?;
+    #[cfg(unix)]
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+    Ok(file)
 }
 
 /// Make `dir` an overlay directory for `root`, or check that it is one;
@@ -127,25 +132,15 @@ fn prepare(root: &Path, dir: &Path) -> io::Result<PathBuf> {
     let mut want = bytes::path_bytes(root).to_vec();
     want.push(b'\n');
     let record = dir.join(WORKSPACE);
-    loop {
-        match std::fs::read(&record) {
-            // The newline that ends the record is optional: a record
-            // written by hand may lack it and still name this workspace.
-            Ok(have) if have.strip_suffix(b"\n").unwrap_or(&have) == &want[..want.len() - 1] => {
-                break
-            }
-            Ok(have) => {
-                let have =
-                    String::from_utf8_lossy(have.strip_suffix(b"\n").unwrap_or(&have)).into_owned();
-                return Err(refuse(format!(
-                    "overlay directory {shown} holds the changes of the workspace {have}, \
-                     not of {}: use another overlay directory",
-                    root.display()
-                )));
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(fail("cannot read its workspace file: ", e)),
-        }
+    // The newline that ends the record is optional: a record written by
+    // hand may lack it and still name this workspace.
+    let names_root =
+        |have: &[u8]| have.strip_suffix(b"\n").unwrap_or(have) == &want[..want.len() - 1];
+    // The common case, without the lock: the record names this root.
+    if std::fs::read(&record).is_ok_and(|have| names_root(&have)) {
+        return Ok(dir);
+    }
+    if !record.exists() {
         let foreign = std::fs::read_dir(&dir)
             .map_err(|e| fail("", e))?
             .filter_map(Result::ok)
@@ -156,20 +151,33 @@ fn prepare(root: &Path, dir: &Path) -> io::Result<PathBuf> {
                  file): choose a new or an empty directory"
             )));
         }
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&record)
-        {
-            Ok(mut f) => {
-                f.write_all(&want).map_err(|e| fail("cannot write: ", e))?;
-                break;
-            }
-            // Another process made it first: check what it wrote.
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(fail("cannot write: ", e)),
-        }
     }
-    std::fs::create_dir_all(dir.join(UPPER)).map_err(|e| fail("cannot write: ", e))?;
+    // The record is written under the directory's lock, so a process that
+    // holds the lock reads it whole or not at all (another process may be
+    // making the same new directory an overlay at this moment).
+    let _lock = lock(&dir).map_err(|e| fail("cannot write: ", e))?;
+    match std::fs::read(&record) {
+        Ok(have) if names_root(&have) => {}
+        Ok(have) => {
+            let have =
+                String::from_utf8_lossy(have.strip_suffix(b"\n").unwrap_or(&have)).into_owned();
+            return Err(refuse(format!(
+                "overlay directory {shown} holds the changes of the workspace {have}, \
+                 not of {}: use another overlay directory",
+                root.display()
+            )));
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&record)
+                .map_err(|e| fail("cannot write: ", e))?;
+            f.write_all(&want).map_err(|e| fail("cannot write: ", e))?;
+        }
+        Err(e) => return Err(fail("cannot read its workspace file: ", e)),
+    }
+    // The upper layer's root is made by the first write: until it exists
+    // the overlay looks only at the lower layer (`OverlayFs::notice_upper`).
     Ok(dir)
 }

@@ -30,10 +30,13 @@
 //! as `link/new.txt`.
 //!
 //! The upper layer belongs to the overlay: change it only through
-//! [`FileSystem::write`]. An overlay that starts over an empty upper layer
-//! does not look there at all until its first write (the walk of an empty
-//! overlay costs what the lower filesystem's own calls cost), so a file put
-//! there behind its back may go unseen.
+//! [`FileSystem::write`]. Until the upper layer's root exists no lookup goes
+//! there (the walk of an empty overlay costs what the lower filesystem's own
+//! calls cost, and one `lstat` of that root per path resolved); each path
+//! resolution looks for the root again while it is missing, so a write made
+//! through another overlay of the same upper layer (another process's
+//! `--overlay DIR`) is seen by the next call, and a write checks its guard
+//! against it (`contract.md` §10).
 //!
 //! # Changes
 //!
@@ -99,8 +102,9 @@ pub struct OverlayFs<L: FileSystem, U: FileSystem> {
     lower_root: PathBuf,
     upper_root: PathBuf,
     /// Whether the upper layer may hold anything: it did when the overlay
-    /// was made, or a write has begun since. Until then no lookup goes to
-    /// the upper layer.
+    /// was made, a write has begun since, or a path resolution found the
+    /// upper root ([`OverlayFs::notice_upper`]). Until then no lookup goes
+    /// to the upper layer. Never cleared.
     upper_used: AtomicBool,
     /// Writes are checked against the merged state and published under it.
     write_lock: Mutex<()>,
@@ -178,7 +182,14 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
         upper_root: &Path,
     ) -> io::Result<OverlayFs<L, U>> {
         let root = workspace_root(&*lower, lower_root)?;
-        let used = holds_anything(&*upper, upper_root)?;
+        let used = match upper.symlink_metadata(upper_root) {
+            Ok(_) => true,
+            Err(e) if absent(&e) => false,
+            Err(e) => {
+                let shown = upper_root.display();
+                return Err(io::Error::new(e.kind(), format!("{shown}: {e}")));
+            }
+        };
         Ok(OverlayFs {
             lower,
             upper,
@@ -219,6 +230,21 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
         } else {
             self.upper_root.join(rel)
         })
+    }
+
+    /// Start using the upper layer once its root exists: another overlay
+    /// over the same upper layer (another process's, on the same overlay
+    /// directory) may have written since this one was made. Called at the
+    /// start of every path resolution, so every call that names a path
+    /// sees what was published before it began; a write calls it under the
+    /// overlay's lock, so its guard is checked against every earlier write.
+    /// One `lstat` while the root is missing, nothing after.
+    fn notice_upper(&self) {
+        if !self.upper_used.load(Ordering::Acquire)
+            && self.upper.symlink_metadata(&self.upper_root).is_ok()
+        {
+            self.upper_used.store(true, Ordering::Release);
+        }
     }
 
     /// [`OverlayFs::upper_path`], when the upper layer may hold it.
@@ -656,18 +682,6 @@ fn absent(e: &io::Error) -> bool {
 /// while a write into that directory is in flight: never part of the view.
 fn is_staging(name: &[u8], kind: FileType) -> bool {
     matches!(kind, FileType::Dir | FileType::Unknown) && name.starts_with(STAGING_PREFIX.as_bytes())
-}
-
-/// Whether the upper layer has anything at `root`.
-fn holds_anything<U: FileSystem>(upper: &U, root: &Path) -> io::Result<bool> {
-    let dir = match upper.open_dir(root) {
-        Ok(dir) => dir,
-        Err(e) if absent(&e) => return Ok(false),
-        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", root.display()))),
-    };
-    let mut listing = Listing::new();
-    upper.list(&dir, &mut listing);
-    Ok(listing.iter().any(|(n, k)| !is_staging(n, k)) || listing.error().is_some())
 }
 
 /// Give the upper file at `path` the mode `mode`; its metadata after, or

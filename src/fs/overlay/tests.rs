@@ -990,6 +990,34 @@ fn on_disk_creates_the_directory_and_keeps_changes() {
     );
 }
 
+/// Two overlays of one overlay directory, as two processes have them, both
+/// made while it was new: each sees what the other wrote, from its next
+/// call on, and a write over the version one read is refused once the
+/// other wrote.
+#[test]
+fn on_disk_overlays_of_one_directory_see_each_other() {
+    let t = tree();
+    let dir = t.outside.join("store");
+    let lower = Arc::new(LocalFs::new());
+    let a = OverlayFs::on_disk(Arc::clone(&lower), &t.root, &dir).unwrap();
+    let b = OverlayFs::on_disk(lower, &t.root, &dir).unwrap();
+    let path = t.root.join("a.txt");
+    let read_by_b = b.metadata(&path).unwrap().version();
+    put(&a, &path, "from a\n");
+    assert_eq!(read(&b, &path), "from a\n");
+    assert_eq!(b.metadata(&path).unwrap().len, 7);
+    let stale = b.write(
+        &path,
+        b"from b\n",
+        &WriteGuard::ReplaceIfVersion(read_by_b),
+        &none(),
+    );
+    assert!(matches!(stale, Err(WriteError::Stale)), "{stale:?}");
+    put(&b, &t.root.join("dir/new.txt"), "new\n");
+    assert_eq!(read(&a, &t.root.join("dir/new.txt")), "new\n");
+    assert_eq!(read(&a, &path), "from a\n");
+}
+
 /// Each case: an overlay directory set up by `$setup` (given the tree),
 /// refused with a one-line error that names it and says `$says`.
 macro_rules! on_disk_refused {
@@ -1049,8 +1077,10 @@ fn on_disk_write_errors_name_the_overlay_directory() {
     let t = tree();
     let dir = t.outside.join("store");
     let fs = OverlayFs::on_disk(Arc::new(LocalFs::new()), &t.root, &dir).unwrap();
-    // A file where the upper layer needs a directory.
-    std::fs::write(dir.join("upper/dir"), "in the way").unwrap();
+    // A directory where the lock file must be (a file in the upper layer
+    // where it needs a directory would be part of the merged view).
+    std::fs::remove_file(dir.join("lock")).unwrap();
+    std::fs::create_dir(dir.join("lock")).unwrap();
     match fs.write(
         &t.root.join("dir/new.txt"),
         b"x",

@@ -93,6 +93,7 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
                 ),
             });
         }
+        self.notice_upper();
         let mut resolved = PathBuf::new();
         // The steps still to take, the next one last.
         let mut pending = Vec::new();
