@@ -240,6 +240,69 @@ fn an_id_in_flight_cannot_be_reused_until_it_answered() {
     assert_eq!(content(&s.recv()), "f0.txt");
 }
 
+/// Every answer echoes its request's id as the JSON text it was sent as,
+/// byte for byte; ids that are not a string or a number are refused,
+/// echoed too; a cancel names its call by the same text.
+#[test]
+fn ids_are_echoed_as_their_json_text() {
+    let dir = tree();
+    let mut s = serve(dir.path());
+    let called = [
+        "12345678901234567890123",
+        "-12345678901234567890123",
+        "1e2",
+        "1E+2",
+        "-0",
+        "-0.0",
+        "0.10",
+        "1.5e-300",
+        r#""a\u0041\n\"b\\""#,
+        r#""\ud83d\ude00 \/""#,
+        r#""""#,
+    ];
+    for id in called {
+        let line = format!(r#"{{"id": {id} ,"tool":"glob","arguments":{{"pattern":"f0.txt"}}}}"#);
+        s.send_raw(line.as_bytes());
+        let answer = s.recv_line();
+        assert!(
+            answer.starts_with(&format!(r#"{{"id":{id},"result":{{"content":"f0.txt","#)),
+            "{id}: {answer}"
+        );
+    }
+    let refused = [
+        ("null", "null"),
+        (r#"{"a": [1, 2]}"#, "an object"),
+        ("[1]", "an array"),
+        ("true", "a boolean"),
+    ];
+    for (id, kind) in refused {
+        s.send_raw(format!(r#"{{"id":{id},"definitions":true}}"#).as_bytes());
+        let answer: Value = serde_json::from_str(&s.recv_line()).unwrap();
+        let sent: Value = serde_json::from_str(id).unwrap();
+        assert_eq!(
+            answer,
+            json!({"id": sent, "error": format!("\"id\" must be a string or a number, not {kind}")})
+        );
+    }
+    // `1e2` and `100` are two ids: the cancel of `1e2` reaches its call.
+    s.send_raw(br#"{"id":1e2,"tool":"grep","arguments":{"pattern":"x","path":"pipe"}}"#);
+    s.send_raw(br#"{"id":100,"tool":"glob","arguments":{"pattern":"f1.txt"}}"#);
+    assert_eq!(
+        s.recv_line(),
+        r#"{"id":100,"result":{"content":"f1.txt","isError":false,"value":{"paths":["f1.txt"],"root":"."},"meta":{"paths":["f1.txt"],"shape":"paths","total":1,"truncated":false}}}"#
+    );
+    s.send_raw(br#"{"id":1e2,"cancel":true}"#);
+    let cancelled = s.recv_line();
+    assert!(
+        cancelled.starts_with(r#"{"id":1e2,"result":"#),
+        "{cancelled}"
+    );
+    assert!(
+        aborted(&serde_json::from_str(&cancelled).unwrap()),
+        "{cancelled}"
+    );
+}
+
 #[test]
 fn hostile_lines_get_clear_errors_and_no_crash() {
     let dir = tree();

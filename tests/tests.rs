@@ -78,6 +78,10 @@ mod mcp;
 // library on a small stack survive them.
 mod deep_globs;
 
+// What a client may cost either server: unread answers (flow control),
+// a line of millions of values, the arguments' open root object.
+mod server_limits;
+
 // Issue 11, the search half: hostile inputs and kills, each reproduction
 // as a real process on both backends.
 mod harden_search;

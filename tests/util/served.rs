@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -19,6 +19,21 @@ pub struct Served {
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     stderr: Arc<Mutex<String>>,
+    /// While set, the stdout reader stops reading (after the line at hand):
+    /// a client that does not read its answers.
+    paused: Arc<(Mutex<bool>, Condvar)>,
+}
+
+/// What `/proc/PID/status` and `/proc/PID/fd` say of a process.
+#[derive(Clone, Copy, Debug)]
+pub struct Usage {
+    /// Resident memory now, in KiB (`VmRSS`).
+    pub rss_kib: u64,
+    /// The resident memory's high-water mark, in KiB (`VmHWM`).
+    pub hwm_kib: u64,
+    pub threads: u64,
+    /// Open file descriptors.
+    pub fds: usize,
 }
 
 impl Served {
@@ -41,11 +56,18 @@ impl Served {
         let mut child = cmd.spawn().expect("dsh-search starts");
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();
+        let paused = Arc::new((Mutex::new(false), Condvar::new()));
+        let gate = Arc::clone(&paused);
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { return };
                 if tx.send(line).is_err() {
                     return;
+                }
+                let (lock, cv) = &*gate;
+                let mut paused = lock.lock().unwrap();
+                while *paused {
+                    paused = cv.wait(paused).unwrap();
                 }
             }
         });
@@ -67,11 +89,52 @@ impl Served {
             child,
             lines,
             stderr,
+            paused,
         }
     }
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Stop reading stdout (after the line being read, if any), so that the
+    /// server's writes block once the pipe is full.
+    pub fn pause_reading(&self) {
+        *self.paused.0.lock().unwrap() = true;
+    }
+
+    /// Read stdout again.
+    pub fn resume_reading(&self) {
+        *self.paused.0.lock().unwrap() = false;
+        self.paused.1.notify_all();
+    }
+
+    /// The server's stdin, for a writer thread of the test's own; `send`
+    /// and `close` no longer apply.
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().expect("stdin is open")
+    }
+
+    /// The server's memory, threads and open descriptors now.
+    pub fn usage(&self) -> Usage {
+        let pid = self.pid();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let field = |name: &str| -> u64 {
+            let line = status
+                .lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+                .unwrap_or_else(|| panic!("no {name} in /proc/{pid}/status"));
+            let number = line.trim().trim_end_matches(" kB");
+            number.parse().unwrap()
+        };
+        Usage {
+            rss_kib: field("VmRSS"),
+            hwm_kib: field("VmHWM"),
+            threads: field("Threads"),
+            fds: std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .unwrap()
+                .count(),
+        }
     }
 
     /// Write `bytes` and a newline.

@@ -24,20 +24,34 @@
 //!   `{"id": ID, "definitions": [...]}`, the array `dsh-search definitions`
 //!   prints (each definition's keys in the seed's order).
 //!
-//! `ID` is a string or a number; the answer echoes it as it came. A call's
-//! `ID` must not be the `ID` of a call still in flight.
+//! `ID` is a string or a number; the answer echoes its JSON text exactly as
+//! it came (`1e2` stays `1e2`, `"\u0041"` stays `"\u0041"`), and ids are
+//! told apart by that text. A call's `ID` must not be the `ID` of a call
+//! still in flight.
 //!
 //! ## Errors
 //!
 //! A line that is not a valid request gets `{"id": <its id or null>,
 //! "error": "<why>"}` and the server reads on: a line that is not JSON or
 //! not an object, nests deeper than 128 levels (answered under its id when
-//! the id can be read), or is longer than
-//! [`MAX_LINE_BYTES`]; a request without an id, with a key it does not
-//! know, with a field of the wrong type, or with the id of a call in
-//! flight. A request that is well formed but whose call fails (an unknown
-//! tool, arguments that do not match the tool's schema) gets the tool's
-//! error result, as `Tools::call` returns it.
+//! the id can be read), is longer than [`MAX_LINE_BYTES`] or holds more
+//! than [`MAX_VALUES`] JSON values; a request without an id, with a key it
+//! does not know, with a field of the wrong type, or with the id of a call
+//! in flight. A request that is
+//! well formed but whose call fails (an unknown tool, arguments that do not
+//! match the tool's schema) gets the tool's error result, as `Tools::call`
+//! returns it (the arguments' root object is open, as the seed's schema
+//! validation has it: unknown keys pass).
+//!
+//! ## Flow control
+//!
+//! The server stops reading while [`MAX_BACKLOG`] answers wait for stdout
+//! (a client that does not read its answers), and while
+//! [`MAX_CALLS_IN_FLIGHT`] calls, or calls of [`MAX_BYTES_IN_FLIGHT`]
+//! request bytes, have not answered (at most [`MAX_WORKERS`] run, the
+//! others wait their turn), so its memory stays bounded whatever the client
+//! writes. While it does not read, it reads no cancellation either: the
+//! search tools' timeout still ends a search.
 //!
 //! ## End
 //!
@@ -53,20 +67,17 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use dsh_search::tool::{CallContext, Tools};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::{InFlight, SIGNAL_DRAIN};
+use super::decode::{self, Request, MAX_LINE_BYTES};
+#[cfg(doc)]
+use super::{decode::MAX_VALUES, MAX_BYTES_IN_FLIGHT, MAX_CALLS_IN_FLIGHT};
+use super::{Backlog, InFlight, MAX_BACKLOG, SIGNAL_DRAIN};
 use crate::cli::Common;
-
-/// The longest request line read; a longer one is skipped with an error
-/// answer. Large enough for a `write` of a 10 MiB file with every byte
-/// escaped twice over, small enough that a runaway client cannot exhaust
-/// memory.
-pub(crate) const MAX_LINE_BYTES: usize = 64 << 20;
 
 /// Calls run at once; further calls wait in a queue (their cancellation
 /// still works: a call cancelled in the queue answers at once).
-const MAX_WORKERS: usize = 64;
+pub(crate) const MAX_WORKERS: usize = 64;
 
 /// How long a worker with nothing to do waits for the next call.
 const WORKER_IDLE: Duration = Duration::from_secs(5);
@@ -116,6 +127,8 @@ pub(crate) struct Server {
     out: Mutex<Output>,
     /// Keyed by the id's JSON text, so that `1` and `"1"` are two ids.
     inflight: InFlight<String>,
+    /// The answers waiting for stdout.
+    backlog: Backlog,
     pool: Mutex<Pool>,
     /// Wakes an idle worker when a job is queued.
     work_ready: Condvar,
@@ -142,6 +155,8 @@ struct Job {
     tool: String,
     arguments: Value,
     ctx: CallContext,
+    /// The request line's bytes, counted in flight until the answer.
+    cost: usize,
 }
 
 /// What one read of a line found.
@@ -173,6 +188,7 @@ impl Server {
                 broken: false,
             }),
             inflight: InFlight::new(),
+            backlog: Backlog::default(),
             pool: Mutex::new(Pool::default()),
             work_ready: Condvar::new(),
         }
@@ -183,6 +199,10 @@ impl Server {
     pub(crate) fn serve(self: &Arc<Self>, mut input: impl BufRead) {
         let mut line = Vec::new();
         loop {
+            // A client that does not read its answers is not read either,
+            // nor one whose calls are not done.
+            self.inflight.wait_room();
+            self.backlog.wait_below(MAX_BACKLOG);
             match read_line(&mut input, &mut line, MAX_LINE_BYTES) {
                 Ok(Line::Complete) => self.handle(&line),
                 Ok(Line::TooLong) => self.reject(
@@ -209,6 +229,7 @@ impl Server {
     /// Write one answer line. A failed write means the client is gone: the
     /// calls in flight are cancelled and nothing more is written.
     fn write_line(&self, line: &str) {
+        let _waiting = self.backlog.enter();
         let mut out = self.output();
         if out.broken {
             return;
@@ -232,121 +253,47 @@ impl Server {
     }
 
     fn handle(self: &Arc<Self>, line: &[u8]) {
-        let line = line.strip_suffix(b"\n").unwrap_or(line);
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return;
-        }
-        let request = match serde_json::from_slice::<Value>(line) {
-            Ok(Value::Object(map)) => map,
-            Ok(other) => {
-                return self.reject(
-                    "null",
-                    &format!("a request is a JSON object, not {}", kind(&other)),
-                )
-            }
-            Err(e) => {
-                let id = super::envelope(line).and_then(|(id, _)| id);
-                let id = id.map_or_else(|| "null".to_string(), |id| id.to_string());
-                return self.reject(&id, &format!("the line is not JSON: {e}"));
-            }
+        let request = match decode::jsonl_request(line) {
+            Ok(Some(request)) => request,
+            Ok(None) => return,
+            Err(rejection) => return self.reject(&rejection.id, &rejection.why),
         };
-        let id = match request.get("id") {
-            Some(id @ (Value::String(_) | Value::Number(_))) => {
-                serde_json::to_string(id).unwrap_or_default()
-            }
-            Some(other) => {
-                let echo = serde_json::to_string(other).unwrap_or_else(|_| "null".into());
-                return self.reject(
-                    &echo,
-                    &format!("\"id\" must be a string or a number, not {}", kind(other)),
-                );
-            }
-            None => return self.reject("null", "the request has no \"id\""),
-        };
-        if let Err(why) = self.dispatch(&id, request) {
-            self.reject(&id, &why);
-        }
-    }
-
-    /// Route one request with a valid id; `Err` is the error answer.
-    fn dispatch(self: &Arc<Self>, id: &str, mut request: Map<String, Value>) -> Result<(), String> {
-        let kinds: Vec<&str> = ["tool", "cancel", "definitions"]
-            .into_iter()
-            .filter(|k| request.contains_key(*k))
-            .collect();
-        let allowed: &[&str] = match kinds.as_slice() {
-            ["tool"] => &["id", "tool", "arguments", "cwd", "session"],
-            ["cancel"] | ["definitions"] => &["id", kinds[0]],
-            [] => {
-                return Err(
-                    "the request has none of \"tool\" (a call), \"cancel\" or \"definitions\""
-                        .into(),
-                )
-            }
-            _ => {
-                return Err(format!(
-                    "the request has {}: a request is one call, one cancel or one definitions",
-                    kinds.join(" and ")
-                ))
-            }
-        };
-        if let Some(key) = request.keys().find(|k| !allowed.contains(&k.as_str())) {
-            return Err(format!(
-                "unknown key {} in a {} request; its keys are {}",
-                quote(key),
-                kinds[0],
-                allowed.join(", ")
-            ));
-        }
-        match kinds[0] {
-            "cancel" => {
-                expect_true(&request, "cancel")?;
+        match request {
+            Request::Cancel { id } => {
                 // The answer is the call's own (aborted) one; a call that
                 // already answered is past cancelling.
-                self.inflight.cancel(&id.to_string());
-                Ok(())
+                self.inflight.cancel(&id);
             }
-            "definitions" => {
-                expect_true(&request, "definitions")?;
-                self.write_line(&format!(
-                    "{{\"id\":{id},\"definitions\":{}}}",
-                    self.definitions
-                ));
-                Ok(())
-            }
-            _ => {
-                let tool = match request.remove("tool") {
-                    Some(Value::String(t)) => t,
-                    Some(other) => {
-                        return Err(format!("\"tool\" must be a string, not {}", kind(&other)))
-                    }
-                    None => unreachable!("the kind is tool"),
-                };
-                let arguments = request
-                    .remove("arguments")
-                    .unwrap_or_else(|| Value::Object(Map::new()));
-                let cwd = optional_string(&request, "cwd")?;
-                let session = optional_string(&request, "session")?;
-                if session == Some("") {
-                    return Err("\"session\" must not be empty".into());
-                }
-                let Some(token) = self.inflight.start(id.to_string()) else {
-                    return Err(format!("a call with id {id} is still in flight"));
+            Request::Definitions { id } => self.write_line(&format!(
+                "{{\"id\":{id},\"definitions\":{}}}",
+                self.definitions
+            )),
+            Request::Call {
+                id,
+                tool,
+                arguments,
+                cwd,
+                session,
+            } => {
+                let cost = line.len();
+                let Some(token) = self.inflight.start(id.clone(), cost) else {
+                    let why = format!("a call with id {id} is still in flight");
+                    return self.reject(&id, &why);
                 };
                 let workdir = match cwd {
                     Some(dir) => self.workdir.join(dir),
                     None => self.workdir.clone(),
                 };
-                let mut ctx = CallContext::new(workdir).session(session.unwrap_or(&self.session));
+                let session = session.as_deref().unwrap_or(&self.session);
+                let mut ctx = CallContext::new(workdir).session(session);
                 ctx.cancel = token;
                 self.submit(Job {
-                    id: id.to_string(),
+                    id,
                     tool,
                     arguments,
                     ctx,
+                    cost,
                 });
-                Ok(())
             }
         }
     }
@@ -431,7 +378,7 @@ impl Server {
                 "internal error: the call panicked; the server goes on",
             ),
         }
-        self.inflight.finish();
+        self.inflight.finish(job.cost);
     }
 }
 
@@ -471,63 +418,6 @@ fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Res
             });
         }
     }
-}
-
-fn expect_true(request: &Map<String, Value>, key: &str) -> Result<(), String> {
-    match request.get(key) {
-        Some(Value::Bool(true)) => Ok(()),
-        Some(other) => Err(format!("\"{key}\" must be true, not {}", short(other))),
-        None => unreachable!("the kind was found by its key"),
-    }
-}
-
-fn optional_string<'a>(
-    request: &'a Map<String, Value>,
-    key: &str,
-) -> Result<Option<&'a str>, String> {
-    match request.get(key) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(format!("\"{key}\" must be a string, not {}", kind(other))),
-    }
-}
-
-/// What a JSON value is, for an error message.
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// A value in an error message: scalars as JSON, containers by kind.
-fn short(v: &Value) -> String {
-    match v {
-        Value::Array(_) | Value::Object(_) => kind(v).to_string(),
-        scalar => clip(&serde_json::to_string(scalar).unwrap_or_default()),
-    }
-}
-
-fn quote(s: &str) -> String {
-    clip(&serde_json::to_string(s).unwrap_or_default())
-}
-
-/// At most 100 bytes of `s` (on a character boundary), so that a hostile
-/// key or value cannot make an error line huge.
-fn clip(s: &str) -> String {
-    const MAX: usize = 100;
-    if s.len() <= MAX {
-        return s.to_string();
-    }
-    let end = (0..=MAX)
-        .rev()
-        .find(|&i| s.is_char_boundary(i))
-        .unwrap_or(0);
-    format!("{}…", &s[..end])
 }
 
 #[cfg(test)]

@@ -18,16 +18,23 @@
 //!   and the call ends with the aborted error (which the protocol then does
 //!   not send: the client gave up on it). A log line on stderr says how
 //!   long the call took to stop.
-//! - Calls run concurrently, each on a blocking thread of a small Tokio
-//!   runtime that lives only inside this module: the library's engine and
-//!   tools stay synchronous.
+//! - Calls run concurrently, at most [`MAX_WORKERS`] at once, each on a
+//!   blocking thread of a small Tokio runtime that lives only inside this
+//!   module: the library's engine and tools stay synchronous.
 //! - Stdout carries JSON-RPC messages only, written by `StdioLines`,
 //!   which also answers every line that is not a message (not JSON: `-32700`;
-//!   not a valid message, or longer than [`MAX_LINE_BYTES`]: `-32600`)
-//!   and reads on. At EOF the calls in flight are cancelled (the client
+//!   not a valid message, longer than [`MAX_LINE_BYTES`] or holding more
+//!   than [`MAX_VALUES`] JSON values: `-32600`) and reads on.
+//! - Flow control, as `serve` has it (`super`): `StdioLines` stops reading
+//!   while [`MAX_BACKLOG`] messages wait for stdout, whatever they answer
+//!   (results, `tools/list`, errors for malformed lines), and while
+//!   [`MAX_CALLS_IN_FLIGHT`] requests (or [`MAX_BYTES_IN_FLIGHT`] request
+//!   bytes) have not answered. A call's arguments are an open object, as
+//!   the seed's schema validation has it: unknown keys pass. At EOF the calls in flight are cancelled (the client
 //!   closes stdin to shut the server down) and the server exits 0; so it
 //!   does after SIGINT, SIGTERM or SIGHUP.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -35,10 +42,9 @@ use std::time::{Duration, Instant};
 
 use dsh_search::tool::{definitions, CallContext, ToolResult, Tools};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, ContentBlock,
-    ErrorCode, Implementation, InitializeRequestParams, JsonObject, JsonRpcMessage,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientNotification, ContentBlock,
+    ErrorCode, Implementation, JsonObject, JsonRpcMessage, ListToolsResult, MetaObject,
+    PaginatedRequestParams, RequestId, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{
     NotificationContext, RequestContext, RoleServer, RxJsonRpcMessage, TxJsonRpcMessage,
@@ -47,10 +53,16 @@ use rmcp::transport::{StdioReader, StdioWriter, Transport};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::Mutex as AsyncMutex;
+use tokio::sync::{watch, Mutex as AsyncMutex, Semaphore};
 
-use super::jsonl::MAX_LINE_BYTES;
-use super::{InFlight, SIGNAL_DRAIN};
+use super::decode::MAX_LINE_BYTES;
+#[cfg(doc)]
+use super::decode::MAX_VALUES;
+use super::jsonl::MAX_WORKERS;
+use super::mcp_decode::{error_line, mcp_line, McpLine};
+use super::{InFlight, MAX_BACKLOG, SIGNAL_DRAIN};
+#[cfg(doc)]
+use super::{MAX_BYTES_IN_FLIGHT, MAX_CALLS_IN_FLIGHT};
 use crate::cli::Common;
 
 /// How long the server waits for the client's answer to `roots/list`.
@@ -82,9 +94,16 @@ pub(crate) fn run(common: &Common) -> u8 {
             "signals will not stop the calls in flight: {e}"
         ));
     }
+    // The calls hold at most MAX_WORKERS blocking threads (`running`); a
+    // thread that has just finished a call is not idle yet when the next
+    // call starts, and Tokio would start another (hundreds, under a
+    // stream of calls): the pool is capped instead. Two more for the
+    // blocking stdio that the transport falls back to when stdin or
+    // stdout is not a pipe.
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .thread_name("dsh-mcp")
+        .max_blocking_threads(MAX_WORKERS + 2)
         .build()
     {
         Ok(rt) => rt,
@@ -136,6 +155,8 @@ struct Handler {
     workdir: Workdir,
     inflight: Arc<InFlight<u64>>,
     next_call: AtomicU64,
+    /// [`MAX_WORKERS`] permits: a call runs holding one.
+    running: Arc<Semaphore>,
 }
 
 impl Handler {
@@ -162,6 +183,7 @@ impl Handler {
             workdir,
             inflight: Arc::new(InFlight::new()),
             next_call: AtomicU64::new(0),
+            running: Arc::new(Semaphore::new(MAX_WORKERS)),
         })
     }
 
@@ -315,7 +337,7 @@ impl Drop for Registered<'_> {
     fn drop(&mut self) {
         self.token.cancel();
         self.inflight.settle(&self.key);
-        self.inflight.finish();
+        self.inflight.finish(0);
     }
 }
 
@@ -354,8 +376,18 @@ impl ServerHandler for Handler {
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
         let workdir = self.workdir(&context).await;
+        // The transport bounds the requests in flight; this bounds the
+        // ones running. A call cancelled while it waits never runs.
+        let permit = tokio::select! {
+            permit = Arc::clone(&self.running).acquire_owned() => permit.ok(),
+            () = context.ct.cancelled() => None,
+        };
+        let Some(permit) = permit else {
+            return Err(McpError::internal_error("the call was cancelled", None));
+        };
         let key = self.next_call.fetch_add(1, Ordering::Relaxed);
-        let Some(token) = self.inflight.start(key) else {
+        // Counted by the transport ([`Outstanding`]), not here: cost 0.
+        let Some(token) = self.inflight.start(key, 0) else {
             unreachable!("call keys are never reused");
         };
         let registered = Registered {
@@ -367,7 +399,10 @@ impl ServerHandler for Handler {
         ctx.cancel = token;
         let tools = self.tools.clone();
         let tool = name.clone();
-        let mut job = tokio::task::spawn_blocking(move || tools.call(&tool, &args, &ctx));
+        let mut job = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            tools.call(&tool, &args, &ctx)
+        });
         let outcome = tokio::select! {
             outcome = &mut job => outcome,
             () = context.ct.cancelled() => {
@@ -411,10 +446,83 @@ enum LineRead {
     Eof,
 }
 
+/// The requests read and not yet answered, by id (JSON text): their count
+/// and request bytes, bounded by [`MAX_CALLS_IN_FLIGHT`] and
+/// [`MAX_BYTES_IN_FLIGHT`] ([`super::room`]). A request leaves when its
+/// answer is written, or when the client cancels it (rmcp then drops the
+/// answer).
+#[derive(Default)]
+struct Outstanding {
+    /// Each request's cost, by id; a client may reuse an id.
+    costs: HashMap<String, Vec<usize>>,
+    count: usize,
+    bytes: usize,
+}
+
+impl Outstanding {
+    fn start(&mut self, id: String, cost: usize) {
+        self.costs.entry(id).or_default().push(cost);
+        self.count += 1;
+        self.bytes += cost;
+    }
+
+    fn finish(&mut self, id: &str) {
+        let Some(costs) = self.costs.get_mut(id) else {
+            return;
+        };
+        if let Some(cost) = costs.pop() {
+            self.count -= 1;
+            self.bytes -= cost;
+        }
+        if costs.is_empty() {
+            self.costs.remove(id);
+        }
+    }
+}
+
+/// An id's key in [`Outstanding`]: its JSON text.
+fn id_key(id: &RequestId) -> String {
+    id.clone().into_json_value().to_string()
+}
+
+/// One message on its way to stdout, from the moment it is handed over
+/// until it is written (or dropped): counted in the backlog, and the
+/// answer of `answers` (when it is one) in flight.
+struct Answering {
+    backlog: Arc<watch::Sender<usize>>,
+    answers: Option<(Arc<watch::Sender<Outstanding>>, String)>,
+}
+
+impl Answering {
+    fn new(
+        backlog: &Arc<watch::Sender<usize>>,
+        answers: Option<(Arc<watch::Sender<Outstanding>>, String)>,
+    ) -> Answering {
+        backlog.send_modify(|n| *n += 1);
+        Answering {
+            backlog: Arc::clone(backlog),
+            answers,
+        }
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.backlog.send_modify(|n| *n -= 1);
+        if let Some((outstanding, id)) = &self.answers {
+            outstanding.send_modify(|o| o.finish(id));
+        }
+    }
+}
+
 /// The stdio transport: newline-delimited JSON-RPC, like rmcp's own, but a
 /// line that is not a message gets an error response instead of being
 /// dropped in silence (`contract.md` §12: a malformed message gets a
-/// JSON-RPC error).
+/// JSON-RPC error), and reading stops while the client does not read.
+///
+/// rmcp's service loop reads on whatever its writes do (each answer is a
+/// task of its own), so the flow control is here: `receive` waits while
+/// [`MAX_BACKLOG`] messages wait for stdout.
 ///
 /// At EOF it cancels the calls in flight before it reports the end: the
 /// client closed its side to shut the server down (the MCP stdio
@@ -427,6 +535,9 @@ struct StdioLines {
     skipping: bool,
     writer: Arc<AsyncMutex<Option<StdioWriter>>>,
     inflight: Arc<InFlight<u64>>,
+    /// The messages waiting for stdout.
+    backlog: Arc<watch::Sender<usize>>,
+    outstanding: Arc<watch::Sender<Outstanding>>,
 }
 
 impl StdioLines {
@@ -437,6 +548,8 @@ impl StdioLines {
             skipping: false,
             writer: Arc::new(AsyncMutex::new(Some(writer))),
             inflight,
+            backlog: Arc::new(watch::Sender::new(0)),
+            outstanding: Arc::new(watch::Sender::new(Outstanding::default())),
         }
     }
 
@@ -480,24 +593,41 @@ impl StdioLines {
         }
     }
 
-    /// Answer a line that is not a message. Written by hand rather than as
-    /// rmcp's `JsonRpcError`, which leaves out an unknown id: JSON-RPC 2.0
-    /// wants `"id": null` there.
+    /// Answer a line that is not a message under `id` (JSON text).
     ///
     /// The write runs as a task of its own: `receive` may be dropped at any
-    /// await, and a write cut in the middle would leave half a line.
-    fn answer_error(&self, error: McpError, id: Option<Value>) {
-        let line = serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": id.unwrap_or(Value::Null),
-            "error": {"code": error.code.0, "message": error.message},
-        });
+    /// await, and a write cut in the middle would leave half a line. It is
+    /// counted in the backlog like every other message.
+    fn answer_error(&self, error: &McpError, id: Option<&str>) {
+        let line = error_line(error, id);
+        let answering = Answering::new(&self.backlog, None);
         // A failed write shows again, and ends the service, on the next
         // send; here it only loses this error answer.
         let writer = Arc::clone(&self.writer);
         tokio::spawn(async move {
-            let _ = write_bytes(&writer, line.to_string().into_bytes()).await;
+            let _ = write_bytes(&writer, line.into_bytes()).await;
+            drop(answering);
         });
+    }
+
+    /// Account for a message read: a request enters [`Outstanding`]; a
+    /// cancellation ends its request's turn there.
+    fn admit(&self, message: &RxJsonRpcMessage<RoleServer>, cost: usize) {
+        match message {
+            JsonRpcMessage::Request(request) => {
+                let id = id_key(&request.id);
+                self.outstanding.send_modify(|o| o.start(id, cost));
+            }
+            JsonRpcMessage::Notification(n) => {
+                if let ClientNotification::CancelledNotification(c) = &n.notification {
+                    if let Some(id) = &c.params.request_id {
+                        let id = id_key(id);
+                        self.outstanding.send_modify(|o| o.finish(&id));
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -523,40 +653,6 @@ async fn write_bytes(
     w.flush().await
 }
 
-/// Why a line that is not a message was rejected, with the id to answer
-/// (`None`: a notification, which gets no answer).
-fn classify(line: &[u8], error: &serde_json::Error) -> Option<(McpError, Option<Value>)> {
-    let value: Value = match serde_json::from_slice(line) {
-        Ok(v) => v,
-        Err(e) => {
-            let why = format!("the line is not JSON: {e}");
-            return match super::envelope(line) {
-                // Too deep, but an object with an id or a method: answered
-                // under its id, or (a notification) not at all.
-                Some((None, true)) => None,
-                Some((id, _)) => Some((McpError::parse_error(why, None), id)),
-                None => Some((McpError::parse_error(why, None), None)),
-            };
-        }
-    };
-    // The id as it came, when it is one JSON-RPC allows.
-    let id = value
-        .get("id")
-        .filter(|id| id.is_string() || id.is_number())
-        .cloned();
-    let is_notification = value.get("method").is_some() && value.get("id").is_none();
-    if is_notification {
-        log(format_args!(
-            "ignored a notification that is not valid: {error}"
-        ));
-        return None;
-    }
-    Some((
-        McpError::invalid_request(format!("not a valid JSON-RPC message: {error}"), None),
-        id,
-    ))
-}
-
 impl Transport<RoleServer> for StdioLines {
     type Error = std::io::Error;
 
@@ -564,17 +660,38 @@ impl Transport<RoleServer> for StdioLines {
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let answered = match &item {
+            JsonRpcMessage::Response(r) => Some(&r.id),
+            JsonRpcMessage::Error(e) => e.id.as_ref(),
+            _ => None,
+        };
+        let answers = answered.map(|id| (Arc::clone(&self.outstanding), id_key(id)));
+        let answering = Answering::new(&self.backlog, answers);
         let writer = Arc::clone(&self.writer);
-        async move { write_message(&writer, &item).await }
+        async move {
+            let written = write_message(&writer, &item).await;
+            drop(answering);
+            written
+        }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
+            // Flow control: nothing more is read while the client leaves
+            // the answers unread, or while its requests are not done.
+            // (Cancellation-safe: waits on watches.)
+            let mut outstanding = self.outstanding.subscribe();
+            let _ = outstanding
+                .wait_for(|o| super::room(o.count, o.bytes))
+                .await;
+            drop(outstanding);
+            let mut backlog = self.backlog.subscribe();
+            let _ = backlog.wait_for(|n| *n < MAX_BACKLOG).await;
             match self.fill_line().await {
                 Ok(LineRead::Line) => {}
                 Ok(LineRead::TooLong) => {
                     let why = format!("the message is longer than {MAX_LINE_BYTES} bytes");
-                    self.answer_error(McpError::invalid_request(why, None), None);
+                    self.answer_error(&McpError::invalid_request(why, None), None);
                     continue;
                 }
                 Ok(LineRead::Eof) => {
@@ -589,19 +706,13 @@ impl Transport<RoleServer> for StdioLines {
             }
             // From here on nothing awaits: the line is handled whole.
             let line = std::mem::take(&mut self.line);
-            let trimmed = trim_line(&line);
-            if trimmed.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(trimmed) {
-                Ok(message) => match misparsed(&message) {
-                    Some((error, id)) => self.answer_error(error, Some(id)),
-                    None => return Some(message),
-                },
-                Err(e) => {
-                    if let Some((error, id)) = classify(trimmed, &e) {
-                        self.answer_error(error, id);
-                    }
+            match mcp_line(&line) {
+                McpLine::Blank => {}
+                McpLine::Ignore { why } => log(format_args!("{why}")),
+                McpLine::Reject { error, id } => self.answer_error(&error, id.as_deref()),
+                McpLine::Message(message) => {
+                    self.admit(&message, line.len());
+                    return Some(*message);
                 }
             }
         }
@@ -613,37 +724,6 @@ impl Transport<RoleServer> for StdioLines {
         }
         Ok(())
     }
-}
-
-/// A request for a method this server implements whose params do not
-/// parse: rmcp takes it for a custom request and would answer "method not
-/// found" (`-32601`); it is `-32602`, invalid params, with serde's reason.
-fn misparsed(message: &RxJsonRpcMessage<RoleServer>) -> Option<(McpError, Value)> {
-    let JsonRpcMessage::Request(request) = message else {
-        return None;
-    };
-    let ClientRequest::CustomRequest(custom) = &request.request else {
-        return None;
-    };
-    let params = custom.params.clone().unwrap_or(Value::Null);
-    let error = match custom.method.as_str() {
-        "tools/call" => serde_json::from_value::<CallToolRequestParams>(params).err(),
-        "tools/list" => serde_json::from_value::<Option<PaginatedRequestParams>>(params).err(),
-        "initialize" => serde_json::from_value::<InitializeRequestParams>(params).err(),
-        _ => None,
-    }?;
-    let why = format!("invalid params for {}: {error}", custom.method);
-    Some((
-        McpError::invalid_params(why, None),
-        request.id.clone().into_json_value(),
-    ))
-}
-
-/// A line without its `\n`, a `\r` before it and a leading UTF-8 BOM.
-fn trim_line(line: &[u8]) -> &[u8] {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line)
 }
 
 #[cfg(all(test, unix))]

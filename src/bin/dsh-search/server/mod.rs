@@ -16,11 +16,19 @@
 //! - the calls in flight are registered with their cancellation tokens
 //!   (`InFlight`), so that a cancellation request, SIGINT, SIGTERM or
 //!   SIGHUP (`on_signal`) stops them;
-//! - stdout carries protocol messages only; every log line goes to stderr.
+//! - stdout carries protocol messages only; every log line goes to stderr;
+//! - the same bounds on what a client may cost: a request line's bytes
+//!   and JSON values ([`decode`]), the calls in flight
+//!   ([`MAX_CALLS_IN_FLIGHT`], [`MAX_BYTES_IN_FLIGHT`]), and the answers
+//!   waiting for a client that does not read them ([`MAX_BACKLOG`]: the
+//!   server stops reading until they are written).
 
+pub(crate) mod decode;
 pub(crate) mod jsonl;
 #[cfg(feature = "mcp")]
 pub(crate) mod mcp;
+#[cfg(feature = "mcp")]
+pub(crate) mod mcp_decode;
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -38,6 +46,64 @@ use crate::cli::Common;
 /// before it exits anyway. A cancelled search stops within milliseconds on
 /// both backends (the rg backend's SIGKILL comes after `graceMs`).
 pub(crate) const SIGNAL_DRAIN: Duration = Duration::from_secs(5);
+
+/// The most calls (MCP: requests) a server holds at once, running or
+/// waiting for a worker or for stdout: with that many in flight it reads
+/// nothing more until one has answered.
+pub(crate) const MAX_CALLS_IN_FLIGHT: usize = 1024;
+
+/// The request bytes the calls in flight may hold together (each counts
+/// its line's length) before the server stops reading; the line read last
+/// may pass it, by at most [`decode::MAX_LINE_BYTES`].
+pub(crate) const MAX_BYTES_IN_FLIGHT: usize = 256 << 20;
+
+/// The most answers that may wait for stdout before the server stops
+/// reading requests: a client that does not read its answers is not read
+/// either, as a pipe's writer is blocked by a reader that stops.
+pub(crate) const MAX_BACKLOG: usize = 16;
+
+/// Whether `calls` in flight holding `bytes` leave room for another.
+pub(crate) fn room(calls: usize, bytes: usize) -> bool {
+    calls < MAX_CALLS_IN_FLIGHT && bytes < MAX_BYTES_IN_FLIGHT
+}
+
+/// The answers waiting to be written, and a wait for their number to
+/// fall: the flow control of both servers.
+#[derive(Default)]
+pub(crate) struct Backlog {
+    waiting: Mutex<usize>,
+    fell: Condvar,
+}
+
+/// One answer waiting, until dropped.
+pub(crate) struct Waiting<'a>(&'a Backlog);
+
+impl Backlog {
+    fn lock(&self) -> MutexGuard<'_, usize> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Count one answer waiting until the guard drops.
+    pub(crate) fn enter(&self) -> Waiting<'_> {
+        *self.lock() += 1;
+        Waiting(self)
+    }
+
+    /// Block until fewer than `max` answers wait.
+    pub(crate) fn wait_below(&self, max: usize) {
+        let mut waiting = self.lock();
+        while *waiting >= max {
+            waiting = self.fell.wait(waiting).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        *self.0.lock() -= 1;
+        self.0.fell.notify_all();
+    }
+}
 
 /// The tools of a server over the common options.
 ///
@@ -80,21 +146,6 @@ pub(crate) fn base_workdir(common: &Common) -> Result<PathBuf, String> {
         .map_err(|e| format!("cannot determine the working directory: {e}"))
 }
 
-/// The `id` and whether there is a `method` at the top of a line that did
-/// not parse as a whole (nesting past serde_json's recursion limit, most
-/// likely): the rest of the object is skipped without recursion, so a
-/// request that nests too deep still gets its answer under its id.
-pub(crate) fn envelope(line: &[u8]) -> Option<(Option<serde_json::Value>, bool)> {
-    #[derive(serde::Deserialize)]
-    struct Envelope {
-        id: Option<serde_json::Value>,
-        method: Option<serde::de::IgnoredAny>,
-    }
-    let e: Envelope = serde_json::from_slice(line).ok()?;
-    let id = e.id.filter(|id| id.is_string() || id.is_number());
-    Some((id, e.method.is_some()))
-}
-
 /// The calls a server is running, by key: their cancellation tokens, so
 /// that a cancellation or a signal reaches them, and a count of the calls
 /// that have not answered yet, so that the server can wait for them.
@@ -108,6 +159,8 @@ struct State<K> {
     /// Calls started and not yet answered (a call leaves `tokens` just
     /// before its answer is written, and `active` just after).
     active: usize,
+    /// The request bytes of those calls.
+    bytes: usize,
     /// Set by [`InFlight::cancel_all`]: a call that starts later is
     /// cancelled at once.
     closed: bool,
@@ -119,6 +172,7 @@ impl<K: Eq + Hash> InFlight<K> {
             state: Mutex::new(State {
                 tokens: HashMap::new(),
                 active: 0,
+                bytes: 0,
                 closed: false,
             }),
             idle: Condvar::new(),
@@ -129,10 +183,10 @@ impl<K: Eq + Hash> InFlight<K> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Register a call: its token, or `None` when a call with the same key
-    /// is still in flight. After [`InFlight::cancel_all`] the token comes
-    /// back already cancelled.
-    pub(crate) fn start(&self, key: K) -> Option<CancelToken> {
+    /// Register a call of `cost` request bytes: its token, or `None` when
+    /// a call with the same key is still in flight. After
+    /// [`InFlight::cancel_all`] the token comes back already cancelled.
+    pub(crate) fn start(&self, key: K, cost: usize) -> Option<CancelToken> {
         let mut st = self.lock();
         if st.tokens.contains_key(&key) {
             return None;
@@ -143,6 +197,7 @@ impl<K: Eq + Hash> InFlight<K> {
         }
         st.tokens.insert(key, token.clone());
         st.active += 1;
+        st.bytes += cost;
         Some(token)
     }
 
@@ -152,12 +207,21 @@ impl<K: Eq + Hash> InFlight<K> {
         self.lock().tokens.remove(key);
     }
 
-    /// The call's answer is written (or dropped).
-    pub(crate) fn finish(&self) {
+    /// The call of `cost` request bytes has its answer written (or
+    /// dropped).
+    pub(crate) fn finish(&self, cost: usize) {
         let mut st = self.lock();
         st.active = st.active.saturating_sub(1);
-        if st.active == 0 {
-            self.idle.notify_all();
+        st.bytes = st.bytes.saturating_sub(cost);
+        // Wakes `wait_idle` and `wait_room` alike.
+        self.idle.notify_all();
+    }
+
+    /// Block until the calls in flight leave [`room`] for another.
+    pub(crate) fn wait_room(&self) {
+        let mut st = self.lock();
+        while !room(st.active, st.bytes) {
+            st = self.idle.wait(st).unwrap_or_else(|e| e.into_inner());
         }
     }
 
@@ -281,34 +345,55 @@ mod imp {
 
 #[cfg(test)]
 mod tests {
-    use super::InFlight;
+    use super::{room, InFlight, MAX_BYTES_IN_FLIGHT, MAX_CALLS_IN_FLIGHT};
+    use std::sync::Arc;
     use std::time::Duration;
+
+    #[test]
+    fn wait_room_blocks_at_the_count_or_the_bytes_until_a_call_finishes() {
+        assert!(room(MAX_CALLS_IN_FLIGHT - 1, MAX_BYTES_IN_FLIGHT - 1));
+        assert!(!room(MAX_CALLS_IN_FLIGHT, 0));
+        assert!(!room(0, MAX_BYTES_IN_FLIGHT));
+        let f = Arc::new(InFlight::new());
+        f.start("big", MAX_BYTES_IN_FLIGHT).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = Arc::clone(&f);
+        let t = std::thread::spawn(move || {
+            waiter.wait_room();
+            tx.send(()).unwrap();
+        });
+        assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
+        f.settle(&"big");
+        f.finish(MAX_BYTES_IN_FLIGHT);
+        rx.recv().unwrap();
+        t.join().unwrap();
+    }
 
     #[test]
     fn a_key_is_in_flight_once() {
         let f = InFlight::new();
-        let t = f.start(1).unwrap();
-        assert!(f.start(1).is_none());
+        let t = f.start(1, 0).unwrap();
+        assert!(f.start(1, 0).is_none());
         assert!(f.cancel(&1));
         assert!(t.is_cancelled());
         f.settle(&1);
         assert!(!f.cancel(&1));
-        assert!(f.start(1).is_some(), "a settled key can be used again");
+        assert!(f.start(1, 0).is_some(), "a settled key can be used again");
     }
 
     #[test]
     fn cancel_all_reaches_later_calls_and_wait_idle_counts_answers() {
         let f = InFlight::new();
-        let a = f.start("a").unwrap();
+        let a = f.start("a", 0).unwrap();
         assert_eq!(f.cancel_all(), 1);
         assert!(a.is_cancelled());
-        assert!(f.start("b").unwrap().is_cancelled());
+        assert!(f.start("b", 0).unwrap().is_cancelled());
         assert_eq!(f.active(), 2);
         assert!(!f.wait_idle(Some(Duration::from_millis(10))));
         f.settle(&"a");
-        f.finish();
+        f.finish(0);
         f.settle(&"b");
-        f.finish();
+        f.finish(0);
         assert!(f.wait_idle(Some(Duration::ZERO)));
     }
 }
