@@ -747,3 +747,82 @@ fn sftp_serve() {
         "Found 2 matches\n\na.txt\nLine 1: needle a\n\nsub/b.txt\nLine 1: needle b"
     );
 }
+
+/// A dangling symlink over SFTP: `write` through the command line answers
+/// as on the disk (refused as not a regular file, exit 2), bare and with a
+/// session, and neither the link's target nor a file in the link's place
+/// appears; the seam refuses it too, and `canonicalize` fails for it as
+/// `realpath(3)` does (OpenSSH's `REALPATH` resolves it to its target).
+#[test]
+fn sftp_write_refuses_a_dangling_symlink() {
+    use dsh_search::fs::{LocalFs, WriteError};
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    let (w, elsewhere) = (root.join("w"), root.join("elsewhere"));
+    std::fs::create_dir_all(&w).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let target = elsewhere.join("x.txt");
+    std::os::unix::fs::symlink(&target, w.join("dang")).unwrap();
+    let server = sshd::shared();
+    let bin = env!("CARGO_BIN_EXE_dsh-search");
+    let state = root.join("state");
+    let run = |args: &[String]| {
+        use std::io::Write;
+        let mut child = std::process::Command::new(bin)
+            .args(args)
+            .env("HOME", &state)
+            .env("XDG_STATE_HOME", &state)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(b"P\n").unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    let cwd = vec!["--cwd".to_string(), w.display().to_string()];
+    let mut failures = Vec::new();
+    for tool in [
+        vec!["write", "dang"],
+        vec!["--session", "s", "write", "dang"],
+    ] {
+        let tool: Vec<String> = tool.into_iter().map(String::from).collect();
+        let local = run(&[cwd.clone(), tool.clone()].concat());
+        let remote = run(&[server.cli_args(), cwd.clone(), tool.clone()].concat());
+        assert_eq!(local.0, Some(2), "{tool:?}: the disk refuses: {}", local.1);
+        assert!(local.1.contains("not a regular file"), "{}", local.1);
+        if remote != local {
+            failures.push(format!("{tool:?}: sftp {remote:?}, disk {local:?}"));
+        }
+        if target.exists() {
+            failures.push(format!("{tool:?}: the link's target was created"));
+            std::fs::remove_file(&target).unwrap();
+        }
+        if !std::fs::symlink_metadata(w.join("dang"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+        {
+            failures.push(format!("{tool:?}: the link was replaced"));
+            std::fs::remove_file(w.join("dang")).unwrap();
+            std::os::unix::fs::symlink(&target, w.join("dang")).unwrap();
+        }
+    }
+    let fs = sshd::shared_fs();
+    let disk = LocalFs::new().canonicalize(&w.join("dang")).unwrap_err();
+    match fs.canonicalize(&w.join("dang")) {
+        Err(e) if e.to_string() == disk.to_string() => {}
+        other => failures.push(format!("canonicalize: {other:?}, the disk: {disk}")),
+    }
+    for guard in [WriteGuard::None, WriteGuard::CreateIfAbsent] {
+        match fs.write(&w.join("dang"), b"P\n", &guard, &CancelToken::new()) {
+            Err(WriteError::NotRegular(_)) => {}
+            other => failures.push(format!("seam write {guard:?}: {other:?}")),
+        }
+    }
+    assert!(!target.exists(), "the link's target was created");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -1045,8 +1045,19 @@ impl FileSystem for SftpFs {
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         let p = path_bytes(path);
+        // OpenSSH's `REALPATH` (`sftp_realpath`) answers for a path whose
+        // last component is missing, and resolves a dangling symlink to
+        // where it points; `realpath(3)`, which the disk's answer comes
+        // from, fails with `ENOENT` for both. The `STAT` that travels with
+        // it says which: the file tools then key a dangling symlink by its
+        // own path, never by its target's (a write would create the target).
         let real = self.run(None, |c| async move {
-            expect_name(c.call(proto::FXP_REALPATH, |o| o.bytes(p)).await)
+            let (real, exists) = tokio::join!(
+                c.call(proto::FXP_REALPATH, |o| o.bytes(p)),
+                stat(&c, p, true)
+            );
+            exists?;
+            expect_name(real)
         })?;
         Ok(PathBuf::from(os_str(&real).into_owned()))
     }
