@@ -826,3 +826,187 @@ fn sftp_write_refuses_a_dangling_symlink() {
     assert!(!target.exists(), "the link's target was created");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Host keys are checked as OpenSSH's `ssh` checks them: a table of
+/// `known_hosts` variants, each given to `ssh -o StrictHostKeyChecking=yes`
+/// and to the workspace against the same `sshd`; both accept, or both
+/// refuse. The hashed lines are `ssh-keygen -H`'s own.
+#[test]
+fn sftp_known_hosts_as_ssh() {
+    let keys = sshd::keys();
+    let server = sshd::shared();
+    let port = server.port;
+    let td = tempfile::tempdir().unwrap();
+    let public = |k: &Path| {
+        let text = std::fs::read_to_string(k.with_extension("pub")).unwrap();
+        text.trim().to_string()
+    };
+    let (key, other) = (public(&keys.host_key), public(&keys.other_host_key));
+    let blob = key.split(' ').nth(1).unwrap().to_string();
+    let ecdsa = {
+        let k = td.path().join("ecdsa");
+        let out = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-t", "ecdsa", "-N", "", "-f"])
+            .arg(&k)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        public(&k)
+    };
+    let me = format!("[127.0.0.1]:{port}");
+    // `ssh-keygen -H` of a one-line file.
+    let hashed = |line: &str| {
+        let f = td.path().join("to-hash");
+        std::fs::write(&f, format!("{line}\n")).unwrap();
+        let out = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-H", "-f"])
+            .arg(&f)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(text.starts_with("|1|"), "{text}");
+        text.trim().to_string()
+    };
+    let good_hash = hashed(&format!("{me} {key}"));
+    let wrong_hash = hashed(&format!("[127.0.0.1]:{} {key}", port + 1));
+    // One character of the hash changed.
+    let mut broken = good_hash.clone().into_bytes();
+    let at = good_hash.find(' ').unwrap() - 3;
+    broken[at] = if broken[at] == b'A' { b'B' } else { b'A' };
+    let broken = String::from_utf8(broken).unwrap();
+    let cases: Vec<(&str, String)> = vec![
+        ("plain", format!("{me} {key}")),
+        ("plain among others", format!("a,{me},b {key}")),
+        (
+            "tabs between the fields",
+            format!("{me}\tssh-ed25519\t{blob}"),
+        ),
+        ("comments and blanks", format!("# x\n\n   {me} {key}\n")),
+        ("empty", String::new()),
+        ("hashed", good_hash.clone()),
+        ("hashed for another port", wrong_hash),
+        ("hashed, the hash altered", broken),
+        ("negated", format!("!{me},{me} {key}")),
+        ("negated after", format!("{me},!{me} {key}")),
+        ("negated other host", format!("!other,{me} {key}")),
+        ("negated wildcard", format!("*,!127.0.0.* {key}")),
+        (
+            "revoked plus plain",
+            format!("@revoked {me} {key}\n{me} {key}"),
+        ),
+        (
+            "plain plus revoked wildcard",
+            format!("{me} {key}\n@revoked * {key}"),
+        ),
+        (
+            "revoked another key",
+            format!("@revoked * {other}\n{me} {key}"),
+        ),
+        (
+            "revoked hashed",
+            format!("@revoked {good_hash}\n{me} {key}"),
+        ),
+        ("cert-authority only", format!("@cert-authority {me} {key}")),
+        (
+            "cert-authority plus plain",
+            format!("@cert-authority * {other}\n{me} {key}"),
+        ),
+        ("unknown marker", format!("@trusted {me} {key}")),
+        (
+            "two markers",
+            format!("@revoked @revoked {me} {key}\n{me} {key}"),
+        ),
+        ("wildcard star", format!("* {key}")),
+        ("wildcard port", format!("[127.0.0.1]:* {key}")),
+        ("wildcard question", format!("[127.0.0.?]:{port} {key}")),
+        ("wildcard elsewhere", format!("[127.0.0.2]:* {key}")),
+        ("no port", format!("127.0.0.1 {key}")),
+        (
+            "no port, revoked with it",
+            format!("@revoked {me} {key}\n127.0.0.1 {key}"),
+        ),
+        (
+            "no port, revoked without it",
+            format!("@revoked 127.0.0.1 {key}\n127.0.0.1 {key}"),
+        ),
+        (
+            "no port, changed with it",
+            format!("{me} {other}\n127.0.0.1 {key}"),
+        ),
+        ("no port, another key", format!("127.0.0.1 {other}")),
+        ("another type only", format!("{me} {ecdsa}")),
+        (
+            "another type, then right",
+            format!("{me} {ecdsa}\n{me} {key}"),
+        ),
+        ("another port", format!("[127.0.0.1]:{} {key}", port + 1)),
+        ("port 22 form", format!("[127.0.0.1]:22 {key}")),
+        ("changed", format!("{me} {other}")),
+        ("changed, then right", format!("{me} {other}\n{me} {key}")),
+        ("type name not the key's", format!("{me} ssh-rsa {blob}")),
+        ("key not base64", format!("{me} ssh-ed25519 !!!!")),
+    ];
+    let mut failures = Vec::new();
+    for (name, text) in &cases {
+        let file = td.path().join("known_hosts");
+        std::fs::write(&file, text).unwrap();
+        let ssh = std::process::Command::new("ssh")
+            .args(["-F", "/dev/null", "-o", "StrictHostKeyChecking=yes"])
+            .arg("-o")
+            .arg(format!("UserKnownHostsFile={}", file.display()))
+            .args([
+                "-o",
+                "GlobalKnownHostsFile=/dev/null",
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "CheckHostIP=no",
+                "-o",
+                "UpdateHostKeys=no",
+                "-o",
+                "IdentitiesOnly=yes",
+                "-i",
+            ])
+            .arg(&keys.user_key)
+            .args(["-p", &port.to_string(), "root@127.0.0.1", "true"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("ssh runs (scripts/test installs openssh-client)");
+        let ssh_accepts = ssh.status.success();
+        let ours = server
+            .builder()
+            .known_hosts(&file)
+            .build()
+            .unwrap()
+            .connect();
+        if ours.is_ok() != ssh_accepts {
+            failures.push(format!(
+                "{name}: ssh {} ({}), ours {ours:?}\n{text}",
+                if ssh_accepts { "accepts" } else { "refuses" },
+                String::from_utf8_lossy(&ssh.stderr).trim()
+            ));
+        }
+        let said = ours.err().map(|e| e.to_string()).unwrap_or_default();
+        let expected = match *name {
+            "revoked plus plain" => {
+                "host key revoked: the server's ssh-ed25519 key is marked @revoked in"
+            }
+            "cert-authority only" => "host certificates are not supported",
+            "changed" => "host key changed",
+            _ => "",
+        };
+        if !said.contains(expected) {
+            failures.push(format!("{name}: {said:?} (expected {expected:?})"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -19,6 +19,7 @@
 
 mod ahead;
 mod conn;
+mod known_hosts;
 mod proto;
 
 use std::collections::HashMap;
