@@ -1010,3 +1010,113 @@ fn sftp_known_hosts_as_ssh() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Large remote files stream through the searcher in bounded pieces, as on
+/// the disk: a grep of a walked tree holding a 256 MiB text file (its only
+/// match on its last line) and a 1 TiB sparse file (rg stops at its first
+/// NUL), a grep of the large file named explicitly, and a `read` of it,
+/// each run by the command line over SFTP: the output equals rg's (the
+/// disk's for `read`), and the process's peak resident memory stays far
+/// under the file (held whole, it took the file's size, and the sparse
+/// file never ended).
+#[test]
+fn sftp_large_files_in_bounded_memory() {
+    use crate::util::rg;
+    use std::io::Write;
+    const SIZE: usize = 256 << 20;
+    const PEAK_KB: u64 = 96 << 10;
+    let env = rg::env().expect("rg");
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    {
+        let line = format!("{}\n", "hay ".repeat(255));
+        let mut f = std::io::BufWriter::new(std::fs::File::create(root.join("big.txt")).unwrap());
+        for _ in 0..SIZE / line.len() {
+            f.write_all(line.as_bytes()).unwrap();
+        }
+        f.write_all(b"the needle at the end\n").unwrap();
+    }
+    std::fs::create_dir(root.join("walk")).unwrap();
+    std::fs::write(root.join("walk/a.txt"), "needle a\n").unwrap();
+    let sparse = std::fs::File::create(root.join("walk/sparse.bin")).unwrap();
+    sparse.set_len(1 << 40).unwrap();
+    drop(sparse);
+    let server = sshd::shared();
+    let bin = env!("CARGO_BIN_EXE_dsh-search");
+    // The peak resident memory (GNU time), the run bounded by `timeout`.
+    let run = |args: &[std::ffi::OsString]| {
+        let out = std::process::Command::new("/usr/bin/time")
+            .args(["-f", "maxrss_kb=%M", "timeout", "-s", "KILL", "300", bin])
+            .args(args)
+            .current_dir(&root)
+            .env("HOME", env.ctl.join("home"))
+            .output()
+            .expect("GNU time at /usr/bin/time (apt-get install time)");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let kb: u64 = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("maxrss_kb="))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no maxrss in {stderr}"));
+        let stderr: Vec<String> = stderr
+            .lines()
+            .filter(|l| !l.starts_with("maxrss_kb="))
+            .map(String::from)
+            .collect();
+        let raw = rg::Raw {
+            stdout: out.stdout,
+            stderr,
+            status: match out.status.code() {
+                Some(c) => format!("exit {c}"),
+                None => format!("{:?}", out.status),
+            },
+        };
+        (raw, kb)
+    };
+    let sftp: Vec<std::ffi::OsString> = server.cli_args().into_iter().map(Into::into).collect();
+    let mut failures = Vec::new();
+    for call in [
+        rg::Call::Grep {
+            pattern: "needle".into(),
+            path: None,
+            include: None,
+        },
+        rg::Call::Grep {
+            pattern: "needle".into(),
+            path: Some("big.txt".into()),
+            include: None,
+        },
+    ] {
+        let expected = rg::run_rg(env, &call, &root);
+        assert!(
+            String::from_utf8_lossy(&expected.stdout).contains("the needle at the end"),
+            "rg finds the match at the end"
+        );
+        let (actual, kb) = run(&[sftp.clone(), call.cli_argv("native", &root)].concat());
+        if let Some(d) = rg::diff(&call, &expected, &actual) {
+            failures.push(format!("{call:?}\n{d}"));
+        }
+        eprintln!("{call:?}: peak {kb} KiB");
+        if kb > PEAK_KB {
+            failures.push(format!("{call:?}: peak {kb} KiB for a {SIZE}-byte file"));
+        }
+    }
+    // `read` shows a window of lines: the disk's answer, in bounded memory.
+    let read: Vec<std::ffi::OsString> = ["--cwd", &root.display().to_string(), "read", "big.txt"]
+        .iter()
+        .map(Into::into)
+        .collect();
+    let (disk, _) = run(&read);
+    let (remote, kb) = run(&[sftp.clone(), read].concat());
+    if remote != disk {
+        failures.push(format!(
+            "read: {} / the disk: {}",
+            remote.status, disk.status
+        ));
+    }
+    eprintln!("read: peak {kb} KiB");
+    if kb > PEAK_KB {
+        failures.push(format!("read: peak {kb} KiB for a {SIZE}-byte file"));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
