@@ -747,3 +747,376 @@ fn sftp_serve() {
         "Found 2 matches\n\na.txt\nLine 1: needle a\n\nsub/b.txt\nLine 1: needle b"
     );
 }
+
+/// A dangling symlink over SFTP: `write` through the command line answers
+/// as on the disk (refused as not a regular file, exit 2), bare and with a
+/// session, and neither the link's target nor a file in the link's place
+/// appears; the seam refuses it too, and `canonicalize` fails for it as
+/// `realpath(3)` does (OpenSSH's `REALPATH` resolves it to its target).
+#[test]
+fn sftp_write_refuses_a_dangling_symlink() {
+    use dsh_search::fs::{LocalFs, WriteError};
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    let (w, elsewhere) = (root.join("w"), root.join("elsewhere"));
+    std::fs::create_dir_all(&w).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let target = elsewhere.join("x.txt");
+    std::os::unix::fs::symlink(&target, w.join("dang")).unwrap();
+    let server = sshd::shared();
+    let bin = env!("CARGO_BIN_EXE_dsh-search");
+    let state = root.join("state");
+    let run = |args: &[String]| {
+        use std::io::Write;
+        let mut child = std::process::Command::new(bin)
+            .args(args)
+            .env("HOME", &state)
+            .env("XDG_STATE_HOME", &state)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(b"P\n").unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    let cwd = vec!["--cwd".to_string(), w.display().to_string()];
+    let mut failures = Vec::new();
+    for tool in [
+        vec!["write", "dang"],
+        vec!["--session", "s", "write", "dang"],
+    ] {
+        let tool: Vec<String> = tool.into_iter().map(String::from).collect();
+        let local = run(&[cwd.clone(), tool.clone()].concat());
+        let remote = run(&[server.cli_args(), cwd.clone(), tool.clone()].concat());
+        assert_eq!(local.0, Some(2), "{tool:?}: the disk refuses: {}", local.1);
+        assert!(local.1.contains("not a regular file"), "{}", local.1);
+        if remote != local {
+            failures.push(format!("{tool:?}: sftp {remote:?}, disk {local:?}"));
+        }
+        if target.exists() {
+            failures.push(format!("{tool:?}: the link's target was created"));
+            std::fs::remove_file(&target).unwrap();
+        }
+        if !std::fs::symlink_metadata(w.join("dang"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+        {
+            failures.push(format!("{tool:?}: the link was replaced"));
+            std::fs::remove_file(w.join("dang")).unwrap();
+            std::os::unix::fs::symlink(&target, w.join("dang")).unwrap();
+        }
+    }
+    let fs = sshd::shared_fs();
+    let disk = LocalFs::new().canonicalize(&w.join("dang")).unwrap_err();
+    match fs.canonicalize(&w.join("dang")) {
+        Err(e) if e.to_string() == disk.to_string() => {}
+        other => failures.push(format!("canonicalize: {other:?}, the disk: {disk}")),
+    }
+    for guard in [WriteGuard::None, WriteGuard::CreateIfAbsent] {
+        match fs.write(&w.join("dang"), b"P\n", &guard, &CancelToken::new()) {
+            Err(WriteError::NotRegular(_)) => {}
+            other => failures.push(format!("seam write {guard:?}: {other:?}")),
+        }
+    }
+    assert!(!target.exists(), "the link's target was created");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Host keys are checked as OpenSSH's `ssh` checks them: a table of
+/// `known_hosts` variants, each given to `ssh -o StrictHostKeyChecking=yes`
+/// and to the workspace against the same `sshd`; both accept, or both
+/// refuse. The hashed lines are `ssh-keygen -H`'s own.
+#[test]
+fn sftp_known_hosts_as_ssh() {
+    let keys = sshd::keys();
+    let server = sshd::shared();
+    let port = server.port;
+    let td = tempfile::tempdir().unwrap();
+    let public = |k: &Path| {
+        let text = std::fs::read_to_string(k.with_extension("pub")).unwrap();
+        text.trim().to_string()
+    };
+    let (key, other) = (public(&keys.host_key), public(&keys.other_host_key));
+    let blob = key.split(' ').nth(1).unwrap().to_string();
+    let ecdsa = {
+        let k = td.path().join("ecdsa");
+        let out = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-t", "ecdsa", "-N", "", "-f"])
+            .arg(&k)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        public(&k)
+    };
+    let me = format!("[127.0.0.1]:{port}");
+    // `ssh-keygen -H` of a one-line file.
+    let hashed = |line: &str| {
+        let f = td.path().join("to-hash");
+        std::fs::write(&f, format!("{line}\n")).unwrap();
+        let out = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-H", "-f"])
+            .arg(&f)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(text.starts_with("|1|"), "{text}");
+        text.trim().to_string()
+    };
+    let good_hash = hashed(&format!("{me} {key}"));
+    let wrong_hash = hashed(&format!("[127.0.0.1]:{} {key}", port + 1));
+    // One character of the hash changed.
+    let mut broken = good_hash.clone().into_bytes();
+    let at = good_hash.find(' ').unwrap() - 3;
+    broken[at] = if broken[at] == b'A' { b'B' } else { b'A' };
+    let broken = String::from_utf8(broken).unwrap();
+    let cases: Vec<(&str, String)> = vec![
+        ("plain", format!("{me} {key}")),
+        ("plain among others", format!("a,{me},b {key}")),
+        (
+            "tabs between the fields",
+            format!("{me}\tssh-ed25519\t{blob}"),
+        ),
+        ("comments and blanks", format!("# x\n\n   {me} {key}\n")),
+        ("empty", String::new()),
+        ("hashed", good_hash.clone()),
+        ("hashed for another port", wrong_hash),
+        ("hashed, the hash altered", broken),
+        ("negated", format!("!{me},{me} {key}")),
+        ("negated after", format!("{me},!{me} {key}")),
+        ("negated other host", format!("!other,{me} {key}")),
+        ("negated wildcard", format!("*,!127.0.0.* {key}")),
+        (
+            "revoked plus plain",
+            format!("@revoked {me} {key}\n{me} {key}"),
+        ),
+        (
+            "plain plus revoked wildcard",
+            format!("{me} {key}\n@revoked * {key}"),
+        ),
+        (
+            "revoked another key",
+            format!("@revoked * {other}\n{me} {key}"),
+        ),
+        (
+            "revoked hashed",
+            format!("@revoked {good_hash}\n{me} {key}"),
+        ),
+        ("cert-authority only", format!("@cert-authority {me} {key}")),
+        (
+            "cert-authority plus plain",
+            format!("@cert-authority * {other}\n{me} {key}"),
+        ),
+        ("unknown marker", format!("@trusted {me} {key}")),
+        (
+            "two markers",
+            format!("@revoked @revoked {me} {key}\n{me} {key}"),
+        ),
+        ("wildcard star", format!("* {key}")),
+        ("wildcard port", format!("[127.0.0.1]:* {key}")),
+        ("wildcard question", format!("[127.0.0.?]:{port} {key}")),
+        ("wildcard elsewhere", format!("[127.0.0.2]:* {key}")),
+        ("no port", format!("127.0.0.1 {key}")),
+        (
+            "no port, revoked with it",
+            format!("@revoked {me} {key}\n127.0.0.1 {key}"),
+        ),
+        (
+            "no port, revoked without it",
+            format!("@revoked 127.0.0.1 {key}\n127.0.0.1 {key}"),
+        ),
+        (
+            "no port, changed with it",
+            format!("{me} {other}\n127.0.0.1 {key}"),
+        ),
+        ("no port, another key", format!("127.0.0.1 {other}")),
+        ("another type only", format!("{me} {ecdsa}")),
+        (
+            "another type, then right",
+            format!("{me} {ecdsa}\n{me} {key}"),
+        ),
+        ("another port", format!("[127.0.0.1]:{} {key}", port + 1)),
+        ("port 22 form", format!("[127.0.0.1]:22 {key}")),
+        ("changed", format!("{me} {other}")),
+        ("changed, then right", format!("{me} {other}\n{me} {key}")),
+        ("type name not the key's", format!("{me} ssh-rsa {blob}")),
+        ("key not base64", format!("{me} ssh-ed25519 !!!!")),
+    ];
+    let mut failures = Vec::new();
+    for (name, text) in &cases {
+        let file = td.path().join("known_hosts");
+        std::fs::write(&file, text).unwrap();
+        let ssh = std::process::Command::new("ssh")
+            .args(["-F", "/dev/null", "-o", "StrictHostKeyChecking=yes"])
+            .arg("-o")
+            .arg(format!("UserKnownHostsFile={}", file.display()))
+            .args([
+                "-o",
+                "GlobalKnownHostsFile=/dev/null",
+                "-o",
+                "BatchMode=yes",
+                "-o",
+                "CheckHostIP=no",
+                "-o",
+                "UpdateHostKeys=no",
+                "-o",
+                "IdentitiesOnly=yes",
+                "-i",
+            ])
+            .arg(&keys.user_key)
+            .args(["-p", &port.to_string(), "root@127.0.0.1", "true"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("ssh runs (scripts/test installs openssh-client)");
+        let ssh_accepts = ssh.status.success();
+        let ours = server
+            .builder()
+            .known_hosts(&file)
+            .build()
+            .unwrap()
+            .connect();
+        if ours.is_ok() != ssh_accepts {
+            failures.push(format!(
+                "{name}: ssh {} ({}), ours {ours:?}\n{text}",
+                if ssh_accepts { "accepts" } else { "refuses" },
+                String::from_utf8_lossy(&ssh.stderr).trim()
+            ));
+        }
+        let said = ours.err().map(|e| e.to_string()).unwrap_or_default();
+        let expected = match *name {
+            "revoked plus plain" => {
+                "host key revoked: the server's ssh-ed25519 key is marked @revoked in"
+            }
+            "cert-authority only" => "host certificates are not supported",
+            "changed" => "host key changed",
+            _ => "",
+        };
+        if !said.contains(expected) {
+            failures.push(format!("{name}: {said:?} (expected {expected:?})"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Large remote files stream through the searcher in bounded pieces, as on
+/// the disk: a grep of a walked tree holding a 256 MiB text file (its only
+/// match on its last line) and a 1 TiB sparse file (rg stops at its first
+/// NUL), a grep of the large file named explicitly, and a `read` of it,
+/// each run by the command line over SFTP: the output equals rg's (the
+/// disk's for `read`), and the process's peak resident memory stays far
+/// under the file (held whole, it took the file's size, and the sparse
+/// file never ended).
+#[test]
+fn sftp_large_files_in_bounded_memory() {
+    use crate::util::rg;
+    use std::io::Write;
+    const SIZE: usize = 256 << 20;
+    const PEAK_KB: u64 = 96 << 10;
+    let env = rg::env().expect("rg");
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    {
+        let line = format!("{}\n", "hay ".repeat(255));
+        let mut f = std::io::BufWriter::new(std::fs::File::create(root.join("big.txt")).unwrap());
+        for _ in 0..SIZE / line.len() {
+            f.write_all(line.as_bytes()).unwrap();
+        }
+        f.write_all(b"the needle at the end\n").unwrap();
+    }
+    std::fs::create_dir(root.join("walk")).unwrap();
+    std::fs::write(root.join("walk/a.txt"), "needle a\n").unwrap();
+    let sparse = std::fs::File::create(root.join("walk/sparse.bin")).unwrap();
+    sparse.set_len(1 << 40).unwrap();
+    drop(sparse);
+    let server = sshd::shared();
+    let bin = env!("CARGO_BIN_EXE_dsh-search");
+    // The peak resident memory (GNU time), the run bounded by `timeout`.
+    let run = |args: &[std::ffi::OsString]| {
+        let out = std::process::Command::new("/usr/bin/time")
+            .args(["-f", "maxrss_kb=%M", "timeout", "-s", "KILL", "300", bin])
+            .args(args)
+            .current_dir(&root)
+            .env("HOME", env.ctl.join("home"))
+            .output()
+            .expect("GNU time at /usr/bin/time (apt-get install time)");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let kb: u64 = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("maxrss_kb="))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no maxrss in {stderr}"));
+        let stderr: Vec<String> = stderr
+            .lines()
+            .filter(|l| !l.starts_with("maxrss_kb="))
+            .map(String::from)
+            .collect();
+        let raw = rg::Raw {
+            stdout: out.stdout,
+            stderr,
+            status: match out.status.code() {
+                Some(c) => format!("exit {c}"),
+                None => format!("{:?}", out.status),
+            },
+        };
+        (raw, kb)
+    };
+    let sftp: Vec<std::ffi::OsString> = server.cli_args().into_iter().map(Into::into).collect();
+    let mut failures = Vec::new();
+    for call in [
+        rg::Call::Grep {
+            pattern: "needle".into(),
+            path: None,
+            include: None,
+        },
+        rg::Call::Grep {
+            pattern: "needle".into(),
+            path: Some("big.txt".into()),
+            include: None,
+        },
+    ] {
+        let expected = rg::run_rg(env, &call, &root);
+        assert!(
+            String::from_utf8_lossy(&expected.stdout).contains("the needle at the end"),
+            "rg finds the match at the end"
+        );
+        let (actual, kb) = run(&[sftp.clone(), call.cli_argv("native", &root)].concat());
+        if let Some(d) = rg::diff(&call, &expected, &actual) {
+            failures.push(format!("{call:?}\n{d}"));
+        }
+        eprintln!("{call:?}: peak {kb} KiB");
+        if kb > PEAK_KB {
+            failures.push(format!("{call:?}: peak {kb} KiB for a {SIZE}-byte file"));
+        }
+    }
+    // `read` shows a window of lines: the disk's answer, in bounded memory.
+    let read: Vec<std::ffi::OsString> = ["--cwd", &root.display().to_string(), "read", "big.txt"]
+        .iter()
+        .map(Into::into)
+        .collect();
+    let (disk, _) = run(&read);
+    let (remote, kb) = run(&[sftp.clone(), read].concat());
+    if remote != disk {
+        failures.push(format!(
+            "read: {} / the disk: {}",
+            remote.status, disk.status
+        ));
+    }
+    eprintln!("read: peak {kb} KiB");
+    if kb > PEAK_KB {
+        failures.push(format!("read: peak {kb} KiB for a {SIZE}-byte file"));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

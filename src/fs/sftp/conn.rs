@@ -15,6 +15,7 @@ use russh::keys::{self, PrivateKeyWithHashAlg, PublicKeyOrCertificate};
 use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
 use tokio::sync::{oneshot, Notify};
 
+use super::known_hosts::{self, Verdict};
 use super::proto::{self, Out, Reply};
 
 /// Where and as whom to connect.
@@ -132,31 +133,42 @@ impl client::Handler for Checker {
             }
         };
         let shown = self.known_hosts.display();
-        let verdict =
-            match keys::check_known_hosts_path(&self.host, self.port, key, &self.known_hosts) {
-                Ok(true) => return Ok(true),
-                Ok(false) => format!(
-                    "host key not known: no {} key for {} in {shown} (add it with ssh-keyscan)",
-                    key.algorithm(),
-                    host_pattern(&self.host, self.port)
-                ),
-                Err(keys::Error::KeyChanged { line }) => format!(
-                "host key changed: the server's {} key differs from the one in {shown} line {line}",
-                key.algorithm()
+        let text = match std::fs::read(&self.known_hosts) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => {
+                *self.refusal.lock().unwrap() = Some(format!(
+                    "cannot check the host key against {shown}: {}",
+                    super::io_text(&e)
+                ));
+                return Ok(false);
+            }
+        };
+        let name = known_hosts::host_name(&self.host, self.port);
+        let alg = key.algorithm();
+        let verdict = match known_hosts::check(&text, &self.host, self.port, key) {
+            Verdict::Trusted => return Ok(true),
+            Verdict::Revoked(line) => format!(
+                "host key revoked: the server's {alg} key is marked @revoked in {shown} line {line}"
             ),
-                Err(e) => format!("cannot check the host key against {shown}: {e}"),
-            };
+            Verdict::Changed(line) => format!(
+                "host key changed: the server's {alg} key differs from the one in {shown} line {line}"
+            ),
+            Verdict::Unknown {
+                cert_authority: Some(line),
+            } => format!(
+                "host key not known: {name} is named only by the @cert-authority line {line} of \
+                 {shown}, and host certificates are not supported (add the host's key with \
+                 ssh-keyscan)"
+            ),
+            Verdict::Unknown {
+                cert_authority: None,
+            } => format!(
+                "host key not known: no {alg} key for {name} in {shown} (add it with ssh-keyscan)"
+            ),
+        };
         *self.refusal.lock().unwrap() = Some(verdict);
         Ok(false)
-    }
-}
-
-/// How `known_hosts` names the host (`[host]:port` off port 22).
-fn host_pattern(host: &str, port: u16) -> String {
-    if port == 22 {
-        host.to_string()
-    } else {
-        format!("[{host}]:{port}")
     }
 }
 

@@ -19,7 +19,9 @@
 
 mod ahead;
 mod conn;
+mod known_hosts;
 mod proto;
+mod stream;
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -365,20 +367,39 @@ where
     std::mem::take(&mut *slot.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
-/// A file of an [`SftpFs`], read whole when opened (with all its reads in
-/// flight at once), then served from memory.
+/// A file of an [`SftpFs`]: a small one read whole when opened (with all
+/// its reads in flight at once, or read ahead) and served from memory; a
+/// larger one streamed in bounded pieces as it is read.
 #[derive(Debug)]
 pub struct SftpFile {
-    data: Bytes,
-    pos: usize,
+    body: Body,
+}
+
+#[derive(Debug)]
+enum Body {
+    Whole { data: Bytes, pos: usize },
+    Stream(stream::Stream),
+}
+
+impl SftpFile {
+    fn whole(data: Bytes) -> SftpFile {
+        SftpFile {
+            body: Body::Whole { data, pos: 0 },
+        }
+    }
 }
 
 impl Read for SftpFile {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = buf.len().min(self.data.len() - self.pos);
-        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
+        match &mut self.body {
+            Body::Whole { data, pos } => {
+                let n = buf.len().min(data.len() - *pos);
+                buf[..n].copy_from_slice(&data[*pos..*pos + n]);
+                *pos += n;
+                Ok(n)
+            }
+            Body::Stream(s) => s.read(buf),
+        }
     }
 }
 
@@ -543,6 +564,41 @@ impl SftpFs {
             }
             _ => Ok(false),
         }
+    }
+
+    /// Open the regular file at `path` (`known_file`: listed as one; else
+    /// it is stat'ed first, and opened only if it is one) for the engine:
+    /// read whole when small, else streamed. `None` when it is not a
+    /// regular file.
+    fn open_streaming(
+        &self,
+        path: &Path,
+        known_file: bool,
+        cancel: Option<&CancelToken>,
+    ) -> io::Result<(Metadata, Option<SftpFile>)> {
+        let p = path_bytes(path);
+        let (conn, meta, opened) = self.run(cancel, |c| async move {
+            let (meta, opened) = open_file(&c, p, known_file, None, cancel, true).await?;
+            Ok((c, meta, opened))
+        })?;
+        let file = match opened {
+            Some(Opened::Whole(data)) => Some(SftpFile::whole(data)),
+            Some(Opened::Handle(handle)) => {
+                let s = stream::Stream::new(
+                    conn,
+                    handle,
+                    meta.len,
+                    self.timeout,
+                    self.target.url(),
+                    cancel.cloned(),
+                )?;
+                Some(SftpFile {
+                    body: Body::Stream(s),
+                })
+            }
+            None => None,
+        };
+        Ok((meta, file))
     }
 
     /// The first session, connecting first when the connection is not
@@ -942,6 +998,35 @@ async fn read_whole(
     max: Option<u64>,
     cancel: Option<&CancelToken>,
 ) -> io::Result<(Metadata, Option<Bytes>)> {
+    match open_file(conn, path, known_file, max, cancel, false).await? {
+        (meta, Some(Opened::Whole(data))) => Ok((meta, Some(data))),
+        (meta, _) => Ok((meta, None)),
+    }
+}
+
+/// What [`open_file`] opened.
+enum Opened {
+    /// The file's bytes, read whole.
+    Whole(Bytes),
+    /// Its open handle, to stream: the file is larger than [`WHOLE_MAX`].
+    Handle(Vec<u8>),
+}
+
+/// Files up to this size are read whole when opened and served from
+/// memory (the engine checks them in place); larger ones are streamed
+/// ([`stream`]), so a search or a read holds a bounded part of any file.
+const WHOLE_MAX: u64 = ahead::MAX;
+
+/// [`read_whole`], or, when `stream` and the file is larger than
+/// [`WHOLE_MAX`], its open handle for a [`stream::Stream`].
+async fn open_file(
+    conn: &Arc<Conn>,
+    path: &[u8],
+    known_file: bool,
+    max: Option<u64>,
+    cancel: Option<&CancelToken>,
+    stream: bool,
+) -> io::Result<(Metadata, Option<Opened>)> {
     let open = || {
         conn.call(proto::FXP_OPEN, |o| {
             o.bytes(path).u32(proto::FXF_READ).u32(0)
@@ -966,9 +1051,13 @@ async fn read_whole(
         }
         (m, expect_handle(open().await)?)
     };
-    let handle = Closing { conn, handle };
+    let mut handle = Closing { conn, handle };
     if !meta.kind.is_file() || max.is_some_and(|max| meta.len > max) {
         return Ok((meta, None));
+    }
+    if stream && meta.len > WHOLE_MAX {
+        let h = std::mem::take(&mut handle.handle);
+        return Ok((meta, Some(Opened::Handle(h))));
     }
     let data = read_handle(conn, &handle.handle, meta.len, cancel).await;
     drop(handle);
@@ -976,7 +1065,7 @@ async fn read_whole(
     if max.is_some_and(|max| data.len() as u64 > max) {
         return Ok((meta, None));
     }
-    Ok((meta, Some(data)))
+    Ok((meta, Some(Opened::Whole(data))))
 }
 
 /// List the directory at `path`: `OPENDIR`, then `READDIR`s several at a
@@ -1035,7 +1124,10 @@ struct Closing<'c> {
 
 impl Drop for Closing<'_> {
     fn drop(&mut self) {
-        self.conn.close_later(std::mem::take(&mut self.handle));
+        // Empty: handed on (a stream closes it).
+        if !self.handle.is_empty() {
+            self.conn.close_later(std::mem::take(&mut self.handle));
+        }
     }
 }
 
@@ -1045,8 +1137,19 @@ impl FileSystem for SftpFs {
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         let p = path_bytes(path);
+        // OpenSSH's `REALPATH` (`sftp_realpath`) answers for a path whose
+        // last component is missing, and resolves a dangling symlink to
+        // where it points; `realpath(3)`, which the disk's answer comes
+        // from, fails with `ENOENT` for both. The `STAT` that travels with
+        // it says which: the file tools then key a dangling symlink by its
+        // own path, never by its target's (a write would create the target).
         let real = self.run(None, |c| async move {
-            expect_name(c.call(proto::FXP_REALPATH, |o| o.bytes(p)).await)
+            let (real, exists) = tokio::join!(
+                c.call(proto::FXP_REALPATH, |o| o.bytes(p)),
+                stat(&c, p, true)
+            );
+            exists?;
+            expect_name(real)
         })?;
         Ok(PathBuf::from(os_str(&real).into_owned()))
     }
@@ -1157,34 +1260,30 @@ impl FileSystem for SftpFs {
 
     fn open_at(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) -> io::Result<SftpFile> {
         if let Some(data) = self.take_ahead(dir, name)? {
-            return Ok(SftpFile { data, pos: 0 });
+            return Ok(SftpFile::whole(data));
         }
         let path = join_name(dir_path, name);
-        let p = path_bytes(&path);
-        let (_, data) = self.run(None, |c| async move {
-            read_whole(&c, p, true, None, None).await
-        })?;
-        let data = data.ok_or_else(errno::is_a_directory)?;
-        Ok(SftpFile { data, pos: 0 })
+        self.open_streaming(&path, true, None)?
+            .1
+            .ok_or_else(errno::is_a_directory)
     }
 
     fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<SftpFile> {
-        let p = path_bytes(path);
-        let (meta, data) = self.run(Some(cancel), |c| async move {
-            read_whole(&c, p, false, None, Some(cancel)).await
-        })?;
-        match data {
-            Some(data) => Ok(SftpFile { data, pos: 0 }),
-            None if meta.kind.is_dir() => Err(errno::is_a_directory()),
+        match self.open_streaming(path, false, Some(cancel))? {
+            (_, Some(file)) => Ok(file),
+            (meta, None) if meta.kind.is_dir() => Err(errno::is_a_directory()),
             // A FIFO, socket or device on the remote host is never opened
             // there: `sftp-server` would block in `open(2)` for every
             // client of the connection.
-            None => Err(errno::no_such_device()),
+            (_, None) => Err(errno::no_such_device()),
         }
     }
 
     fn contents<'f>(&self, file: &'f SftpFile) -> Option<&'f [u8]> {
-        Some(&file.data)
+        match &file.body {
+            Body::Whole { data, .. } => Some(data),
+            Body::Stream(_) => None,
+        }
     }
 
     fn read_control(&self, path: &Path) -> io::Result<Vec<u8>> {

@@ -86,6 +86,15 @@ async fn publish(
 ) -> io::Result<Result<Written, WriteError>> {
     let target = path_bytes(path);
     let old = lookup(conn, target).await?;
+    // A dangling symlink is not a regular file: `STAT` follows it to
+    // nothing, and publishing would replace the link with a file.
+    if old.is_none()
+        && stat(conn, target, false)
+            .await
+            .is_ok_and(|m| m.kind.is_symlink())
+    {
+        return Ok(Err(WriteError::NotRegular(FileType::Symlink)));
+    }
     if let Some(m) = &old {
         if m.kind != FileType::File {
             return Ok(Err(WriteError::NotRegular(m.kind)));
