@@ -14,13 +14,16 @@
 //! - [`check_rg_argv`]: whether an argv is one of the two, without running
 //!   it (the subprocess wrapper's recognition).
 //!
-//! Every search and tool call runs in an [`AsyncTask`] on libuv's thread
-//! pool, so the JavaScript thread keeps turning; a panic there becomes a
-//! rejected promise, not a dead Node process.
+//! Every search and tool call runs on a thread of its own, not on libuv's
+//! thread pool: a search that waits (on a FIFO nobody writes) must not hold
+//! a thread the host's own `fs` and `crypto` calls need. Its promise is
+//! settled on the JavaScript thread (a [`JsDeferred`]), so the JavaScript
+//! thread keeps turning; a panic becomes a rejected promise, not a dead
+//! Node process.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use dsh_search::backend::rg::rg_from_env;
 use dsh_search::config::Config;
@@ -29,8 +32,8 @@ use dsh_search::{
     BackendKind, CancelToken, FsSpec, Invocation, NativeBackend, Sessions, Workspace,
     WorkspaceOptions,
 };
-use napi::bindgen_prelude::{AsyncTask, Buffer};
-use napi::{Env, Error, Result, Task};
+use napi::bindgen_prelude::{Buffer, Object, ToNapiValue};
+use napi::{Env, Error, JsDeferred, Result};
 use napi_derive::napi;
 use serde_json::Value;
 
@@ -82,58 +85,96 @@ pub struct RgOutput {
     pub exit_code: i32,
 }
 
-/// `rg(argv, cwd, cancel)`: run one of the two invocations in `cwd`.
-pub struct RgTask {
-    invocation: Invocation,
-}
-
-impl Task for RgTask {
-    type Output = (Vec<u8>, Vec<u8>, i32);
-    type JsValue = RgOutput;
-
-    fn compute(&mut self) -> Result<Self::Output> {
-        let run = guarded(|| self.invocation.run(&NativeBackend::new()).into_output())?;
-        match run.exit_code() {
-            Some(code) => Ok((run.stdout, run.stderr, code)),
-            // A cancelled search was already rejected on the JavaScript
-            // side (with an AbortError) when its signal fired.
-            None => Err(Error::from_reason(format!(
-                "rg: {}",
-                run.failure().unwrap_or_default()
-            ))),
-        }
-    }
-
-    fn resolve(
-        &mut self,
-        _env: Env,
-        (stdout, stderr, exit_code): Self::Output,
-    ) -> Result<RgOutput> {
-        Ok(RgOutput {
-            stdout: stdout.into(),
-            stderr: stderr.into(),
-            exit_code,
-        })
-    }
-}
-
 /// Run `argv` (rg's arguments without the program name, one of the two
-/// invocations of `contract.md` §2) in the directory `cwd`, off the
-/// JavaScript thread. Rejects an argv of another shape and a `cwd` that is
-/// not an existing directory.
-#[napi]
-pub fn rg(argv: Vec<String>, cwd: String, cancel: &Cancel) -> Result<AsyncTask<RgTask>> {
+/// invocations of `contract.md` §2) in the directory `cwd`, on a thread of
+/// its own. Rejects an argv of another shape and a `cwd` that is not an
+/// existing directory.
+#[napi(ts_return_type = "Promise<RgOutput>")]
+pub fn rg<'e>(env: &'e Env, argv: Vec<String>, cwd: String, cancel: &Cancel) -> Result<Object<'e>> {
     threads_from_env();
     let workdir = existing_dir(&cwd, "rg")?;
     let invocation = Invocation::parse(&argv, workdir)
         .map_err(|e| Error::from_reason(format!("rg: {e}")))?
         .cancel(cancel.token.clone());
-    Ok(AsyncTask::new(RgTask { invocation }))
+    off_thread(
+        env,
+        "rg",
+        move || {
+            let run = invocation.run(&NativeBackend::new()).into_output();
+            match run.exit_code() {
+                Some(code) => Ok((run.stdout, run.stderr, code)),
+                // A cancelled search was already rejected on the JavaScript
+                // side (with an AbortError) when its signal fired.
+                None => Err(Error::from_reason(format!(
+                    "rg: {}",
+                    run.failure().unwrap_or_default()
+                ))),
+            }
+        },
+        |(stdout, stderr, exit_code)| {
+            Ok(RgOutput {
+                stdout: stdout.into(),
+                stderr: stderr.into(),
+                exit_code,
+            })
+        },
+    )
+}
+
+/// What a call's promise is settled with, made on the JavaScript thread.
+type Settle<D> = Box<dyn FnOnce(Env) -> Result<D> + Send>;
+
+/// The stack of a call's thread: what libuv's pool threads have (8 MiB),
+/// so a call that recurses deeply (a nested pattern) has the room it had
+/// there. Only what is touched is committed.
+const CALL_STACK: usize = 8 << 20;
+
+/// Run `work` on a thread of its own and return a promise that `to_js`
+/// settles with its result on the JavaScript thread (an error, or a panic
+/// in `work`, rejects it). A thread per call: calls that wait (a FIFO, a
+/// slow remote host) never hold one another back, nor the host's pool.
+fn off_thread<'e, T, D>(
+    env: &'e Env,
+    who: &'static str,
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+    to_js: impl FnOnce(T) -> Result<D> + Send + 'static,
+) -> Result<Object<'e>>
+where
+    T: Send + 'static,
+    D: ToNapiValue + 'static,
+{
+    let (deferred, promise) = env.create_deferred::<D, Settle<D>>()?;
+    // The thread takes the deferred; if no thread starts, this function
+    // rejects it (a deferred never settled would keep the event loop
+    // alive for ever).
+    let slot: Arc<Mutex<Option<JsDeferred<D, Settle<D>>>>> = Arc::new(Mutex::new(Some(deferred)));
+    let theirs = Arc::clone(&slot);
+    let started = std::thread::Builder::new()
+        .name(format!("dsh-node-{who}"))
+        .stack_size(CALL_STACK)
+        .spawn(move || {
+            let result = guarded(work).and_then(|r| r);
+            let Some(deferred) = theirs.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+                return;
+            };
+            match result {
+                Ok(value) => deferred.resolve(Box::new(move |_env| to_js(value))),
+                Err(e) => deferred.reject(e),
+            }
+        });
+    if let Err(e) = started {
+        if let Some(deferred) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            deferred.reject(Error::from_reason(format!(
+                "{who}: no thread could be started for the call: {e}"
+            )));
+        }
+    }
+    Ok(promise)
 }
 
 /// The median wall time, in microseconds, of `n` runs of `argv` in `cwd`
 /// made in-process from Rust on this thread, as [`rg`] makes each run on
-/// the pool: the baseline of the binding's per-call overhead
+/// its own thread: the baseline of the binding's per-call overhead
 /// (`bench/bench.js`; not part of the package's JavaScript surface).
 #[napi]
 pub fn time_in_process(argv: Vec<String>, cwd: String, n: u32) -> Result<f64> {
@@ -210,15 +251,16 @@ impl NativeTools {
     /// disk it is checked here; on a remote host it must be absolute, and
     /// it is checked there, off the JavaScript thread (connecting first:
     /// a refused login or an unknown host key rejects the call).
-    #[napi]
-    pub fn call(
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn call<'e>(
         &self,
+        env: &'e Env,
         name: String,
         args_json: String,
         cwd: String,
         session: Option<String>,
         cancel: &Cancel,
-    ) -> Result<AsyncTask<CallTask>> {
+    ) -> Result<Object<'e>> {
         let args: Value = serde_json::from_str(&args_json)
             .map_err(|e| Error::from_reason(format!("Tools.call: args are not JSON: {e}")))?;
         let workdir = if self.workspace.is_remote() {
@@ -229,41 +271,22 @@ impl NativeTools {
         let mut ctx = CallContext::new(workdir);
         ctx.session_id = session;
         ctx.cancel = cancel.token.clone();
-        Ok(AsyncTask::new(CallTask {
-            tools: self.tools.clone(),
-            remote: self.workspace.is_remote().then(|| self.workspace.clone()),
-            name,
-            args,
-            ctx,
-        }))
-    }
-}
-
-/// One tool call on the thread pool.
-pub struct CallTask {
-    tools: Arc<Tools>,
-    /// The remote workspace whose directory the call's cwd must be.
-    remote: Option<Arc<Workspace>>,
-    name: String,
-    args: Value,
-    ctx: CallContext,
-}
-
-impl Task for CallTask {
-    type Output = String;
-    type JsValue = String;
-
-    fn compute(&mut self) -> Result<String> {
-        if let Some(workspace) = &self.remote {
-            guarded(|| check_remote_cwd(workspace, &self.ctx.workdir))?
-                .map_err(|e| Error::from_reason(format!("Tools.call: {e}")))?;
-        }
-        let result = guarded(|| self.tools.call(&self.name, &self.args, &self.ctx))?;
-        serde_json::to_string(&result).map_err(|e| Error::from_reason(e.to_string()))
-    }
-
-    fn resolve(&mut self, _env: Env, json: String) -> Result<String> {
-        Ok(json)
+        let tools = self.tools.clone();
+        // The remote workspace whose directory the call's cwd must be.
+        let remote = self.workspace.is_remote().then(|| self.workspace.clone());
+        off_thread(
+            env,
+            "call",
+            move || {
+                if let Some(workspace) = &remote {
+                    check_remote_cwd(workspace, &ctx.workdir)
+                        .map_err(|e| Error::from_reason(format!("Tools.call: {e}")))?;
+                }
+                let result = tools.call(&name, &args, &ctx);
+                serde_json::to_string(&result).map_err(|e| Error::from_reason(e.to_string()))
+            },
+            Ok,
+        )
     }
 }
 

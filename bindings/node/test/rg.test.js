@@ -80,11 +80,11 @@ test('an AbortSignal fired mid-search settles the call within 100 ms with an Abo
   assert.ok(settled < 100, `settled ${settled.toFixed(1)} ms after the abort`)
 })
 
-test('aborted searches stop: the thread pool is free for the next call at once', async () => {
-  // libuv runs four calls at a time: four searches that went on after
-  // their abort would hold the next call back until one of them ended,
-  // at least a whole search (two, as four share two cores). Stopped, they
-  // leave it a few of their threads' checks of the flag.
+test('aborted searches stop: the engine is free for the next call at once', async () => {
+  // Four searches that went on after their abort would share the engine's
+  // workers (and the machine's cores) with the next call until they ended:
+  // it would take at least a whole search longer. Stopped, they leave it a
+  // few of their threads' checks of the flag.
   const controllers = [0, 1, 2, 3].map(() => new AbortController())
   const calls = controllers.map((ac) => rg(LONG, { cwd: large.root, signal: ac.signal }).catch((e) => e))
   await new Promise((r) => setTimeout(r, 30))

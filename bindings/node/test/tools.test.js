@@ -102,7 +102,7 @@ for (const backend of BACKENDS) {
     const large = h.largeTree(1000)
     try {
       // A FIFO nobody writes keeps the search going until the abort, and
-      // 300 ms is long after the thread pool dispatched the call even on a
+      // 300 ms is long after the call's thread started it even on a
       // loaded machine (before dispatch it is ABORTED_BEFORE_DISPATCH).
       execFileSync('mkfifo', [path.join(large.root, 'pipe')])
       const ac = new AbortController()
