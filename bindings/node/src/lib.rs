@@ -99,6 +99,7 @@ pub fn rg<'e>(env: &'e Env, argv: Vec<String>, cwd: String, cancel: &Cancel) -> 
     off_thread(
         env,
         "rg",
+        &cancel.token,
         move || {
             let run = invocation.run(&NativeBackend::new()).into_output();
             match run.exit_code() {
@@ -133,9 +134,12 @@ const CALL_STACK: usize = 8 << 20;
 /// settles with its result on the JavaScript thread (an error, or a panic
 /// in `work`, rejects it). A thread per call: calls that wait (a FIFO, a
 /// slow remote host) never hold one another back, nor the host's pool.
+/// Nothing joins the thread: `process.exit()` does not wait for it, and
+/// the environment's end cancels `cancel` ([`in_flight`]).
 fn off_thread<'e, T, D>(
     env: &'e Env,
     who: &'static str,
+    cancel: &CancelToken,
     work: impl FnOnce() -> Result<T> + Send + 'static,
     to_js: impl FnOnce(T) -> Result<D> + Send + 'static,
 ) -> Result<Object<'e>>
@@ -143,6 +147,7 @@ where
     T: Send + 'static,
     D: ToNapiValue + 'static,
 {
+    let registered = in_flight::register(env, cancel)?;
     let (deferred, promise) = env.create_deferred::<D, Settle<D>>()?;
     // The thread takes the deferred; if no thread starts, this function
     // rejects it (a deferred never settled would keep the event loop
@@ -154,6 +159,7 @@ where
         .stack_size(CALL_STACK)
         .spawn(move || {
             let result = guarded(work).and_then(|r| r);
+            drop(registered);
             let Some(deferred) = theirs.lock().unwrap_or_else(|e| e.into_inner()).take() else {
                 return;
             };
@@ -170,6 +176,75 @@ where
         }
     }
     Ok(promise)
+}
+
+/// The calls in flight, by Node environment (the main thread's, each
+/// worker's), so that an environment's end cancels its own calls: its
+/// cleanup hook runs at `process.exit()`, at the end of the event loop and
+/// when a worker is terminated, and a search nobody can receive the answer
+/// of stops instead of running on (on a FIFO, for ever) in a thread that
+/// nothing joins. A deferred settled after that is dropped (napi's own
+/// teardown hook for it has run).
+mod in_flight {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Mutex, MutexGuard};
+
+    use dsh_search::CancelToken;
+    use napi::{Env, Result};
+
+    /// Environment (its address) → call id → the call's token.
+    static CALLS: Mutex<Option<HashMap<usize, HashMap<u64, CancelToken>>>> = Mutex::new(None);
+    static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+    fn calls() -> MutexGuard<'static, Option<HashMap<usize, HashMap<u64, CancelToken>>>> {
+        CALLS.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A call's place in the table; dropped when the call's work is done.
+    pub(crate) struct Registered {
+        env: usize,
+        id: u64,
+    }
+
+    impl Drop for Registered {
+        fn drop(&mut self) {
+            if let Some(env) = calls().as_mut().and_then(|t| t.get_mut(&self.env)) {
+                env.remove(&self.id);
+            }
+        }
+    }
+
+    /// Enter a call of `env`; the environment's first call registers its
+    /// cleanup hook (one per environment, for its whole life).
+    pub(crate) fn register(env: &Env, token: &CancelToken) -> Result<Registered> {
+        let key = env.raw() as usize;
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let first = {
+            let mut table = calls();
+            let envs = table.get_or_insert_with(HashMap::new);
+            let first = !envs.contains_key(&key);
+            envs.entry(key).or_default().insert(id, token.clone());
+            first
+        };
+        if first {
+            if let Err(e) = env.add_env_cleanup_hook(key, cancel_all) {
+                if let Some(envs) = calls().as_mut() {
+                    envs.remove(&key);
+                }
+                return Err(e);
+            }
+        }
+        Ok(Registered { env: key, id })
+    }
+
+    /// The environment's end: cancel each of its calls still running.
+    fn cancel_all(key: usize) {
+        let gone = calls().as_mut().and_then(|envs| envs.remove(&key));
+        for token in gone.into_iter().flat_map(|calls| calls.into_values()) {
+            token.cancel();
+        }
+    }
 }
 
 /// The median wall time, in microseconds, of `n` runs of `argv` in `cwd`
@@ -277,6 +352,7 @@ impl NativeTools {
         off_thread(
             env,
             "call",
+            &cancel.token,
             move || {
                 if let Some(workspace) = &remote {
                     check_remote_cwd(workspace, &ctx.workdir)

@@ -1,16 +1,19 @@
 'use strict'
 // The addon as a guest of its host process: its calls run on threads of
-// their own, so searches that wait (on a FIFO nobody writes) do not hold
-// libuv's thread pool, which the host's own fs calls need (contract.md §12,
-// "Node").
+// their own, so searches that wait (on a FIFO nobody writes) hold neither
+// libuv's thread pool, which the host's own fs calls need, nor the
+// process's exit; the end of a Node environment (the process's, a
+// worker's) cancels the calls it made (contract.md §12, "Node").
 //
 // A search of a FIFO waits until a writer comes and goes, as rg's does: it
 // is a search that lasts exactly as long as a test wants. The tests end
 // each one by opening and closing the FIFO's write side.
 
 const { test } = require('node:test')
+const { Worker } = require('node:worker_threads')
+const { once } = require('node:events')
 const assert = require('node:assert/strict')
-const { execFileSync } = require('node:child_process')
+const { spawn, execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
@@ -20,6 +23,8 @@ const h = require('./helpers.js')
 
 h.rgBinary()
 h.controlEnvironment()
+
+const PACKAGE = path.join(__dirname, '..')
 
 /** A directory with `n` FIFOs p0…p(n-1); returns it and a cleanup. */
 function fifos(n) {
@@ -89,6 +94,101 @@ test('searches waiting on FIFOs leave libuv’s thread pool to the host: fs.prom
   } finally {
     // Whatever failed above, no search may be left waiting.
     if (!released) await Promise.all(f.names.map((name) => release(path.join(f.dir, name)).catch(() => {})))
+    f.cleanup()
+  }
+})
+
+// A child process starts its calls, lets them reach their FIFOs, and calls
+// process.exit(). The FIFOs get no writer while it runs, so its searches
+// cannot end before it does: a process whose exit joined them would never
+// exit. The 10 s are a guard against that hang.
+const EXITS = [
+  ['rg() on a FIFO', `rg(grepArgv('x', 'p0'), { cwd })`],
+  ['Tools.call grep on a FIFO', `new Tools().call('grep', { pattern: 'x', path: 'p0' }, { cwd })`],
+  ['rg() and Tools.call on FIFOs, more than libuv has threads', `Promise.all([0, 1, 2, 3, 4, 5].map((i) => i % 2 ? rg(grepArgv('x', 'p' + i), { cwd }) : new Tools().call('grep', { pattern: 'x', path: 'p' + i }, { cwd })))`],
+]
+
+for (const [name, call] of EXITS) {
+  test(`process.exit() ends the process while calls are in flight: ${name}`, async () => {
+    const f = fifos(6)
+    const script = `
+      const { rg, Tools } = require(${JSON.stringify(PACKAGE)})
+      const { grepArgv } = require(${JSON.stringify(path.join(__dirname, 'helpers.js'))})
+      const cwd = ${JSON.stringify(f.dir)}
+      ${call}.then(() => console.log('a search ended'))
+      setTimeout(() => {
+        console.log('exiting')
+        process.exit(7)
+      }, 300)
+    `
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (b) => (out += b))
+    child.stderr.on('data', (b) => (err += b))
+    const exited = new Promise((r) => child.on('exit', (code, signal) => r({ code, signal })))
+    try {
+      const exit = await within(10_000, exited, null)
+      assert.ok(exit, `the child had not exited 10 s after process.exit(); its output: ${out}${err}`)
+      assert.deepEqual(exit, { code: 7, signal: null }, err)
+      assert.equal(out, 'exiting\n')
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL')
+        await exited
+      }
+      f.cleanup()
+    }
+  })
+}
+
+/** How many of this process's descriptors are open on `p`. */
+function openOn(p) {
+  let n = 0
+  for (const fd of fs.readdirSync('/proc/self/fd')) {
+    try {
+      if (fs.readlinkSync(`/proc/self/fd/${fd}`) === p) n++
+    } catch {}
+  }
+  return n
+}
+
+/** Wait (a bounded number of times) until `check()`; whether it came true. */
+async function until(check) {
+  for (let i = 0; i < 500; i++) {
+    if (check()) return true
+    await sleep(20)
+  }
+  return false
+}
+
+test('a worker’s calls are cancelled when the worker is terminated', async () => {
+  // The worker's searches wait on FIFOs nobody writes. A worker's end
+  // tears its environment down without waiting for them; cancelled, they
+  // stop and close their FIFOs. Left running, nothing would ever end them:
+  // the FIFOs would stay open in this process for ever.
+  const f = fifos(2)
+  const [p0, p1] = f.names.map((name) => path.join(f.dir, name))
+  const worker = new Worker(
+    `
+      const { parentPort, workerData } = require('node:worker_threads')
+      const { rg, Tools } = require(workerData.pkg)
+      const { grepArgv } = require(workerData.helpers)
+      rg(grepArgv('x', 'p0'), { cwd: workerData.dir })
+      new Tools().call('grep', { pattern: 'x', path: 'p1' }, { cwd: workerData.dir })
+      parentPort.postMessage('started')
+    `,
+    { eval: true, workerData: { pkg: PACKAGE, helpers: path.join(__dirname, 'helpers.js'), dir: f.dir } },
+  )
+  try {
+    await once(worker, 'message')
+    assert.ok(await until(() => openOn(p0) > 0 && openOn(p1) > 0), 'the searches never opened their FIFOs')
+    await worker.terminate()
+    const closed = await until(() => openOn(p0) === 0 && openOn(p1) === 0)
+    assert.ok(closed, `10 s after the worker ended, its searches still hold ${openOn(p0)} + ${openOn(p1)} FIFO descriptors`)
+  } finally {
+    await worker.terminate()
+    for (const p of [p0, p1]) if (openOn(p) > 0) await release(p).catch(() => {})
     f.cleanup()
   }
 })
