@@ -24,12 +24,32 @@ function describe(value) {
   return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`
 }
 
-function checkSignal(who, signal) {
+/**
+ * `signal` when it is an AbortSignal, else a TypeError with the code Node's
+ * own APIs give a bad `signal` option (ERR_INVALID_ARG_TYPE). Beyond Node's
+ * own check (`aborted`), the listener methods the call uses are required:
+ * an object without them would fail only later, inside the call.
+ */
+function checkSignal(who, signal, name = 'options.signal') {
   if (signal === undefined || signal === null) return undefined
-  if (typeof signal !== 'object' || typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
-    throw new TypeError(`${who}: signal must be an AbortSignal, got ${describe(signal)}`)
+  if (typeof AbortSignal === 'function' && signal instanceof AbortSignal) return signal
+  let got = describe(signal)
+  if (typeof signal === 'object') {
+    if (typeof signal.aborted !== 'boolean') got = 'an object without a boolean aborted'
+    else if (typeof signal.addEventListener !== 'function') got = 'an object without addEventListener'
+    else if (typeof signal.removeEventListener !== 'function') got = 'an object without removeEventListener'
+    else return signal
   }
-  return signal
+  const err = new TypeError(`${who}: ${name} must be an AbortSignal, got ${got}`)
+  err.code = 'ERR_INVALID_ARG_TYPE'
+  throw err
+}
+
+/** Remove `listener`; a signal that throws there must not fail the call it served. */
+function unlisten(signal, listener) {
+  try {
+    signal.removeEventListener('abort', listener)
+  } catch {}
 }
 
 function checkCwd(who, cwd) {
@@ -74,7 +94,16 @@ function cancellable(signal, start) {
       reject(abortError(signal))
     }
     signal.addEventListener('abort', onAbort, { once: true })
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
+    work.then(
+      (value) => {
+        unlisten(signal, onAbort)
+        resolve(value)
+      },
+      (err) => {
+        unlisten(signal, onAbort)
+        reject(err)
+      },
+    )
   })
 }
 
@@ -164,11 +193,11 @@ class Tools {
     try {
       return JSON.parse(await this.#native.call(name, json, cwd, session ?? null, cancel))
     } finally {
-      if (signal) signal.removeEventListener('abort', onAbort)
+      if (signal) unlisten(signal, onAbort)
     }
   }
 }
 
-const wrapSubprocess = require('./subprocess.js').makeWrapSubprocess(rg, native.checkRgArgv)
+const wrapSubprocess = require('./subprocess.js').makeWrapSubprocess({ rg, checkRgArgv: native.checkRgArgv, checkSignal, unlisten })
 
 module.exports = { rg, Tools, wrapSubprocess }

@@ -78,7 +78,7 @@ function abortError(signal) {
   return err
 }
 
-function makeWrapSubprocess(rg, checkRgArgv) {
+function makeWrapSubprocess({ rg, checkRgArgv, checkSignal, unlisten }) {
   function isRgSpawn(spec) {
     if (spec === null || typeof spec !== 'object' || !Array.isArray(spec.argv) || spec.argv.length < 2) return false
     if (!spec.argv.every((a) => typeof a === 'string')) return false
@@ -91,10 +91,7 @@ function makeWrapSubprocess(rg, checkRgArgv) {
   function inProcess(spec) {
     const stdoutMax = checkMaxBytes('stdout', spec.stdout)
     const stderrMax = checkMaxBytes('stderr', spec.stderr)
-    const signal = spec.signal ?? undefined
-    if (signal !== undefined && (typeof signal !== 'object' || typeof signal.addEventListener !== 'function')) {
-      throw new TypeError('spawn: spec.signal must be an AbortSignal')
-    }
+    const signal = checkSignal('spawn', spec.signal, 'spec.signal')
     const stdout = new Collected(stdoutMax)
     const stderr = new Collected(stderrMax)
     const stop = new AbortController()
@@ -123,7 +120,7 @@ function makeWrapSubprocess(rg, checkRgArgv) {
         if (e && e.name === 'AbortError' && stop.signal.aborted) return { ...KILLED }
         throw e
       } finally {
-        if (signal) signal.removeEventListener('abort', onAbort)
+        if (signal) unlisten(signal, onAbort)
       }
     })()
     // A caller that never looks at `done` must not get an unhandled
@@ -142,12 +139,21 @@ function makeWrapSubprocess(rg, checkRgArgv) {
         )
       },
       waitForExit(waitSignal) {
+        try {
+          waitSignal = checkSignal('waitForExit', waitSignal, 'signal')
+        } catch (e) {
+          return Promise.reject(e)
+        }
         if (!waitSignal) return done
         if (waitSignal.aborted) return Promise.reject(abortError(waitSignal))
         return new Promise((resolve, reject) => {
           const onWaitAbort = () => reject(abortError(waitSignal))
           waitSignal.addEventListener('abort', onWaitAbort, { once: true })
-          done.then(resolve, reject).finally(() => waitSignal.removeEventListener('abort', onWaitAbort))
+          const settle = (f) => (v) => {
+            unlisten(waitSignal, onWaitAbort)
+            f(v)
+          }
+          done.then(settle(resolve), settle(reject))
         })
       },
     }

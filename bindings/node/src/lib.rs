@@ -14,13 +14,16 @@
 //! - [`check_rg_argv`]: whether an argv is one of the two, without running
 //!   it (the subprocess wrapper's recognition).
 //!
-//! Every search and tool call runs in an [`AsyncTask`] on libuv's thread
-//! pool, so the JavaScript thread keeps turning; a panic there becomes a
-//! rejected promise, not a dead Node process.
+//! Every search and tool call runs on a thread of its own, not on libuv's
+//! thread pool: a search that waits (on a FIFO nobody writes) must not hold
+//! a thread the host's own `fs` and `crypto` calls need. Its promise is
+//! settled on the JavaScript thread (a [`JsDeferred`]), so the JavaScript
+//! thread keeps turning; a panic becomes a rejected promise, not a dead
+//! Node process.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use dsh_search::backend::rg::rg_from_env;
 use dsh_search::config::Config;
@@ -29,8 +32,8 @@ use dsh_search::{
     BackendKind, CancelToken, FsSpec, Invocation, NativeBackend, Sessions, Workspace,
     WorkspaceOptions,
 };
-use napi::bindgen_prelude::{AsyncTask, Buffer};
-use napi::{Env, Error, Result, Task};
+use napi::bindgen_prelude::{Buffer, Object, ToNapiValue};
+use napi::{Env, Error, JsDeferred, Result};
 use napi_derive::napi;
 use serde_json::Value;
 
@@ -82,58 +85,171 @@ pub struct RgOutput {
     pub exit_code: i32,
 }
 
-/// `rg(argv, cwd, cancel)`: run one of the two invocations in `cwd`.
-pub struct RgTask {
-    invocation: Invocation,
-}
-
-impl Task for RgTask {
-    type Output = (Vec<u8>, Vec<u8>, i32);
-    type JsValue = RgOutput;
-
-    fn compute(&mut self) -> Result<Self::Output> {
-        let run = guarded(|| self.invocation.run(&NativeBackend::new()).into_output())?;
-        match run.exit_code() {
-            Some(code) => Ok((run.stdout, run.stderr, code)),
-            // A cancelled search was already rejected on the JavaScript
-            // side (with an AbortError) when its signal fired.
-            None => Err(Error::from_reason(format!(
-                "rg: {}",
-                run.failure().unwrap_or_default()
-            ))),
-        }
-    }
-
-    fn resolve(
-        &mut self,
-        _env: Env,
-        (stdout, stderr, exit_code): Self::Output,
-    ) -> Result<RgOutput> {
-        Ok(RgOutput {
-            stdout: stdout.into(),
-            stderr: stderr.into(),
-            exit_code,
-        })
-    }
-}
-
 /// Run `argv` (rg's arguments without the program name, one of the two
-/// invocations of `contract.md` §2) in the directory `cwd`, off the
-/// JavaScript thread. Rejects an argv of another shape and a `cwd` that is
-/// not an existing directory.
-#[napi]
-pub fn rg(argv: Vec<String>, cwd: String, cancel: &Cancel) -> Result<AsyncTask<RgTask>> {
+/// invocations of `contract.md` §2) in the directory `cwd`, on a thread of
+/// its own. Rejects an argv of another shape and a `cwd` that is not an
+/// existing directory.
+#[napi(ts_return_type = "Promise<RgOutput>")]
+pub fn rg<'e>(env: &'e Env, argv: Vec<String>, cwd: String, cancel: &Cancel) -> Result<Object<'e>> {
     threads_from_env();
     let workdir = existing_dir(&cwd, "rg")?;
     let invocation = Invocation::parse(&argv, workdir)
         .map_err(|e| Error::from_reason(format!("rg: {e}")))?
         .cancel(cancel.token.clone());
-    Ok(AsyncTask::new(RgTask { invocation }))
+    off_thread(
+        env,
+        "rg",
+        &cancel.token,
+        move || {
+            let run = invocation.run(&NativeBackend::new()).into_output();
+            match run.exit_code() {
+                Some(code) => Ok((run.stdout, run.stderr, code)),
+                // A cancelled search was already rejected on the JavaScript
+                // side (with an AbortError) when its signal fired.
+                None => Err(Error::from_reason(format!(
+                    "rg: {}",
+                    run.failure().unwrap_or_default()
+                ))),
+            }
+        },
+        |(stdout, stderr, exit_code)| {
+            Ok(RgOutput {
+                stdout: stdout.into(),
+                stderr: stderr.into(),
+                exit_code,
+            })
+        },
+    )
+}
+
+/// What a call's promise is settled with, made on the JavaScript thread.
+type Settle<D> = Box<dyn FnOnce(Env) -> Result<D> + Send>;
+
+/// The stack of a call's thread: what libuv's pool threads have (8 MiB),
+/// so a call that recurses deeply (a nested pattern) has the room it had
+/// there. Only what is touched is committed.
+const CALL_STACK: usize = 8 << 20;
+
+/// Run `work` on a thread of its own and return a promise that `to_js`
+/// settles with its result on the JavaScript thread (an error, or a panic
+/// in `work`, rejects it). A thread per call: calls that wait (a FIFO, a
+/// slow remote host) never hold one another back, nor the host's pool.
+/// Nothing joins the thread: `process.exit()` does not wait for it, and
+/// the environment's end cancels `cancel` ([`in_flight`]).
+fn off_thread<'e, T, D>(
+    env: &'e Env,
+    who: &'static str,
+    cancel: &CancelToken,
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+    to_js: impl FnOnce(T) -> Result<D> + Send + 'static,
+) -> Result<Object<'e>>
+where
+    T: Send + 'static,
+    D: ToNapiValue + 'static,
+{
+    let registered = in_flight::register(env, cancel)?;
+    let (deferred, promise) = env.create_deferred::<D, Settle<D>>()?;
+    // The thread takes the deferred; if no thread starts, this function
+    // rejects it (a deferred never settled would keep the event loop
+    // alive for ever).
+    let slot: Arc<Mutex<Option<JsDeferred<D, Settle<D>>>>> = Arc::new(Mutex::new(Some(deferred)));
+    let theirs = Arc::clone(&slot);
+    let started = std::thread::Builder::new()
+        .name(format!("dsh-node-{who}"))
+        .stack_size(CALL_STACK)
+        .spawn(move || {
+            let result = guarded(work).and_then(|r| r);
+            drop(registered);
+            let Some(deferred) = theirs.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+                return;
+            };
+            match result {
+                Ok(value) => deferred.resolve(Box::new(move |_env| to_js(value))),
+                Err(e) => deferred.reject(e),
+            }
+        });
+    if let Err(e) = started {
+        if let Some(deferred) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            deferred.reject(Error::from_reason(format!(
+                "{who}: no thread could be started for the call: {e}"
+            )));
+        }
+    }
+    Ok(promise)
+}
+
+/// The calls in flight, by Node environment (the main thread's, each
+/// worker's), so that an environment's end cancels its own calls: its
+/// cleanup hook runs at `process.exit()`, at the end of the event loop and
+/// when a worker is terminated, and a search nobody can receive the answer
+/// of stops instead of running on (on a FIFO, for ever) in a thread that
+/// nothing joins. A deferred settled after that is dropped (napi's own
+/// teardown hook for it has run).
+mod in_flight {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Mutex, MutexGuard};
+
+    use dsh_search::CancelToken;
+    use napi::{Env, Result};
+
+    /// Environment (its address) → call id → the call's token.
+    static CALLS: Mutex<Option<HashMap<usize, HashMap<u64, CancelToken>>>> = Mutex::new(None);
+    static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+    fn calls() -> MutexGuard<'static, Option<HashMap<usize, HashMap<u64, CancelToken>>>> {
+        CALLS.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A call's place in the table; dropped when the call's work is done.
+    pub(crate) struct Registered {
+        env: usize,
+        id: u64,
+    }
+
+    impl Drop for Registered {
+        fn drop(&mut self) {
+            if let Some(env) = calls().as_mut().and_then(|t| t.get_mut(&self.env)) {
+                env.remove(&self.id);
+            }
+        }
+    }
+
+    /// Enter a call of `env`; the environment's first call registers its
+    /// cleanup hook (one per environment, for its whole life).
+    pub(crate) fn register(env: &Env, token: &CancelToken) -> Result<Registered> {
+        let key = env.raw() as usize;
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let first = {
+            let mut table = calls();
+            let envs = table.get_or_insert_with(HashMap::new);
+            let first = !envs.contains_key(&key);
+            envs.entry(key).or_default().insert(id, token.clone());
+            first
+        };
+        if first {
+            if let Err(e) = env.add_env_cleanup_hook(key, cancel_all) {
+                if let Some(envs) = calls().as_mut() {
+                    envs.remove(&key);
+                }
+                return Err(e);
+            }
+        }
+        Ok(Registered { env: key, id })
+    }
+
+    /// The environment's end: cancel each of its calls still running.
+    fn cancel_all(key: usize) {
+        let gone = calls().as_mut().and_then(|envs| envs.remove(&key));
+        for token in gone.into_iter().flat_map(|calls| calls.into_values()) {
+            token.cancel();
+        }
+    }
 }
 
 /// The median wall time, in microseconds, of `n` runs of `argv` in `cwd`
 /// made in-process from Rust on this thread, as [`rg`] makes each run on
-/// the pool: the baseline of the binding's per-call overhead
+/// its own thread: the baseline of the binding's per-call overhead
 /// (`bench/bench.js`; not part of the package's JavaScript surface).
 #[napi]
 pub fn time_in_process(argv: Vec<String>, cwd: String, n: u32) -> Result<f64> {
@@ -210,15 +326,16 @@ impl NativeTools {
     /// disk it is checked here; on a remote host it must be absolute, and
     /// it is checked there, off the JavaScript thread (connecting first:
     /// a refused login or an unknown host key rejects the call).
-    #[napi]
-    pub fn call(
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn call<'e>(
         &self,
+        env: &'e Env,
         name: String,
         args_json: String,
         cwd: String,
         session: Option<String>,
         cancel: &Cancel,
-    ) -> Result<AsyncTask<CallTask>> {
+    ) -> Result<Object<'e>> {
         let args: Value = serde_json::from_str(&args_json)
             .map_err(|e| Error::from_reason(format!("Tools.call: args are not JSON: {e}")))?;
         let workdir = if self.workspace.is_remote() {
@@ -229,41 +346,23 @@ impl NativeTools {
         let mut ctx = CallContext::new(workdir);
         ctx.session_id = session;
         ctx.cancel = cancel.token.clone();
-        Ok(AsyncTask::new(CallTask {
-            tools: self.tools.clone(),
-            remote: self.workspace.is_remote().then(|| self.workspace.clone()),
-            name,
-            args,
-            ctx,
-        }))
-    }
-}
-
-/// One tool call on the thread pool.
-pub struct CallTask {
-    tools: Arc<Tools>,
-    /// The remote workspace whose directory the call's cwd must be.
-    remote: Option<Arc<Workspace>>,
-    name: String,
-    args: Value,
-    ctx: CallContext,
-}
-
-impl Task for CallTask {
-    type Output = String;
-    type JsValue = String;
-
-    fn compute(&mut self) -> Result<String> {
-        if let Some(workspace) = &self.remote {
-            guarded(|| check_remote_cwd(workspace, &self.ctx.workdir))?
-                .map_err(|e| Error::from_reason(format!("Tools.call: {e}")))?;
-        }
-        let result = guarded(|| self.tools.call(&self.name, &self.args, &self.ctx))?;
-        serde_json::to_string(&result).map_err(|e| Error::from_reason(e.to_string()))
-    }
-
-    fn resolve(&mut self, _env: Env, json: String) -> Result<String> {
-        Ok(json)
+        let tools = self.tools.clone();
+        // The remote workspace whose directory the call's cwd must be.
+        let remote = self.workspace.is_remote().then(|| self.workspace.clone());
+        off_thread(
+            env,
+            "call",
+            &cancel.token,
+            move || {
+                if let Some(workspace) = &remote {
+                    check_remote_cwd(workspace, &ctx.workdir)
+                        .map_err(|e| Error::from_reason(format!("Tools.call: {e}")))?;
+                }
+                let result = tools.call(&name, &args, &ctx);
+                serde_json::to_string(&result).map_err(|e| Error::from_reason(e.to_string()))
+            },
+            Ok,
+        )
     }
 }
 

@@ -10,6 +10,8 @@
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const { performance } = require('node:perf_hooks')
+const { spawnSync } = require('node:child_process')
+const path = require('node:path')
 
 const { rg } = require('..')
 const h = require('./helpers.js')
@@ -78,11 +80,11 @@ test('an AbortSignal fired mid-search settles the call within 100 ms with an Abo
   assert.ok(settled < 100, `settled ${settled.toFixed(1)} ms after the abort`)
 })
 
-test('aborted searches stop: the thread pool is free for the next call at once', async () => {
-  // libuv runs four calls at a time: four searches that went on after
-  // their abort would hold the next call back until one of them ended,
-  // at least a whole search (two, as four share two cores). Stopped, they
-  // leave it a few of their threads' checks of the flag.
+test('aborted searches stop: the engine is free for the next call at once', async () => {
+  // Four searches that went on after their abort would share the engine's
+  // workers (and the machine's cores) with the next call until they ended:
+  // it would take at least a whole search longer. Stopped, they leave it a
+  // few of their threads' checks of the flag.
   const controllers = [0, 1, 2, 3].map(() => new AbortController())
   const calls = controllers.map((ac) => rg(LONG, { cwd: large.root, signal: ac.signal }).catch((e) => e))
   await new Promise((r) => setTimeout(r, 30))
@@ -137,8 +139,48 @@ const BAD_INPUT = [
   ['another rg invocation', () => rg(['--no-config', '--count', 'x'], { cwd: '/' }), /unsupported rg argv: argument 1: .*expected the glob invocation/],
   ['the program name left in', () => rg(['rg', ...GOOD], { cwd: '/' }), /the first argument must be `--no-config`, not `rg`/],
   ['an extra flag', () => rg([...GOOD, '--hidden'], { cwd: '/' }), /argument 3: .*not `--hidden`/],
-  ['signal not an AbortSignal', () => rg(GOOD, { cwd: '/', signal: 'stop' }), /rg: signal must be an AbortSignal/],
+  ['signal not an AbortSignal', () => rg(GOOD, { cwd: '/', signal: 'stop' }), /rg: options.signal must be an AbortSignal, got string stop/],
 ]
+
+// Objects that are not AbortSignals: a TypeError with the code Node's own
+// APIs give a bad signal option (fs.promises.readFile(f, {signal: {}})
+// rejects with ERR_INVALID_ARG_TYPE), before any search starts.
+const NOT_SIGNALS = [
+  ['an empty object', {}, 'an object without a boolean aborted'],
+  ['no addEventListener', { aborted: false, removeEventListener() {} }, 'an object without addEventListener'],
+  ['no removeEventListener', { aborted: false, addEventListener() {} }, 'an object without removeEventListener'],
+]
+
+for (const [name, signal, got] of NOT_SIGNALS) {
+  test(`a signal that is not an AbortSignal rejects with ERR_INVALID_ARG_TYPE: ${name}`, async () => {
+    await assert.rejects(rg(GOOD, { cwd: '/', signal }), (e) => {
+      assert.ok(e instanceof TypeError)
+      assert.equal(e.code, 'ERR_INVALID_ARG_TYPE')
+      assert.equal(e.message, `rg: options.signal must be an AbortSignal, got ${got}`)
+      return true
+    })
+  })
+}
+
+test('a signal-like object without removeEventListener never kills the process', () => {
+  // Accepted, it made the call's cleanup throw in a promise nobody held:
+  // an unhandled rejection, which ends a Node process. A child process
+  // shows it: it must live on to print its last line.
+  const script = `
+    const { rg, Tools } = require(${JSON.stringify(path.join(__dirname, '..'))})
+    const signal = { aborted: false, addEventListener() {} }
+    const argv = ${JSON.stringify(h.grepArgv('x'))}
+    ;(async () => {
+      const a = await rg(argv, { cwd: ${JSON.stringify(__dirname)}, signal }).then(() => 'resolved', (e) => e.code)
+      const b = await new Tools().call('grep', { pattern: 'x' }, { cwd: ${JSON.stringify(__dirname)}, signal }).then(() => 'resolved', (e) => e.code)
+      await new Promise((r) => setTimeout(r, 50))
+      console.log(JSON.stringify([a, b, 'alive']))
+    })()
+  `
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000 })
+  assert.equal(r.status, 0, `the child died: ${r.stderr}`)
+  assert.deepEqual(JSON.parse(r.stdout), ['ERR_INVALID_ARG_TYPE', 'ERR_INVALID_ARG_TYPE', 'alive'])
+})
 
 for (const [name, call, message] of BAD_INPUT) {
   test(`bad input is a rejected promise with a clear message: ${name}`, async () => {

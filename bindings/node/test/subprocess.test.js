@@ -172,6 +172,18 @@ test('waitForExit(signal): its own signal stops the wait, not the search', async
   assert.deepEqual(await handle.waitForExit(), { exitCode: 1, signal: null })
 })
 
+test('a spec.signal or a waitForExit signal that is not an AbortSignal is a TypeError (ERR_INVALID_ARG_TYPE)', async () => {
+  const notSignal = { aborted: false, addEventListener() {} }
+  assert.throws(() => wrapSubprocess(localService()).spawn(spec(h.grepArgv('needle'), { signal: notSignal })), {
+    name: 'TypeError',
+    code: 'ERR_INVALID_ARG_TYPE',
+    message: 'spawn: spec.signal must be an AbortSignal, got an object without removeEventListener',
+  })
+  const handle = wrapSubprocess(localService()).spawn(spec(h.grepArgv('needle')))
+  await assert.rejects(handle.waitForExit(notSignal), { code: 'ERR_INVALID_ARG_TYPE' })
+  assert.equal((await handle.done).exitCode, 0)
+})
+
 test('a spec whose cwd is not an existing directory fails at spawn level: done rejects', async () => {
   const handle = wrapSubprocess(localService()).spawn(spec(h.grepArgv('x'), { cwd: '/nonexistent/dsh' }))
   const real = localService().spawn(spec(h.grepArgv('x'), { cwd: '/nonexistent/dsh' }))

@@ -102,7 +102,7 @@ for (const backend of BACKENDS) {
     const large = h.largeTree(1000)
     try {
       // A FIFO nobody writes keeps the search going until the abort, and
-      // 300 ms is long after the thread pool dispatched the call even on a
+      // 300 ms is long after the call's thread started it even on a
       // loaded machine (before dispatch it is ABORTED_BEFORE_DISPATCH).
       execFileSync('mkfifo', [path.join(large.root, 'pipe')])
       const ac = new AbortController()
@@ -183,6 +183,12 @@ const BAD_CALLS = [
   ['cwd does not exist', (t) => t.call('grep', { pattern: 'x' }, { cwd: '/nonexistent/dsh' }), /not an existing directory/],
   ['session a number', (t) => t.call('grep', { pattern: 'x' }, { cwd: '/', session: 5 }), /session must be a string/],
   ['args not serializable', (t) => t.call('grep', { pattern: 1n }, { cwd: '/' }), /args must be JSON-serializable/],
+  ['signal a string', (t) => t.call('grep', { pattern: 'x' }, { cwd: '/', signal: 'stop' }), { code: 'ERR_INVALID_ARG_TYPE', message: 'Tools.call: options.signal must be an AbortSignal, got string stop' }],
+  [
+    'signal without removeEventListener',
+    (t) => t.call('grep', { pattern: 'x' }, { cwd: '/', signal: { aborted: false, addEventListener() {} } }),
+    { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE', message: 'Tools.call: options.signal must be an AbortSignal, got an object without removeEventListener' },
+  ],
 ]
 
 for (const [name, call, message] of BAD_CALLS) {
