@@ -99,6 +99,8 @@ fn main() {
                     r.include = include.clone();
                     dsh_search::backend::rg::grep_args(&r)
                 };
+                // No path here, so every argument is UTF-8.
+                let argv: Vec<String> = argv.iter().map(|a| a.to_string_lossy().into()).collect();
                 let run = dsh_search::Invocation::parse(&argv, &dir)
                     .expect("the backend's own argv")
                     .run(&*backend)

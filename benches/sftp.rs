@@ -241,7 +241,10 @@ fn main() {
             "cd {} && {} {}",
             quote(&tree.display().to_string()),
             quote(&rg),
-            args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+            args.iter()
+                .map(|a| quote(&a.to_string_lossy()))
+                .collect::<Vec<_>>()
+                .join(" ")
         );
         // Per workspace: times, CPU times, the last call's traffic.
         let mut ours: Vec<(Vec<Duration>, Vec<Duration>, SftpStats)> = workspaces

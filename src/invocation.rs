@@ -1,3 +1,4 @@
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -166,7 +167,7 @@ fn parse_glob(argv: &[&str], workdir: PathBuf) -> Result<GlobRequest, Invocation
     // The path, if any, is the last element after `--`; the rest must be
     // exactly what the rg backend's argv builder makes of the request (the
     // one place the shape is written down).
-    req.path = path_after_dashes(argv);
+    req.path = path_after_dashes(argv).map(OsString::from);
     same_shape(argv, &glob_args(&req), "glob")?;
     Ok(req)
 }
@@ -189,7 +190,7 @@ fn parse_grep(argv: &[&str], workdir: PathBuf) -> Result<GrepRequest, Invocation
         .get(3)
         .and_then(|a| a.strip_prefix("--glob="))
         .map(str::to_string);
-    req.path = path_after_dashes(argv);
+    req.path = path_after_dashes(argv).map(OsString::from);
     same_shape(argv, &grep_args(&req), "grep")?;
     Ok(req)
 }
@@ -204,13 +205,14 @@ fn path_after_dashes(argv: &[&str]) -> Option<String> {
 }
 
 /// `argv` equals `want`, else an error at the first element that differs.
-fn same_shape(argv: &[&str], want: &[String], what: &str) -> Result<(), InvocationError> {
+fn same_shape(argv: &[&str], want: &[OsString], what: &str) -> Result<(), InvocationError> {
     let Some(i) = (0..argv.len().max(want.len()))
-        .find(|&i| argv.get(i).copied() != want.get(i).map(String::as_str))
+        .find(|&i| argv.get(i).map(OsStr::new) != want.get(i).map(OsString::as_os_str))
     else {
         return Ok(());
     };
-    let reason = match (argv.get(i), want.get(i)) {
+    let want: Option<String> = want.get(i).map(|w| w.to_string_lossy().into_owned());
+    let reason = match (argv.get(i), want) {
         (Some(got), Some(w)) => format!("{what} expects `{w}` here, not `{got}`"),
         (None, Some(w)) => format!("{what} expects `{w}` here, but the argv ends"),
         (Some(got), None) if *got == "--" || argv[..i].contains(&"--") => {
@@ -331,13 +333,18 @@ fn failure(status: &Status) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use std::ffi::OsStr;
+
     use super::Invocation;
     use crate::GlobRequest;
 
     fn glob_argv(pattern: &str, path: Option<&str>) -> Vec<String> {
         let mut req = GlobRequest::new(pattern, "/w");
-        req.path = path.map(str::to_string);
+        req.path = path.map(Into::into);
         crate::backend::rg::glob_args(&req)
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
     }
 
     fn parse(argv: &[String]) -> Result<Invocation, String> {
@@ -378,7 +385,7 @@ mod tests {
         glob_with_dash_path,
         glob_argv("*", Some("-x")),
         |i| match i {
-            Invocation::Glob(r) => assert_eq!(r.path.as_deref(), Some("-x")),
+            Invocation::Glob(r) => assert_eq!(r.path.as_deref(), Some(OsStr::new("-x"))),
             other => panic!("{other:?}"),
         }
     );
@@ -410,7 +417,7 @@ mod tests {
             Invocation::Grep(r) => {
                 assert_eq!(
                     (r.include.as_deref(), r.path.as_deref()),
-                    (Some("*.ts"), Some("src"))
+                    (Some("*.ts"), Some(OsStr::new("src")))
                 )
             }
             other => panic!("{other:?}"),

@@ -1,3 +1,4 @@
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::cancel::CancelToken;
@@ -28,7 +29,8 @@ pub struct GlobRequest {
     /// The glob, passed verbatim as `--glob=<pattern>`.
     pub pattern: String,
     /// The search path, passed verbatim after `--`; `None` walks `./`.
-    pub path: Option<String>,
+    /// Any bytes an argv element can hold, as rg takes it (not only UTF-8).
+    pub path: Option<OsString>,
     /// The directory rg runs in. Relative paths resolve against it.
     pub workdir: PathBuf,
     /// Stops the work when set.
@@ -44,7 +46,8 @@ pub struct GrepRequest {
     /// The regex, passed verbatim as `--regexp=<pattern>`.
     pub pattern: String,
     /// The search path, passed verbatim after `--`; `None` walks `./`.
-    pub path: Option<String>,
+    /// Any bytes an argv element can hold, as rg takes it (not only UTF-8).
+    pub path: Option<OsString>,
     /// One override glob, passed verbatim as `--glob=<include>`.
     pub include: Option<String>,
     /// The directory rg runs in. Relative paths resolve against it.
@@ -58,18 +61,23 @@ pub struct GrepRequest {
 /// The first of `args` (name, value) whose value holds a NUL. No argv can
 /// carry one, so no rg can be started with it: the one check both the
 /// native backend and the tools make (`contract.md` §3).
-fn first_nul(args: &[(&'static str, Option<&str>)]) -> Option<&'static str> {
+fn first_nul(args: &[(&'static str, Option<&[u8]>)]) -> Option<&'static str> {
     args.iter()
-        .find(|(_, v)| v.is_some_and(|v| v.contains('\0')))
+        .find(|(_, v)| v.is_some_and(|v| v.contains(&0)))
         .map(|(name, _)| *name)
+}
+
+/// A path's bytes for [`first_nul`].
+fn path_bytes(path: &Option<OsString>) -> Option<&[u8]> {
+    path.as_deref().map(std::ffi::OsStr::as_encoded_bytes)
 }
 
 impl GlobRequest {
     /// The name of the first argument (`pattern`, `path`) that holds a NUL.
     pub(crate) fn nul_argument(&self) -> Option<&'static str> {
         first_nul(&[
-            ("pattern", Some(&self.pattern)),
-            ("path", self.path.as_deref()),
+            ("pattern", Some(self.pattern.as_bytes())),
+            ("path", path_bytes(&self.path)),
         ])
     }
 
@@ -85,7 +93,7 @@ impl GlobRequest {
     }
 
     /// Set the search path.
-    pub fn path(mut self, path: impl Into<String>) -> GlobRequest {
+    pub fn path(mut self, path: impl Into<OsString>) -> GlobRequest {
         self.path = Some(path.into());
         self
     }
@@ -96,9 +104,9 @@ impl GrepRequest {
     /// holds a NUL.
     pub(crate) fn nul_argument(&self) -> Option<&'static str> {
         first_nul(&[
-            ("pattern", Some(&self.pattern)),
-            ("path", self.path.as_deref()),
-            ("include", self.include.as_deref()),
+            ("pattern", Some(self.pattern.as_bytes())),
+            ("path", path_bytes(&self.path)),
+            ("include", self.include.as_deref().map(str::as_bytes)),
         ])
     }
 
@@ -115,7 +123,7 @@ impl GrepRequest {
     }
 
     /// Set the search path.
-    pub fn path(mut self, path: impl Into<String>) -> GrepRequest {
+    pub fn path(mut self, path: impl Into<OsString>) -> GrepRequest {
         self.path = Some(path.into());
         self
     }

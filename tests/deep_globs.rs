@@ -235,3 +235,39 @@ fn tools_on_a_small_stack() {
         &refused[refused.len().saturating_sub(300)..]
     );
 }
+
+/// Regexes of nested groups through the library on a 256 KiB thread: 127
+/// levels (256 bytes, which compiled on the calling thread: 60 levels
+/// overflowed 256 KiB in a debug build), 248 (the deepest rg accepts) and
+/// 249 (past regex-syntax's nest limit): the answers rg 15.2.0 gives
+/// (checked by hand, and the rg backend shows the same text: a match, a
+/// match, `regex parse error`, exit 2).
+#[test]
+fn deep_regex_on_a_small_stack() {
+    let dir = tree();
+    let cwd = dir.path().canonicalize().unwrap();
+    let ctx = CallContext::new(cwd.clone()).session("s1");
+    let tools = Tools::new(
+        Config::default(),
+        std::sync::Arc::new(NativeBackend::new()) as std::sync::Arc<dyn SearchBackend>,
+    );
+    let nested = |n: usize| format!("{}hi{}", "(".repeat(n), ")".repeat(n));
+    let answers = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            [127, 248, 249].map(|n| tools.call("grep", &json!({ "pattern": nested(n) }), &ctx))
+        })
+        .unwrap()
+        .join()
+        .expect("no overflow");
+    for found in &answers[..2] {
+        assert_eq!(found.content, "Found 1 match\n\na.txt\nLine 1: hi");
+    }
+    let refused = answers[2].error.as_ref().expect("an error");
+    assert_eq!(
+        refused.code(),
+        Some("SEARCH_INVALID_PATTERN"),
+        "{refused:?}"
+    );
+    assert!(refused.message.contains("regex parse error"), "{refused:?}");
+}

@@ -7,7 +7,7 @@
 //! to see exactly what the child receives, or to act in ways rg does not
 //! (ignore SIGTERM, die of a signal, print malformed JSON).
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -49,8 +49,8 @@ fn canon(dir: &Path) -> PathBuf {
     dir.canonicalize().unwrap()
 }
 
-fn strings(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
+fn strings(v: &[&str]) -> Vec<OsString> {
+    v.iter().map(OsString::from).collect()
 }
 
 /// An executable `sh` script at `dir/name`.
@@ -672,6 +672,57 @@ fn cli_raw_glob_is_rgs_output() {
         ],
     );
     assert_eq!(ours.stdout, b"-b.md\n");
+}
+
+/// A path argument that is not UTF-8 (a Latin-1 file name, and one that
+/// does not exist) is rg's path in raw mode: the CLI on both backends
+/// prints what the real rg prints, byte for byte (`elapsed` masked).
+#[test]
+fn cli_raw_takes_a_path_that_is_not_utf8() {
+    use std::os::unix::ffi::OsStringExt as _;
+    let dir = tmp();
+    let cwd = canon(dir.path());
+    let name = OsString::from_vec(b"caf\xe9.txt".to_vec());
+    std::fs::write(cwd.join(&name), "hi\n").unwrap();
+    let missing = OsString::from_vec(b"nowhere-\xff".to_vec());
+    for path in [&name, &missing] {
+        let glob = GlobRequest::new("*", &cwd).path(path.clone());
+        let grep = GrepRequest::new("hi", &cwd).path(path.clone());
+        for (tool, rg_argv) in [("glob", glob_args(&glob)), ("grep", grep_args(&grep))] {
+            let want = Command::new(rg_path())
+                .args(&rg_argv)
+                .current_dir(&cwd)
+                .output()
+                .unwrap();
+            for backend in ["native", "rg"] {
+                let mut args: Vec<OsString> =
+                    strings(&[tool, "--format", "raw", "--backend", backend, "--"]);
+                args.push(if tool == "glob" { "*" } else { "hi" }.into());
+                args.push(path.clone());
+                let got = Command::new(env!("CARGO_BIN_EXE_dsh-search"))
+                    .args(&args)
+                    .current_dir(&cwd)
+                    .env("DSH_SEARCH_RG", rg_path())
+                    .stdin(Stdio::null())
+                    .output()
+                    .unwrap();
+                let label = format!("{tool} {path:?} [{backend}]");
+                let out = |o: &std::process::Output| match tool {
+                    "grep" => crate::util::rg::normalize_grep(&o.stdout),
+                    _ => o.stdout.clone(),
+                };
+                let (g, w) = (out(&got), out(&want));
+                assert!(
+                    g == w,
+                    "{label}:\n{}\n{}",
+                    String::from_utf8_lossy(&g),
+                    String::from_utf8_lossy(&w)
+                );
+                assert_eq!(got.stderr, want.stderr, "{label}");
+                assert_eq!(got.status.code(), want.status.code(), "{label}");
+            }
+        }
+    }
 }
 
 #[test]

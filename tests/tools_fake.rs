@@ -671,7 +671,10 @@ fn glob_root_is_the_display_form_of_path() {
             "{path}"
         );
         // The path itself goes to the backend verbatim.
-        assert_eq!(s.fake.globs.lock().unwrap()[0].path.as_deref(), Some(path));
+        assert_eq!(
+            s.fake.globs.lock().unwrap()[0].path.as_deref(),
+            Some(std::ffi::OsStr::new(path))
+        );
     }
 }
 
@@ -834,7 +837,7 @@ fn raw_budget_and_request_are_passed_through() {
     );
     let req = &s.fake.greps.lock().unwrap()[0];
     assert_eq!(req.pattern, "-e");
-    assert_eq!(req.path.as_deref(), Some("--flag"));
+    assert_eq!(req.path.as_deref(), Some(std::ffi::OsStr::new("--flag")));
     assert_eq!(req.include.as_deref(), Some("*.{ts,tsx}"));
     assert_eq!(req.raw_budget, Some(16));
     assert_eq!(req.workdir, PathBuf::from("/w"));

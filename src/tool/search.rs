@@ -231,7 +231,7 @@ pub(super) fn run_glob(
     }
     let req = GlobRequest {
         pattern: args.pattern.clone(),
-        path: args.path.clone(),
+        path: args.path.clone().map(Into::into),
         workdir: ctx.workdir.clone(),
         cancel: cancel.clone(),
         raw_budget: Some(config.raw_output_max_bytes),
@@ -293,7 +293,7 @@ pub(super) fn run_grep(
     }
     let req = GrepRequest {
         pattern: args.pattern.clone(),
-        path: args.path.clone(),
+        path: args.path.clone().map(Into::into),
         include: args.include.clone(),
         workdir: ctx.workdir.clone(),
         cancel: cancel.clone(),

@@ -402,7 +402,7 @@ pub fn run_backend(backend: &dyn SearchBackend, call: &Call, cwd: &Path) -> Raw 
     let res = catch_unwind(AssertUnwindSafe(|| match call {
         Call::Glob { pattern, path } => {
             let mut req = GlobRequest::new(pattern.clone(), cwd);
-            req.path = path.clone();
+            req.path = path.clone().map(Into::into);
             let o = backend.glob(&req);
             let mut stdout = Vec::new();
             o.results.write_raw(&mut stdout).unwrap();
@@ -418,7 +418,7 @@ pub fn run_backend(backend: &dyn SearchBackend, call: &Call, cwd: &Path) -> Raw 
             include,
         } => {
             let mut req = GrepRequest::new(pattern.clone(), cwd);
-            req.path = path.clone();
+            req.path = path.clone().map(Into::into);
             req.include = include.clone();
             let o = backend.grep(&req);
             let mut stdout = Vec::new();

@@ -23,12 +23,25 @@ pub(crate) fn build(pattern: &str) -> Result<RegexMatcher, String> {
         .map_err(|e| regex_error(&e.to_string()))
 }
 
-/// A pattern this short without a counted repetition compiles in well
-/// under a millisecond: it is built on the calling thread.
+/// A pattern this short without a counted repetition (and nesting little,
+/// [`INLINE_NESTING`]) compiles in well under a millisecond: it is built
+/// on the calling thread.
 const CHEAP_PATTERN: usize = 256;
 
 /// How often a compile on its own thread looks at the cancellation flag.
 const COMPILE_POLL: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// The `(` and `[` a pattern compiled on the calling thread may hold. The
+/// parser's heap stack keeps nesting off the thread's stack, but the NFA
+/// compiler recurses once per nested group or class (up to regex-syntax's
+/// nest limit, 248 groups): 60 of them overflowed a 256 KiB stack in a
+/// debug build. A pattern that could nest deeper compiles on a thread of
+/// its own, with [`COMPILE_STACK`].
+const INLINE_NESTING: usize = 16;
+
+/// The stack of a compile on its own thread: the nest limit's depth took
+/// under 2 MiB in a debug build.
+const COMPILE_STACK: usize = 8 << 20;
 
 /// [`build`], abandoned once `cancel` is set: `Err(None)`. Compiling is not
 /// interruptible and can take seconds (`\w{3000}`: Unicode classes
@@ -45,13 +58,15 @@ pub(crate) fn build_cancellable(
     if cancel.is_cancelled() {
         return Err(None);
     }
-    if pattern.len() <= CHEAP_PATTERN && !pattern.contains('{') {
+    let nesting = pattern.bytes().filter(|&b| b == b'(' || b == b'[').count();
+    if pattern.len() <= CHEAP_PATTERN && !pattern.contains('{') && nesting <= INLINE_NESTING {
         return build(pattern).map_err(Some);
     }
     let (tx, rx) = std::sync::mpsc::channel();
     let owned = pattern.to_string();
     let spawned = std::thread::Builder::new()
         .name("dsh-search-regex".into())
+        .stack_size(COMPILE_STACK)
         .spawn(move || {
             let _ = tx.send(build(&owned));
         });

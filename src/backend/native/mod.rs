@@ -341,7 +341,7 @@ mod tests {
 
     fn grep(dir: &Path, pat: &str, path: Option<&str>) -> Outcome<GrepResults> {
         let mut r = GrepRequest::new(pat, dir);
-        r.path = path.map(str::to_string);
+        r.path = path.map(Into::into);
         NativeBackend::new().grep(&r)
     }
 
@@ -559,7 +559,7 @@ mod tests {
         ] {
             let (tx, rx) = std::sync::mpsc::channel();
             let mut req = GrepRequest::new("needle", &p);
-            req.path = path.map(str::to_owned);
+            req.path = path.map(Into::into);
             std::thread::spawn(move || tx.send(NativeBackend::new().grep(&req)).unwrap());
             // A guard against a hang, not a timed assertion.
             let o = rx

@@ -8,6 +8,7 @@
 //! the same bytes rg's matcher sees, and print each entry as rg would: the
 //! typed path joined (`PathBuf::join`) with the entry's suffix below `A`.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use crate::fs::bytes::{os_str, path_buf, path_bytes};
@@ -26,9 +27,9 @@ pub(crate) struct Root {
 impl Root {
     /// The root for `path` (`None`: the implicit `./`) in the canonical
     /// workdir `real_workdir`.
-    pub(crate) fn new(real_workdir: &Path, path: Option<&str>) -> Root {
+    pub(crate) fn new(real_workdir: &Path, path: Option<&OsStr>) -> Root {
         let implicit = path.is_none();
-        let given = PathBuf::from(path.unwrap_or("./"));
+        let given = PathBuf::from(path.unwrap_or(OsStr::new("./")));
         // An empty path names nothing: rg reports ENOENT for it, and so
         // does walking the empty path (without resolving it anywhere).
         let walk = if given.is_absolute() || given.as_os_str().is_empty() {
@@ -154,14 +155,14 @@ mod tests {
     use std::os::unix::ffi::OsStrExt;
 
     fn walk(p: Option<&str>) -> String {
-        Root::new(Path::new("/w"), p)
+        Root::new(Path::new("/w"), p.map(OsStr::new))
             .walk_path()
             .to_string_lossy()
             .into_owned()
     }
 
     fn shown(p: Option<&str>, entry_below_a: &str) -> String {
-        let r = Root::new(Path::new("/w"), p);
+        let r = Root::new(Path::new("/w"), p.map(OsStr::new));
         let mut e = r.walk_path().as_os_str().as_bytes().to_vec();
         if !e.ends_with(b"/") && !entry_below_a.is_empty() {
             e.push(b'/');
@@ -214,7 +215,7 @@ mod tests {
             r.unwalk(Path::new("/elsewhere/.gitignore")),
             Path::new("/elsewhere/.gitignore")
         );
-        let r = Root::new(Path::new("/w"), Some("src"));
+        let r = Root::new(Path::new("/w"), Some(OsStr::new("src")));
         assert_eq!(r.unwalk(Path::new("/w/srcx")), Path::new("/w/srcx"));
         assert_eq!(r.unwalk(Path::new("/w/src")), Path::new("src"));
     }

@@ -15,7 +15,7 @@ pub struct RgCommand {
     /// The rg binary to run.
     pub program: PathBuf,
     /// The arguments, `--no-config` first; each is exactly one argv element.
-    pub args: Vec<String>,
+    pub args: Vec<OsString>,
     /// rg's current directory.
     pub cwd: PathBuf,
 }
@@ -23,16 +23,16 @@ pub struct RgCommand {
 /// The glob argv: `--no-config --files --glob=<pattern> --sort=modified
 /// --no-ignore --hidden`, the twelve VCS excludes, then `-- <path>` only when
 /// a path was given (`seed-reference.md` §1.1).
-pub fn glob_args(req: &GlobRequest) -> Vec<String> {
-    let mut args = vec![
-        "--no-config".to_string(),
-        "--files".to_string(),
-        format!("--glob={}", req.pattern),
-        "--sort=modified".to_string(),
-        "--no-ignore".to_string(),
-        "--hidden".to_string(),
+pub fn glob_args(req: &GlobRequest) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![
+        "--no-config".into(),
+        "--files".into(),
+        format!("--glob={}", req.pattern).into(),
+        "--sort=modified".into(),
+        "--no-ignore".into(),
+        "--hidden".into(),
     ];
-    args.extend(vcs_exclude_globs().map(|g| format!("--glob={g}")));
+    args.extend(vcs_exclude_globs().map(|g| format!("--glob={g}").into()));
     push_path(&mut args, req.path.as_deref());
     args
 }
@@ -41,23 +41,23 @@ pub fn glob_args(req: &GlobRequest) -> Vec<String> {
 /// `--glob=<include>` and `-- <path>` when given (`seed-reference.md` §1.2).
 /// The `=` forms keep a pattern or glob starting with `-` from being read as
 /// a flag; `--` does the same for the path.
-pub fn grep_args(req: &GrepRequest) -> Vec<String> {
-    let mut args = vec![
-        "--no-config".to_string(),
-        "--json".to_string(),
-        format!("--regexp={}", req.pattern),
+pub fn grep_args(req: &GrepRequest) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![
+        "--no-config".into(),
+        "--json".into(),
+        format!("--regexp={}", req.pattern).into(),
     ];
     if let Some(include) = &req.include {
-        args.push(format!("--glob={include}"));
+        args.push(format!("--glob={include}").into());
     }
     push_path(&mut args, req.path.as_deref());
     args
 }
 
-fn push_path(args: &mut Vec<String>, path: Option<&str>) {
+fn push_path(args: &mut Vec<OsString>, path: Option<&OsStr>) {
     if let Some(path) = path {
-        args.push("--".to_string());
-        args.push(path.to_string());
+        args.push("--".into());
+        args.push(path.to_owned());
     }
 }
 
@@ -69,7 +69,7 @@ impl fmt::Display for RgCommand {
         write!(f, "cd {} && ", quote(self.cwd.as_os_str()))?;
         write!(f, "{}", quote(self.program.as_os_str()))?;
         for arg in &self.args {
-            write!(f, " {}", quote(OsStr::new(arg)))?;
+            write!(f, " {}", quote(arg))?;
         }
         write!(f, " < /dev/null")
     }
@@ -89,7 +89,7 @@ pub(crate) fn quote(word: &OsStr) -> String {
 
 impl RgCommand {
     /// The command for `args` run by `program` in `cwd`.
-    pub fn new(program: &Path, args: Vec<String>, cwd: &Path) -> RgCommand {
+    pub fn new(program: &Path, args: Vec<OsString>, cwd: &Path) -> RgCommand {
         RgCommand {
             program: program.to_path_buf(),
             args,
@@ -98,8 +98,8 @@ impl RgCommand {
     }
 
     /// The arguments as OS strings, for `std::process::Command`.
-    pub(crate) fn os_args(&self) -> impl Iterator<Item = OsString> + '_ {
-        self.args.iter().map(OsString::from)
+    pub(crate) fn os_args(&self) -> impl Iterator<Item = &OsStr> + '_ {
+        self.args.iter().map(OsString::as_os_str)
     }
 }
 

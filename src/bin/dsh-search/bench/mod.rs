@@ -313,7 +313,7 @@ fn glob_request(w: &Workload) -> GlobRequest {
         unreachable!("a glob workload")
     };
     let mut r = GlobRequest::new(pattern.clone(), &w.tree);
-    r.path = path.clone();
+    r.path = path.clone().map(Into::into);
     r.raw_budget = Some(DEFAULT_RAW_OUTPUT_MAX_BYTES);
     r
 }
@@ -328,7 +328,7 @@ fn grep_request(w: &Workload) -> GrepRequest {
         unreachable!("a grep workload")
     };
     let mut r = GrepRequest::new(pattern.clone(), &w.tree);
-    r.path = path.clone();
+    r.path = path.clone().map(Into::into);
     r.include = include.clone();
     r.raw_budget = Some(DEFAULT_RAW_OUTPUT_MAX_BYTES);
     r

@@ -16,6 +16,7 @@ pub(crate) mod setup;
 pub(crate) mod tools;
 pub(crate) mod workspace;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -148,8 +149,9 @@ pub(crate) struct ChangesArgs {
 pub(crate) struct GlobArgs {
     /// The glob pattern.
     pub(crate) pattern: String,
-    /// The directory (or file) to search.
-    pub(crate) path: Option<String>,
+    /// The directory (or file) to search. Any bytes with `--format raw`, as
+    /// rg takes them; text for the tools.
+    pub(crate) path: Option<OsString>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
@@ -160,8 +162,9 @@ pub(crate) struct GlobArgs {
 pub(crate) struct GrepArgs {
     /// The regular expression.
     pub(crate) pattern: String,
-    /// The file or directory to search.
-    pub(crate) path: Option<String>,
+    /// The file or directory to search. Any bytes with `--format raw`, as
+    /// rg takes them; text for the tools.
+    pub(crate) path: Option<OsString>,
     /// One glob filter for which files to search.
     #[arg(long, value_name = "GLOB")]
     pub(crate) include: Option<String>,

@@ -4,18 +4,35 @@
 //! A CLI call is a direct call: over-cap results spill to the local store
 //! (when `--session` names an owner) and the result carries its meta.
 
+use std::ffi::OsString;
+
 use dsh_search::tool::definitions;
 use serde_json::{json, Map, Value};
 
 use super::setup::{load_config, print, run_call};
 use super::{CallArgs, Common, Format, GlobArgs, GrepArgs};
 
+/// The tools' `path`: text (a JSON string), unlike the raw invocation's.
+fn text_path(path: &Option<OsString>) -> Result<Option<&str>, u8> {
+    match path {
+        None => Ok(None),
+        Some(p) => p.to_str().map(Some).ok_or_else(|| {
+            super::fail(format_args!(
+                "the path {} is not UTF-8: the tools take text paths (--format raw takes any)",
+                p.to_string_lossy()
+            ))
+        }),
+    }
+}
+
 /// `dsh-search glob --format text|json`.
 pub(crate) fn glob(common: &Common, args: &GlobArgs) -> u8 {
     let mut obj = Map::new();
     obj.insert("pattern".into(), json!(args.pattern));
-    if let Some(p) = &args.path {
-        obj.insert("path".into(), json!(p));
+    match text_path(&args.path) {
+        Ok(Some(p)) => drop(obj.insert("path".into(), json!(p))),
+        Ok(None) => {}
+        Err(code) => return code,
     }
     run_call(common, "glob", &Value::Object(obj), args.format)
 }
@@ -24,8 +41,10 @@ pub(crate) fn glob(common: &Common, args: &GlobArgs) -> u8 {
 pub(crate) fn grep(common: &Common, args: &GrepArgs) -> u8 {
     let mut obj = Map::new();
     obj.insert("pattern".into(), json!(args.pattern));
-    if let Some(p) = &args.path {
-        obj.insert("path".into(), json!(p));
+    match text_path(&args.path) {
+        Ok(Some(p)) => drop(obj.insert("path".into(), json!(p))),
+        Ok(None) => {}
+        Err(code) => return code,
     }
     if let Some(i) = &args.include {
         obj.insert("include".into(), json!(i));
