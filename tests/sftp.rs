@@ -1243,3 +1243,64 @@ fn sftp_stale_staged_files_are_swept() {
     assert_eq!(std::fs::read(d.join("target.txt")).unwrap(), b"new\n");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A connection lost mid-search is one error of the whole workspace,
+/// reported once and first (`rg: sftp://…: connection lost`), not once
+/// for every file and directory the search then meets (each of them
+/// failing to reconnect to the killed server): the first line names the
+/// host whole, and no other line mentions it.
+#[test]
+fn sftp_lost_connection_reported_once() {
+    use dsh_search::{GlobRequest, GrepRequest, NativeBackend, SearchBackend, Status};
+    use std::time::{Duration, Instant};
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    many_files(&root, 3000);
+    let mut failures = Vec::new();
+    for grep in [true, false] {
+        let server = sshd::Sshd::start();
+        let fs = std::sync::Arc::new(
+            server
+                .builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .unwrap(),
+        );
+        fs.connect().unwrap();
+        let searching = {
+            let backend = NativeBackend::on(fs.clone());
+            let root = root.clone();
+            std::thread::spawn(move || {
+                if grep {
+                    let o = backend.grep(&GrepRequest::new("needle 39", &root));
+                    (o.status, o.stderr)
+                } else {
+                    let o = backend.glob(&GlobRequest::new("*", &root));
+                    (o.status, o.stderr)
+                }
+            })
+        };
+        // Killed once the search is under way.
+        let started = fs.stats().requests;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while fs.stats().requests < started + 20 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        server.kill();
+        let (status, stderr) = searching.join().expect("no panic");
+        let host = format!("rg: sftp://root@127.0.0.1:{}: ", server.port);
+        let mentions = stderr.iter().filter(|l| l.contains("sftp://")).count();
+        if status != Status::Exited(2)
+            || !stderr.first().is_some_and(|l| l.starts_with(&host))
+            || mentions != 1
+        {
+            failures.push(format!(
+                "{}: {status:?}, {mentions} lines name the host, first {:?} of {}",
+                if grep { "grep" } else { "glob" },
+                stderr.first(),
+                stderr.len()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

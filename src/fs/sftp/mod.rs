@@ -641,7 +641,10 @@ impl SftpFs {
                     ),
                 )),
             }
-        })?;
+        });
+        // Whatever failed (the host, its key, the login), it fails every
+        // file alike: one error of the whole workspace.
+        let sessions = sessions.map_err(|e| crate::fs::unavailable(e.kind(), e.to_string()))?;
         let first = sessions[0].clone();
         *slot = Some(sessions);
         Ok(first)
