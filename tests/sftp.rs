@@ -1120,3 +1120,187 @@ fn sftp_large_files_in_bounded_memory() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A write's staged file is no workspace file: while another workspace
+/// writes into a directory again and again, every glob and grep over SFTP
+/// succeeds and lists no `.NAME.<hex>.dsh-staged` (the issue saw one in 81
+/// of 181 globs).
+#[test]
+fn sftp_staged_files_never_listed() {
+    use dsh_search::{GlobRequest, GrepRequest, NativeBackend, SearchBackend, Status};
+    const CALLS: usize = 40;
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("d")).unwrap();
+    std::fs::write(root.join("d/target.txt"), "needle\n").unwrap();
+    std::fs::write(root.join("other.txt"), "needle\n").unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, target) = (stop.clone(), root.join("d/target.txt"));
+        let fs = sshd::shared().fs();
+        std::thread::spawn(move || {
+            let mut writes = 0;
+            // Content large enough that staging takes a few round trips.
+            let content = "needle\n".repeat(20_000);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && writes < 100_000 {
+                fs.write(
+                    &target,
+                    content.as_bytes(),
+                    &WriteGuard::None,
+                    &CancelToken::new(),
+                )
+                .unwrap();
+                writes += 1;
+            }
+            writes
+        })
+    };
+    let backend = NativeBackend::on(sshd::shared_fs());
+    let mut failures = Vec::new();
+    for i in 0..CALLS {
+        let (status, out, stderr) = if i % 2 == 0 {
+            let o = backend.glob(&GlobRequest::new("*", &root));
+            let mut out = Vec::new();
+            o.results.write_raw(&mut out).unwrap();
+            (o.status, out, o.stderr)
+        } else {
+            let o = backend.grep(&GrepRequest::new("needle", &root));
+            let mut out = Vec::new();
+            o.results.write_raw(&mut out).unwrap();
+            (o.status, out, o.stderr)
+        };
+        let out = String::from_utf8_lossy(&out);
+        if status != Status::Exited(0) || out.contains("dsh-staged") {
+            failures.push(format!("call {i}: {status:?} {stderr:?}\n{out}"));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let writes = writer.join().expect("the writer does not panic");
+    assert!(writes > 10, "the writer ran ({writes} writes)");
+    assert!(
+        failures.is_empty(),
+        "{} of {CALLS}:\n{}",
+        failures.len(),
+        failures[..failures.len().min(3)].join("\n")
+    );
+}
+
+/// The staged files a killed writer left on the host are swept by the next
+/// write into their directory, under the local disk's rules: only files of
+/// the exact staged shape, regular, owned by the login, and untouched for
+/// 15 minutes (a live writer's is modified by every `WRITE`); anything else
+/// stays.
+#[test]
+fn sftp_stale_staged_files_are_swept() {
+    use std::os::unix::fs::{chown, symlink};
+    use std::time::{Duration, SystemTime};
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    let d = root.join("d");
+    std::fs::create_dir(&d).unwrap();
+    let old = SystemTime::now() - Duration::from_secs(2 * 3600);
+    let make = |name: &str, age: SystemTime| {
+        let f = std::fs::File::create(d.join(name)).unwrap();
+        f.set_len(1 << 20).unwrap();
+        f.set_modified(age).unwrap();
+    };
+    // (name, swept)
+    let cases = [
+        (".target.txt.0123456789abcdef.dsh-staged", true),
+        (".other.rs.fedcba9876543210.dsh-staged", true),
+        (".live.txt.00000000000000aa.dsh-staged", false),
+        (".notes.dsh-staged", false),
+        (".dir.00000000000000bb.dsh-staged", false),
+        (".link.00000000000000cc.dsh-staged", false),
+        (".foreign.00000000000000dd.dsh-staged", false),
+    ];
+    make(cases[0].0, old);
+    make(cases[1].0, old);
+    make(cases[2].0, SystemTime::now());
+    make(cases[3].0, old);
+    std::fs::create_dir(d.join(cases[4].0)).unwrap();
+    symlink("target.txt", d.join(cases[5].0)).unwrap();
+    make(cases[6].0, old);
+    chown(d.join(cases[6].0), Some(65534), Some(65534)).unwrap();
+    let fs = sshd::shared_fs();
+    fs.write(
+        &d.join("target.txt"),
+        b"new\n",
+        &WriteGuard::None,
+        &CancelToken::new(),
+    )
+    .unwrap();
+    let mut failures = Vec::new();
+    for (name, swept) in cases {
+        let there = std::fs::symlink_metadata(d.join(name)).is_ok();
+        if there == swept {
+            failures.push(format!(
+                "{name}: {}",
+                if there { "kept" } else { "removed" }
+            ));
+        }
+    }
+    assert_eq!(std::fs::read(d.join("target.txt")).unwrap(), b"new\n");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A connection lost mid-search is one error of the whole workspace,
+/// reported once and first (`rg: sftp://…: connection lost`), not once
+/// for every file and directory the search then meets (each of them
+/// failing to reconnect to the killed server): the first line names the
+/// host whole, and no other line mentions it.
+#[test]
+fn sftp_lost_connection_reported_once() {
+    use dsh_search::{GlobRequest, GrepRequest, NativeBackend, SearchBackend, Status};
+    use std::time::{Duration, Instant};
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    many_files(&root, 3000);
+    let mut failures = Vec::new();
+    for grep in [true, false] {
+        let server = sshd::Sshd::start();
+        let fs = std::sync::Arc::new(
+            server
+                .builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .unwrap(),
+        );
+        fs.connect().unwrap();
+        let searching = {
+            let backend = NativeBackend::on(fs.clone());
+            let root = root.clone();
+            std::thread::spawn(move || {
+                if grep {
+                    let o = backend.grep(&GrepRequest::new("needle 39", &root));
+                    (o.status, o.stderr)
+                } else {
+                    let o = backend.glob(&GlobRequest::new("*", &root));
+                    (o.status, o.stderr)
+                }
+            })
+        };
+        // Killed once the search is under way.
+        let started = fs.stats().requests;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while fs.stats().requests < started + 20 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        server.kill();
+        let (status, stderr) = searching.join().expect("no panic");
+        let host = format!("rg: sftp://root@127.0.0.1:{}: ", server.port);
+        let mentions = stderr.iter().filter(|l| l.contains("sftp://")).count();
+        if status != Status::Exited(2)
+            || !stderr.first().is_some_and(|l| l.starts_with(&host))
+            || mentions != 1
+        {
+            failures.push(format!(
+                "{}: {status:?}, {mentions} lines name the host, first {:?} of {}",
+                if grep { "grep" } else { "glob" },
+                stderr.first(),
+                stderr.len()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

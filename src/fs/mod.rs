@@ -29,8 +29,8 @@ mod text;
 
 pub use dynfs::DynFileSystem;
 pub use seam::{
-    errno, FileSystem, FileType, Listing, Metadata, Timestamp, Version, WriteError, WriteGuard,
-    Written,
+    errno, is_unavailable, unavailable, FileSystem, FileType, Listing, Metadata, Timestamp,
+    Version, WriteError, WriteGuard, Written,
 };
 
 pub(crate) use decode::decode_whole;

@@ -459,6 +459,32 @@ pub trait FileSystem: Send + Sync + 'static {
     }
 }
 
+/// An error that concerns the whole filesystem rather than the file it
+/// was met at: a remote host that can no longer be reached (the connection
+/// lost, a reconnection refused). The engine reports it once, first,
+/// instead of once for every file and directory it meets (`rg: {error}`).
+/// Its text is the error's own.
+pub fn unavailable(kind: io::ErrorKind, message: String) -> io::Error {
+    io::Error::new(kind, Unavailable(message))
+}
+
+/// Whether `err` was made by [`unavailable`].
+pub fn is_unavailable(err: &io::Error) -> bool {
+    err.get_ref().is_some_and(|e| e.is::<Unavailable>())
+}
+
+/// The payload of an [`unavailable`] error.
+#[derive(Debug)]
+struct Unavailable(String);
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unavailable {}
+
 /// `io::Error`s with the errno the local disk would report, for
 /// filesystems that are not the local disk: rg prints
 /// `No such file or directory (os error 2)`, and so must they.

@@ -177,6 +177,12 @@ impl Sshd {
     /// without a goodbye.
     pub fn kill(&self) {
         if let Some(mut child) = self.child.lock().unwrap().take() {
+            // The listener stopped first: a client that sees its session
+            // die and reconnects at once gets no new session process
+            // that the list below would miss.
+            let _ = Command::new("kill")
+                .args(["-STOP", &child.id().to_string()])
+                .status();
             for pid in descendants(child.id()) {
                 let _ = Command::new("kill")
                     .args(["-KILL", &pid.to_string()])

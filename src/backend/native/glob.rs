@@ -46,13 +46,17 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GlobRequest) -> Outcome<GlobResul
     };
     let files = match super::stat_root(fs, &root) {
         Err(e) => {
-            msgs.error(&dir_error(&root, root.walk_path(), &e));
+            msgs.io_error(&e, || dir_error(&root, root.walk_path(), &e));
             Vec::new()
         }
         Ok(m) if m.kind.is_dir() => {
             let (files, errors) = parwalk::walk(fs, &root, &filter, &budget);
-            for e in &errors {
-                msgs.error(e);
+            for (e, unavailable) in &errors {
+                if *unavailable {
+                    msgs.unavailable(e);
+                } else {
+                    msgs.error(e);
+                }
             }
             files.into_iter().map(|l| l.printed).collect()
         }
@@ -68,7 +72,7 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GlobRequest) -> Outcome<GlobResul
     let matched = !files.is_empty();
     Outcome {
         status: budget.status(exit_code(matched, msgs.errored)),
-        stderr: msgs.lines,
+        stderr: msgs.into_lines(),
         results: GlobResults { files },
     }
 }

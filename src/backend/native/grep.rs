@@ -18,7 +18,7 @@ use crate::request::GrepRequest;
 use super::dirwalk::{self, Dir, Haystack};
 use super::explicit;
 use super::matcher;
-use super::messages::{walk_error, Messages, NOTHING_SEARCHED};
+use super::messages::{Messages, NOTHING_SEARCHED};
 use super::parwalk::dir_error;
 use super::paths::{PathForm, Root};
 use super::reader::{cancelled, is_clean_miss, preloadable, FileReader, Preload, PRELOAD_KEEP};
@@ -223,9 +223,10 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResul
     match meta {
         Err(e) => {
             // The sequential walker's error for its root (walkdir's wording).
-            let msg = dir_error(&ctx.root, ctx.root.walk_path(), &e);
             let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
-            shared.msgs.error(&msg);
+            shared
+                .msgs
+                .io_error(&e, || dir_error(&ctx.root, ctx.root.walk_path(), &e));
         }
         Ok(m) if m.kind.is_dir() => search_pooled(&ctx, &real_workdir, override_set),
         Ok(_) => {
@@ -336,7 +337,7 @@ impl<'r, 's: 'r, F: FileSystem> dirwalk::Output<F> for Batcher<'r, 's, F> {
     }
 
     fn error(&mut self, err: ignore::Error) {
-        self.msgs.error(&walk_error(&err, &self.ctx.root));
+        self.msgs.walk_error(&err, &self.ctx.root);
     }
 
     fn stopped(&self) -> bool {
@@ -662,7 +663,7 @@ fn finish<F: FileSystem>(ctx: GrepCall<'_, F>, started: Instant) -> Outcome<Grep
     events.push(summary);
     Outcome {
         status: ctx.budget.status(exit_code(matched, msgs.errored)),
-        stderr: msgs.lines,
+        stderr: msgs.into_lines(),
         results: GrepResults { events },
     }
 }
@@ -722,7 +723,7 @@ impl<'a, F: FileSystem> Worker<'a, F> {
     fn error(&mut self, path: &Path, source: Source<'_, F>, err: &io::Error) {
         let printed = self.ctx.root.printed(path, source.path_form());
         let shown = String::from_utf8_lossy(&printed);
-        self.msgs.error(&format!("{shown}: {err}"));
+        self.msgs.io_error(err, || format!("{shown}: {err}"));
     }
 
     fn search(

@@ -12,9 +12,52 @@ use super::paths::Root;
 pub(crate) struct Messages {
     pub(crate) lines: Vec<String>,
     pub(crate) errored: bool,
+    /// The first error of the whole filesystem met (`fs::unavailable`: a
+    /// remote host lost), printed once, before the other lines
+    /// ([`Messages::into_lines`]), instead of once per file.
+    unavailable: Option<String>,
 }
 
 impl Messages {
+    /// An error about one file or directory, `describe`d as rg would print
+    /// it, or, when it is an error of the whole filesystem
+    /// ([`crate::fs::is_unavailable`]), that error alone, once.
+    pub(crate) fn io_error(&mut self, err: &std::io::Error, describe: impl FnOnce() -> String) {
+        if crate::fs::is_unavailable(err) {
+            self.unavailable(&err.to_string());
+        } else {
+            self.error(&describe());
+        }
+    }
+
+    /// An error of the whole filesystem, `message` its text: kept if it is
+    /// the first.
+    pub(crate) fn unavailable(&mut self, message: &str) {
+        self.errored = true;
+        if self.unavailable.is_none() {
+            self.unavailable = Some(message.to_string());
+        }
+    }
+
+    /// [`Messages::io_error`] for a walk error.
+    pub(crate) fn walk_error(&mut self, err: &ignore::Error, root: &Root) {
+        match err.io_error().filter(|e| crate::fs::is_unavailable(e)) {
+            Some(io) => self.io_error(io, String::new),
+            None => self.error(&walk_error(err, root)),
+        }
+    }
+
+    /// The lines to print: the error of the whole filesystem first, if
+    /// one was met.
+    pub(crate) fn into_lines(self) -> Vec<String> {
+        match self.unavailable {
+            Some(u) => std::iter::once(format!("rg: {u}"))
+                .chain(self.lines)
+                .collect(),
+            None => self.lines,
+        }
+    }
+
     /// `err_message!`: print `rg: {msg}` and remember that rg will exit 2.
     pub(crate) fn error(&mut self, msg: &str) {
         self.errored = true;
@@ -40,6 +83,9 @@ impl Messages {
     pub(crate) fn extend(&mut self, other: Messages) {
         self.errored |= other.errored;
         self.lines.extend(other.lines);
+        if self.unavailable.is_none() {
+            self.unavailable = other.unavailable;
+        }
     }
 }
 

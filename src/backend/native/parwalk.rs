@@ -52,6 +52,25 @@ pub(crate) struct ListedFile {
 struct WalkError {
     pos: Vec<u32>,
     msg: String,
+    /// An error of the whole filesystem (`fs::is_unavailable`): `msg` is
+    /// the error alone, reported once.
+    unavailable: bool,
+}
+
+impl WalkError {
+    /// walkdir's error for `path` ([`dir_error`]) at `pos`.
+    fn at(pos: Vec<u32>, root: &Root, path: &Path, io: &std::io::Error) -> WalkError {
+        let unavailable = crate::fs::is_unavailable(io);
+        WalkError {
+            pos,
+            msg: if unavailable {
+                io.to_string()
+            } else {
+                dir_error(root, path, io)
+            },
+            unavailable,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -69,13 +88,14 @@ struct GlobWalk<'a, F: FileSystem> {
 }
 
 /// The files below the directory `root` in rg's order, and the walk errors
-/// in walkdir's order.
+/// in walkdir's order (with whether each is an error of the whole
+/// filesystem).
 pub(crate) fn walk<F: FileSystem>(
     fs: &F,
     root: &Root,
     override_set: &GlobFilter,
     budget: &Budget,
-) -> (Vec<ListedFile>, Vec<String>) {
+) -> (Vec<ListedFile>, Vec<(String, bool)>) {
     let path = root.walk_path();
     let ctx = GlobWalk {
         fs,
@@ -116,7 +136,8 @@ pub(crate) fn walk<F: FileSystem>(
         })
     });
     errors.sort_by(|a, b| a.pos.cmp(&b.pos));
-    (files, errors.into_iter().map(|e| e.msg).collect())
+    let errors = errors.into_iter().map(|e| (e.msg, e.unavailable));
+    (files, errors.collect())
 }
 
 fn position_cmp(a: &ListedFile, b: &ListedFile) -> std::cmp::Ordering {
@@ -190,12 +211,9 @@ fn visit<'s, F: FileSystem>(
     let handle = match opened {
         Ok(h) => h,
         Err(e) => {
-            let msg = dir_error(ctx.root, &path, &e);
+            let err = WalkError::at(pos.to_vec(), ctx.root, &path, &e);
             let mut found = ctx.found.lock().unwrap_or_else(|e| e.into_inner());
-            found.errors.push(WalkError {
-                pos: pos.to_vec(),
-                msg,
-            });
+            found.errors.push(err);
             return;
         }
     };
@@ -228,10 +246,12 @@ fn visit<'s, F: FileSystem>(
             match ctx.fs.metadata_at(handle, path, &name, false) {
                 Ok(m) => kind = m.kind,
                 Err(e) => {
-                    errors.push(WalkError {
-                        pos: pos.iter().copied().chain([i]).collect(),
-                        msg: dir_error(ctx.root, &child_path, &e),
-                    });
+                    errors.push(WalkError::at(
+                        pos.iter().copied().chain([i]).collect(),
+                        ctx.root,
+                        &child_path,
+                        &e,
+                    ));
                     continue;
                 }
             }
@@ -289,10 +309,12 @@ fn visit<'s, F: FileSystem>(
         // (`Haystack::is_explicit` is only for the root).
     }
     if let Some(e) = listing.take_error() {
-        errors.push(WalkError {
-            pos: pos.iter().copied().chain([idx]).collect(),
-            msg: dir_error(ctx.root, path, &e),
-        });
+        errors.push(WalkError::at(
+            pos.iter().copied().chain([idx]).collect(),
+            ctx.root,
+            path,
+            &e,
+        ));
     }
     LISTING.with(|l| *l.borrow_mut() = listing);
     if !files.is_empty() || !errors.is_empty() {

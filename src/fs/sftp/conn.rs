@@ -172,8 +172,9 @@ impl client::Handler for Checker {
     }
 }
 
+/// The session ended: an error of the whole workspace, reported once.
 fn lost(url: &str, why: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::ConnectionAborted, format!("{url}: {why}"))
+    crate::fs::unavailable(io::ErrorKind::ConnectionAborted, format!("{url}: {why}"))
 }
 
 /// Connect and authenticate: a connection that carries the sessions of

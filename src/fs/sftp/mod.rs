@@ -21,6 +21,7 @@ mod ahead;
 mod conn;
 mod known_hosts;
 mod proto;
+mod staging;
 mod stream;
 
 use std::collections::HashMap;
@@ -640,7 +641,10 @@ impl SftpFs {
                     ),
                 )),
             }
-        })?;
+        });
+        // Whatever failed (the host, its key, the login), it fails every
+        // file alike: one error of the whole workspace.
+        let sessions = sessions.map_err(|e| crate::fs::unavailable(e.kind(), e.to_string()))?;
         let first = sessions[0].clone();
         *slot = Some(sessions);
         Ok(first)
@@ -1090,7 +1094,10 @@ async fn list_dir(conn: &Arc<Conn>, path: &[u8], listing: &mut Listing) -> io::R
             match reply {
                 Ok(Reply::Name(names)) => {
                     for (name, attrs) in names {
-                        if name == b"." || name == b".." {
+                        // A write's staged file (this process's or
+                        // another's) is no workspace file: it is there
+                        // only until the write publishes it.
+                        if name == b"." || name == b".." || staging::is_staged(&name) {
                             continue;
                         }
                         full.truncate(base);

@@ -51,6 +51,8 @@ pub(crate) struct Attrs {
     pub(crate) size: Option<u64>,
     pub(crate) perm: Option<u32>,
     pub(crate) mtime: Option<u32>,
+    /// The owner's uid.
+    pub(crate) uid: Option<u32>,
 }
 
 /// A request's body, built after its type byte and id.
@@ -132,7 +134,7 @@ impl<'a> In<'a> {
             a.size = Some(self.u64()?);
         }
         if flags & ATTR_UIDGID != 0 {
-            self.u32()?;
+            a.uid = Some(self.u32()?);
             self.u32()?;
         }
         if flags & ATTR_PERMISSIONS != 0 {

@@ -172,7 +172,7 @@ impl Stream {
                 Ok(reply) => return reply,
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(io::Error::new(
+                    return Err(crate::fs::unavailable(
                         io::ErrorKind::ConnectionAborted,
                         format!("{}: connection lost", self.url),
                     ))

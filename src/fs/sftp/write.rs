@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::conn::Conn;
 use super::proto::{self, Reply};
-use super::{expect_handle, expect_ok, join_all, stat, SftpFs};
+use super::{expect_handle, expect_ok, join_all, staging, stat, SftpFs};
 use crate::cancel::CancelToken;
 use crate::fs::bytes::path_bytes;
 use crate::fs::seam::{errno, FileType, Metadata, WriteError, WriteGuard, Written};
@@ -118,15 +118,15 @@ async fn publish(
     let mode = old.as_ref().map_or(0o600, |m| m.mode);
     let name = path
         .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+        .map_or(&b""[..], |n| path_bytes(Path::new(n)));
     let mut nonce = [0u8; 8];
     getrandom::fill(&mut nonce).map_err(|e| io::Error::other(e.to_string()))?;
-    let tmp = parent.join(format!(
-        ".{name}.{:016x}.dsh-staged",
-        u64::from_le_bytes(nonce)
-    ));
-    let staged = path_bytes(&tmp);
+    let mut tmp = path_bytes(parent).to_vec();
+    if tmp.last() != Some(&b'/') {
+        tmp.push(b'/');
+    }
+    tmp.extend_from_slice(&staging::staged_name(name, u64::from_le_bytes(nonce)));
+    let staged = &tmp[..];
     let flags = proto::FXF_WRITE | proto::FXF_CREAT | proto::FXF_EXCL;
     let handle = expect_handle(
         conn.call(proto::FXP_OPEN, |o| {
@@ -134,7 +134,15 @@ async fn publish(
         })
         .await,
     )?;
-    let result = stage(conn, &handle, staged, content, mode).await;
+    // The leftovers of killed writers in the same directory are swept
+    // while the content goes out (`staging::sweep`), against the server's
+    // clock as our fresh staged file shows it.
+    let sweep = async {
+        if let Ok(Reply::Attrs(ours)) = conn.call(proto::FXP_LSTAT, |o| o.bytes(staged)).await {
+            staging::sweep(conn, path_bytes(parent), ours).await;
+        }
+    };
+    let (result, ()) = tokio::join!(stage(conn, &handle, staged, content, mode), sweep);
     let closed = expect_ok(conn.call(proto::FXP_CLOSE, |o| o.bytes(&handle)).await);
     let staged_ok = result.and(closed);
     let remove = || async {
