@@ -198,6 +198,12 @@ class Tools {
   }
 }
 
-const wrapSubprocess = require('./subprocess.js').makeWrapSubprocess({ rg, checkRgArgv: native.checkRgArgv, checkSignal, unlisten })
+const wrapSubprocess = require('./subprocess.js').makeWrapSubprocess({
+  rgTail: native.rgTail,
+  Cancel: native.Cancel,
+  checkRgArgv: native.checkRgArgv,
+  checkSignal,
+  unlisten,
+})
 
 module.exports = { rg, Tools, wrapSubprocess }
