@@ -291,24 +291,42 @@ where
 
 /// The calls in flight, by Node environment (the main thread's, each
 /// worker's), so that an environment's end cancels its own calls: its
-/// cleanup hook runs at `process.exit()`, at the end of the event loop and
-/// when a worker is terminated, and a search nobody can receive the answer
-/// of stops instead of running on (on a FIFO, for ever) in a thread that
-/// nothing joins. A deferred settled after that is dropped (napi's own
-/// teardown hook for it has run).
+/// cleanup hook runs when the environment is torn down (a worker
+/// terminated, the main thread's loop at its end; `process.exit()` runs
+/// none: the `exit` event calls [`stop_calls`]). A search nobody can
+/// receive the answer of stops instead of running on (on a FIFO, for ever)
+/// in a thread that nothing joins. A deferred settled after that is
+/// dropped (napi's own teardown hook for it has run).
 mod in_flight {
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::{Mutex, MutexGuard};
+    use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+    use std::time::{Duration, Instant};
 
     use dsh_search::CancelToken;
     use napi::{Env, Result};
 
-    /// Environment (its address) → call id → the call's token.
-    static CALLS: Mutex<Option<HashMap<usize, HashMap<u64, CancelToken>>>> = Mutex::new(None);
+    /// How long an environment's end waits for its cancelled calls to
+    /// stop: a native search stops within milliseconds, and a real rg (the
+    /// `rg` backend) is stopped and reaped, not left running without its
+    /// parent (on a FIFO, for ever). A call still running then is left to
+    /// the process's exit: the exit is never held longer.
+    const STOP_WAIT: Duration = Duration::from_secs(1);
+
+    /// Set when a call's work is done.
+    #[derive(Default)]
+    struct Done {
+        done: Mutex<bool>,
+        changed: Condvar,
+    }
+
+    type Table = HashMap<usize, HashMap<u64, (CancelToken, Arc<Done>)>>;
+
+    /// Environment (its address) → call id → the call's token and end.
+    static CALLS: Mutex<Option<Table>> = Mutex::new(None);
     static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
-    fn calls() -> MutexGuard<'static, Option<HashMap<usize, HashMap<u64, CancelToken>>>> {
+    fn calls() -> MutexGuard<'static, Option<Table>> {
         CALLS.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -316,6 +334,7 @@ mod in_flight {
     pub(crate) struct Registered {
         env: usize,
         id: u64,
+        done: Arc<Done>,
     }
 
     impl Drop for Registered {
@@ -323,6 +342,8 @@ mod in_flight {
             if let Some(env) = calls().as_mut().and_then(|t| t.get_mut(&self.env)) {
                 env.remove(&self.id);
             }
+            *self.done.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            self.done.changed.notify_all();
         }
     }
 
@@ -331,11 +352,13 @@ mod in_flight {
     pub(crate) fn register(env: &Env, token: &CancelToken) -> Result<Registered> {
         let key = env.raw() as usize;
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let done = Arc::new(Done::default());
         let first = {
             let mut table = calls();
             let envs = table.get_or_insert_with(HashMap::new);
             let first = !envs.contains_key(&key);
-            envs.entry(key).or_default().insert(id, token.clone());
+            let entry = (token.clone(), Arc::clone(&done));
+            envs.entry(key).or_default().insert(id, entry);
             first
         };
         if first {
@@ -346,16 +369,48 @@ mod in_flight {
                 return Err(e);
             }
         }
-        Ok(Registered { env: key, id })
+        Ok(Registered { env: key, id, done })
     }
 
-    /// The environment's end: cancel each of its calls still running.
+    /// The calls of `env` still running: cancelled, and given
+    /// [`STOP_WAIT`] in all to stop.
+    pub(crate) fn stop(env: &Env) {
+        cancel_all(env.raw() as usize);
+    }
+
+    /// The environment's end: cancel each of its calls still running, and
+    /// give them [`STOP_WAIT`] in all to stop.
     fn cancel_all(key: usize) {
         let gone = calls().as_mut().and_then(|envs| envs.remove(&key));
-        for token in gone.into_iter().flat_map(|calls| calls.into_values()) {
+        let gone: Vec<_> = gone.into_iter().flat_map(|c| c.into_values()).collect();
+        for (token, _) in &gone {
             token.cancel();
         }
+        let deadline = Instant::now() + STOP_WAIT;
+        for (_, done) in &gone {
+            let mut finished = done.done.lock().unwrap_or_else(|e| e.into_inner());
+            while !*finished {
+                let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                    return;
+                };
+                finished = done
+                    .changed
+                    .wait_timeout(finished, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        }
     }
+}
+
+/// Cancel the calls this environment has in flight and give them a
+/// moment to stop (a real rg, under the `rg` backend, is stopped and
+/// reaped). `process.exit()` ends the process without running the
+/// environment's cleanup hooks, so the package calls this from the
+/// process's `exit` event.
+#[napi]
+pub fn stop_calls(env: &Env) {
+    in_flight::stop(env);
 }
 
 /// The median wall time, in microseconds, of `n` runs of `argv` in `cwd`
