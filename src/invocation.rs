@@ -4,8 +4,9 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use crate::backend::rg::{glob_args, grep_args};
-use crate::backend::SearchBackend;
+use crate::backend::{NativeBackend, SearchBackend};
 use crate::cancel::CancelToken;
+use crate::fs::FileSystem;
 use crate::outcome::{GlobResults, GrepResults, Outcome, Status};
 use crate::request::{GlobRequest, GrepRequest};
 
@@ -133,7 +134,48 @@ impl Invocation {
             Invocation::Grep(r) => RawRun::Grep(backend.grep(r)),
         }
     }
+
+    /// Run on the native engine with rg's stdout handed to `stdout` as it
+    /// is made, not kept: a grep's lines as each file's search ends
+    /// ([`NativeBackend::grep_streaming`]), a glob's paths once sorted (rg
+    /// sorts them all before it prints one). The returned output's
+    /// `stdout` is empty; its stderr and status are the run's. A caller
+    /// that keeps only part of the stream (a tail) holds only that part.
+    pub fn run_streaming<F: FileSystem>(
+        &self,
+        backend: &NativeBackend<F>,
+        stdout: &(dyn Fn(&[u8]) + Sync),
+    ) -> RawOutput {
+        let run = match self {
+            Invocation::Glob(r) => {
+                let outcome = backend.glob(r);
+                if outcome.status.exit_code().is_some() {
+                    let mut chunk = Vec::with_capacity(CHUNK);
+                    for f in &outcome.results.files {
+                        chunk.extend_from_slice(f);
+                        chunk.push(b'\n');
+                        if chunk.len() >= CHUNK {
+                            stdout(&chunk);
+                            chunk.clear();
+                        }
+                    }
+                    if !chunk.is_empty() {
+                        stdout(&chunk);
+                    }
+                }
+                RawRun::Glob(Outcome {
+                    results: GlobResults::default(),
+                    ..outcome
+                })
+            }
+            Invocation::Grep(r) => RawRun::Grep(backend.grep_streaming(r, stdout)),
+        };
+        run.into_output()
+    }
 }
+
+/// The size of the pieces a glob's listing is handed over in.
+const CHUNK: usize = 64 * 1024;
 
 fn error(index: Option<usize>, reason: impl Into<String>) -> InvocationError {
     InvocationError {

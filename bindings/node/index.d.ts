@@ -125,24 +125,60 @@ export interface Exit {
 
 /** A spawned process as the subprocess seam hands it out. */
 export interface SubprocessHandle {
+  /** The process id; `undefined` for a spawn answered in-process (no process is started). */
   pid: number | undefined
-  collected: { stdout: CollectedReader; stderr: CollectedReader }
+  /** The child's stdin, with `stdin: 'pipe'` only. */
+  stdin?: import('node:stream').Writable
+  /** The child's stdout, with `stdout: 'pipe'` only. */
+  stdout?: import('node:stream').Readable
+  /** The child's stderr, with `stderr: 'pipe'` only. */
+  stderr?: import('node:stream').Readable
+  /** A reader per collected stream. */
+  collected: { stdout?: CollectedReader; stderr?: CollectedReader }
   done: Promise<Exit>
   terminate(): Promise<void> | void
-  waitForExit(signal?: AbortSignal): Promise<Exit>
+  /** True once the process has exited; false when `signal` aborts first. */
+  waitForExit(signal?: AbortSignal): Promise<boolean>
 }
 
-/** The parts of a spawn spec the in-process answer reads. */
+/**
+ * A collected stream: its last `maxBytes` bytes are kept in memory;
+ * `spill` asks for a file holding the whole stream.
+ */
+export interface SubprocessCollect {
+  maxBytes: number
+  spill?: { maxBytes: number }
+}
+
+/** stdin: `/dev/null`, a pipe the caller writes, or data written then closed. */
+export type SubprocessStdinMode = 'ignore' | 'pipe' | { readonly data: string }
+
+/** stdout or stderr: a pipe the caller reads, the parent's own, or collected. */
+export type SubprocessOutputMode = 'pipe' | 'inherit' | SubprocessCollect
+
+/** Each stream's disposition, all explicit. */
+export interface SubprocessStdio {
+  stdin: SubprocessStdinMode
+  stdout: SubprocessOutputMode
+  stderr: SubprocessOutputMode
+}
+
+/**
+ * The seam's spawn spec (the search tools spawn rg with
+ * `stdio: {stdin: 'ignore', stdout: {maxBytes}, stderr: {maxBytes}}`).
+ */
 export interface SpawnSpec {
   /** The program first, then its arguments. */
-  argv: string[]
-  cwd?: string
-  stdin?: 'ignore' | unknown
-  stdout?: { maxBytes?: number; [key: string]: unknown }
-  stderr?: { maxBytes?: number; [key: string]: unknown }
-  graceMs?: number
+  argv: readonly string[]
+  /** The directory the process runs in. */
+  cwd: string
+  stdio: SubprocessStdio
+  /** SIGTERM to SIGKILL, after a stop. */
+  graceMs: number
+  /** Aborting stops the process (a search answered in-process: at once). */
   signal?: AbortSignal
-  [key: string]: unknown
+  /** Entries merged over the seam's environment (not read by the in-process answer). */
+  env?: Record<string, string | undefined>
 }
 
 export interface SubprocessService<H = SubprocessHandle> {
@@ -151,7 +187,8 @@ export interface SubprocessService<H = SubprocessHandle> {
 
 /**
  * The same service, except that a spawn of rg with one of the two
- * invocations (recognized by the argv's shape, never by the program's path,
- * stdin ignored) is answered in-process on a handle of the seam's shape.
+ * invocations (recognized by the argv's shape, never by the program's path),
+ * stdin ignored and both streams collected without a spill file, is
+ * answered in-process on a handle of the seam's shape.
  */
 export function wrapSubprocess<S extends SubprocessService<any>>(service: S): S

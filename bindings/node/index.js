@@ -8,6 +8,12 @@
 const path = require('node:path')
 const native = require('./dsh-search.node')
 
+// process.exit() ends the process without tearing its environment down
+// (no cleanup hook runs): the calls in flight are cancelled here, so that
+// a real rg the tools started (backend 'rg') is stopped, not left running
+// without its parent.
+process.once('exit', () => native.stopCalls())
+
 /** An AbortError like the one Node's own APIs reject with. */
 function abortError(signal) {
   const reason = signal && signal.reason
@@ -198,6 +204,12 @@ class Tools {
   }
 }
 
-const wrapSubprocess = require('./subprocess.js').makeWrapSubprocess({ rg, checkRgArgv: native.checkRgArgv, checkSignal, unlisten })
+const wrapSubprocess = require('./subprocess.js').makeWrapSubprocess({
+  rgTail: native.rgTail,
+  Cancel: native.Cancel,
+  checkRgArgv: native.checkRgArgv,
+  checkSignal,
+  unlisten,
+})
 
 module.exports = { rg, Tools, wrapSubprocess }

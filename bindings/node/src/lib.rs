@@ -17,7 +17,7 @@
 //! Every search and tool call runs on a thread of its own, not on libuv's
 //! thread pool: a search that waits (on a FIFO nobody writes) must not hold
 //! a thread the host's own `fs` and `crypto` calls need. Its promise is
-//! settled on the JavaScript thread (a [`JsDeferred`]), so the JavaScript
+//! settled on the JavaScript thread (a [`napi::JsDeferred`]), so the JavaScript
 //! thread keeps turning; a panic becomes a rejected promise, not a dead
 //! Node process.
 
@@ -33,7 +33,7 @@ use dsh_search::{
     WorkspaceOptions,
 };
 use napi::bindgen_prelude::{Buffer, Object, ToNapiValue};
-use napi::{Env, Error, JsDeferred, Result};
+use napi::{Env, Error, Result};
 use napi_derive::napi;
 use serde_json::Value;
 
@@ -122,6 +122,117 @@ pub fn rg<'e>(env: &'e Env, argv: Vec<String>, cwd: String, cancel: &Cancel) -> 
     )
 }
 
+/// What a run kept of rg's two streams (the subprocess wrapper's answer):
+/// each stream's last bytes, up to its cap, and the count of all it
+/// produced.
+#[napi(object)]
+pub struct RgTail {
+    /// The last bytes of rg's stdout, at most the stdout cap.
+    pub stdout: Buffer,
+    /// How many bytes rg's stdout had in all.
+    pub stdout_total: f64,
+    /// The last bytes of rg's stderr, at most the stderr cap.
+    pub stderr: Buffer,
+    /// How many bytes rg's stderr had in all.
+    pub stderr_total: f64,
+    /// rg's exit code: 0, 1 or 2.
+    pub exit_code: i32,
+}
+
+/// The last `max` bytes of a stream and the count of all of them, in at
+/// most twice `max` bytes of memory (the seam's collector keeps a stream's
+/// tail: seed-reference.md §1.4, §2.5).
+struct Tail {
+    max: usize,
+    kept: Vec<u8>,
+    total: u64,
+}
+
+impl Tail {
+    fn new(max: usize) -> Tail {
+        Tail {
+            max,
+            kept: Vec::new(),
+            total: 0,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        if bytes.len() >= self.max {
+            self.kept.clear();
+            self.kept
+                .extend_from_slice(&bytes[bytes.len() - self.max..]);
+            return;
+        }
+        self.kept.extend_from_slice(bytes);
+        if self.kept.len() > self.max.saturating_mul(2) {
+            self.kept.drain(..self.kept.len() - self.max);
+        }
+    }
+
+    fn finish(mut self) -> (Vec<u8>, u64) {
+        if self.kept.len() > self.max {
+            self.kept.drain(..self.kept.len() - self.max);
+        }
+        (self.kept, self.total)
+    }
+}
+
+/// `rg(argv, cwd, cancel)` for the subprocess wrapper: the same run, with
+/// only each stream's last `stdout_max` / `stderr_max` bytes kept and the
+/// count of all of them. rg's stdout is taken as the engine makes it
+/// ([`Invocation::run_streaming`]), so a run whose output is many times
+/// the cap holds the cap, not the output.
+#[napi(ts_return_type = "Promise<RgTail>")]
+pub fn rg_tail<'e>(
+    env: &'e Env,
+    argv: Vec<String>,
+    cwd: String,
+    cancel: &Cancel,
+    stdout_max: f64,
+    stderr_max: f64,
+) -> Result<Object<'e>> {
+    threads_from_env();
+    let workdir = existing_dir(&cwd, "spawn")?;
+    let invocation = Invocation::parse(&argv, workdir)
+        .map_err(|e| Error::from_reason(format!("spawn: {e}")))?
+        .cancel(cancel.token.clone());
+    // A cap is a non-negative integer (checked in JavaScript); a float
+    // converts saturating.
+    let (stdout_max, stderr_max) = (stdout_max as usize, stderr_max as usize);
+    off_thread(
+        env,
+        "spawn",
+        &cancel.token,
+        move || {
+            let stdout = Mutex::new(Tail::new(stdout_max));
+            let run = invocation.run_streaming(&NativeBackend::new(), &|bytes: &[u8]| {
+                stdout.lock().unwrap_or_else(|e| e.into_inner()).push(bytes)
+            });
+            let Some(code) = run.exit_code() else {
+                return Err(Error::from_reason(format!(
+                    "spawn: {}",
+                    run.failure().unwrap_or_default()
+                )));
+            };
+            let mut stderr = Tail::new(stderr_max);
+            stderr.push(&run.stderr);
+            let stdout = stdout.into_inner().unwrap_or_else(|e| e.into_inner());
+            Ok((stdout.finish(), stderr.finish(), code))
+        },
+        |((stdout, stdout_total), (stderr, stderr_total), exit_code)| {
+            Ok(RgTail {
+                stdout: stdout.into(),
+                stdout_total: stdout_total as f64,
+                stderr: stderr.into(),
+                stderr_total: stderr_total as f64,
+                exit_code,
+            })
+        },
+    )
+}
+
 /// What a call's promise is settled with, made on the JavaScript thread.
 type Settle<D> = Box<dyn FnOnce(Env) -> Result<D> + Send>;
 
@@ -152,7 +263,7 @@ where
     // The thread takes the deferred; if no thread starts, this function
     // rejects it (a deferred never settled would keep the event loop
     // alive for ever).
-    let slot: Arc<Mutex<Option<JsDeferred<D, Settle<D>>>>> = Arc::new(Mutex::new(Some(deferred)));
+    let slot = Arc::new(Mutex::new(Some(deferred)));
     let theirs = Arc::clone(&slot);
     let started = std::thread::Builder::new()
         .name(format!("dsh-node-{who}"))
@@ -180,24 +291,42 @@ where
 
 /// The calls in flight, by Node environment (the main thread's, each
 /// worker's), so that an environment's end cancels its own calls: its
-/// cleanup hook runs at `process.exit()`, at the end of the event loop and
-/// when a worker is terminated, and a search nobody can receive the answer
-/// of stops instead of running on (on a FIFO, for ever) in a thread that
-/// nothing joins. A deferred settled after that is dropped (napi's own
-/// teardown hook for it has run).
+/// cleanup hook runs when the environment is torn down (a worker
+/// terminated, the main thread's loop at its end; `process.exit()` runs
+/// none: the `exit` event calls [`stop_calls`]). A search nobody can
+/// receive the answer of stops instead of running on (on a FIFO, for ever)
+/// in a thread that nothing joins. A deferred settled after that is
+/// dropped (napi's own teardown hook for it has run).
 mod in_flight {
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::{Mutex, MutexGuard};
+    use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+    use std::time::{Duration, Instant};
 
     use dsh_search::CancelToken;
     use napi::{Env, Result};
 
-    /// Environment (its address) → call id → the call's token.
-    static CALLS: Mutex<Option<HashMap<usize, HashMap<u64, CancelToken>>>> = Mutex::new(None);
+    /// How long an environment's end waits for its cancelled calls to
+    /// stop: a native search stops within milliseconds, and a real rg (the
+    /// `rg` backend) is stopped and reaped, not left running without its
+    /// parent (on a FIFO, for ever). A call still running then is left to
+    /// the process's exit: the exit is never held longer.
+    const STOP_WAIT: Duration = Duration::from_secs(1);
+
+    /// Set when a call's work is done.
+    #[derive(Default)]
+    struct Done {
+        done: Mutex<bool>,
+        changed: Condvar,
+    }
+
+    type Table = HashMap<usize, HashMap<u64, (CancelToken, Arc<Done>)>>;
+
+    /// Environment (its address) → call id → the call's token and end.
+    static CALLS: Mutex<Option<Table>> = Mutex::new(None);
     static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
-    fn calls() -> MutexGuard<'static, Option<HashMap<usize, HashMap<u64, CancelToken>>>> {
+    fn calls() -> MutexGuard<'static, Option<Table>> {
         CALLS.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -205,6 +334,7 @@ mod in_flight {
     pub(crate) struct Registered {
         env: usize,
         id: u64,
+        done: Arc<Done>,
     }
 
     impl Drop for Registered {
@@ -212,6 +342,8 @@ mod in_flight {
             if let Some(env) = calls().as_mut().and_then(|t| t.get_mut(&self.env)) {
                 env.remove(&self.id);
             }
+            *self.done.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            self.done.changed.notify_all();
         }
     }
 
@@ -220,11 +352,13 @@ mod in_flight {
     pub(crate) fn register(env: &Env, token: &CancelToken) -> Result<Registered> {
         let key = env.raw() as usize;
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let done = Arc::new(Done::default());
         let first = {
             let mut table = calls();
             let envs = table.get_or_insert_with(HashMap::new);
             let first = !envs.contains_key(&key);
-            envs.entry(key).or_default().insert(id, token.clone());
+            let entry = (token.clone(), Arc::clone(&done));
+            envs.entry(key).or_default().insert(id, entry);
             first
         };
         if first {
@@ -235,16 +369,48 @@ mod in_flight {
                 return Err(e);
             }
         }
-        Ok(Registered { env: key, id })
+        Ok(Registered { env: key, id, done })
     }
 
-    /// The environment's end: cancel each of its calls still running.
+    /// The calls of `env` still running: cancelled, and given
+    /// [`STOP_WAIT`] in all to stop.
+    pub(crate) fn stop(env: &Env) {
+        cancel_all(env.raw() as usize);
+    }
+
+    /// The environment's end: cancel each of its calls still running, and
+    /// give them [`STOP_WAIT`] in all to stop.
     fn cancel_all(key: usize) {
         let gone = calls().as_mut().and_then(|envs| envs.remove(&key));
-        for token in gone.into_iter().flat_map(|calls| calls.into_values()) {
+        let gone: Vec<_> = gone.into_iter().flat_map(|c| c.into_values()).collect();
+        for (token, _) in &gone {
             token.cancel();
         }
+        let deadline = Instant::now() + STOP_WAIT;
+        for (_, done) in &gone {
+            let mut finished = done.done.lock().unwrap_or_else(|e| e.into_inner());
+            while !*finished {
+                let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                    return;
+                };
+                finished = done
+                    .changed
+                    .wait_timeout(finished, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        }
     }
+}
+
+/// Cancel the calls this environment has in flight and give them a
+/// moment to stop (a real rg, under the `rg` backend, is stopped and
+/// reaped). `process.exit()` ends the process without running the
+/// environment's cleanup hooks, so the package calls this from the
+/// process's `exit` event.
+#[napi]
+pub fn stop_calls(env: &Env) {
+    in_flight::stop(env);
 }
 
 /// The median wall time, in microseconds, of `n` runs of `argv` in `cwd`

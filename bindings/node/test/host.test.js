@@ -142,6 +142,47 @@ for (const [name, call] of EXITS) {
   })
 }
 
+/** The processes whose working directory is `dir`. */
+function runningIn(dir) {
+  const pids = []
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(pid)) continue
+    try {
+      if (fs.readlinkSync(`/proc/${pid}/cwd`) === dir) pids.push(Number(pid))
+    } catch {}
+  }
+  return pids
+}
+
+test('process.exit() with a tool call on the rg backend in flight leaves no rg process behind', async () => {
+  // process.exit() runs no environment cleanup hook; the package's exit
+  // listener cancels the call, and the rg backend stops its rg. Before,
+  // the rg waiting on the FIFO outlived the process, without a parent.
+  const f = fifos(1)
+  const script = `
+    const { Tools } = require(${JSON.stringify(PACKAGE)})
+    new Tools({ backend: 'rg' }).call('grep', { pattern: 'x', path: 'p0' }, { cwd: ${JSON.stringify(f.dir)} })
+    setTimeout(() => process.exit(7), 300)
+  `
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let err = ''
+  child.stderr.on('data', (b) => (err += b))
+  const exited = new Promise((r) => child.on('exit', (code, signal) => r({ code, signal })))
+  try {
+    const exit = await within(10_000, exited, null)
+    assert.deepEqual(exit, { code: 7, signal: null }, err)
+    assert.deepEqual(runningIn(f.dir), [], 'an rg still runs in the FIFO’s directory')
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL')
+      await exited
+    }
+    // An rg left behind ends when its FIFO gets a writer.
+    if (runningIn(f.dir).length > 0) await release(path.join(f.dir, 'p0')).catch(() => {})
+    f.cleanup()
+  }
+})
+
 /** How many of this process's descriptors are open on `p`. */
 function openOn(p) {
   let n = 0

@@ -1,9 +1,14 @@
 'use strict'
 // A local subprocess service with the seam's shape (seed-reference.md
-// §1.4): it really spawns, collects each stream's last maxBytes bytes,
-// and stops the process group with SIGTERM (SIGKILL after graceMs) on
-// terminate() or spec.signal. The tests wrap it, and compare what the
-// wrapper answers in-process with what it answers by spawning.
+// §1.4; the spec type of test/types.ts): it really spawns, in its own
+// process group; stdin is 'ignore', 'pipe' (handle.stdin) or {data};
+// stdout and stderr are 'pipe' (handle.stdout / handle.stderr), 'inherit',
+// or a collector {maxBytes} that keeps the stream's last maxBytes bytes
+// (a spill file it does not write); terminate() and spec.signal send
+// SIGTERM to the group, SIGKILL after graceMs; waitForExit(signal?) is true
+// once the process has exited, false when the signal aborts first. The
+// tests wrap it, and compare what the wrapper answers in-process with what
+// it answers by spawning.
 
 const { spawn } = require('node:child_process')
 
@@ -13,7 +18,7 @@ class Tail {
   #total = 0
 
   constructor(max) {
-    this.#max = max ?? Infinity
+    this.#max = max
   }
 
   push(chunk) {
@@ -30,19 +35,29 @@ class Tail {
   }
 }
 
+const isCollector = (mode) => mode !== null && typeof mode === 'object'
+
 function localService() {
   return {
     spawn(spec) {
       const [program, ...args] = spec.argv
+      const { stdin, stdout: out, stderr: err } = spec.stdio
       const child = spawn(program, args, {
         cwd: spec.cwd,
-        stdio: [spec.stdin ?? 'ignore', 'pipe', 'pipe'],
+        stdio: [isCollector(stdin) ? 'pipe' : stdin, isCollector(out) ? 'pipe' : out, isCollector(err) ? 'pipe' : err],
         detached: true,
       })
-      const stdout = new Tail(spec.stdout && spec.stdout.maxBytes)
-      const stderr = new Tail(spec.stderr && spec.stderr.maxBytes)
-      child.stdout.on('data', (b) => stdout.push(b))
-      child.stderr.on('data', (b) => stderr.push(b))
+      if (isCollector(stdin)) child.stdin.end(stdin.data)
+      const collected = {}
+      for (const [name, mode] of [
+        ['stdout', out],
+        ['stderr', err],
+      ]) {
+        if (!isCollector(mode)) continue
+        const tail = new Tail(mode.maxBytes)
+        child[name].on('data', (b) => tail.push(b))
+        collected[name] = tail
+      }
       let killTimer
       const terminate = () => {
         if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return
@@ -53,7 +68,7 @@ function localService() {
           try {
             process.kill(-child.pid, 'SIGKILL')
           } catch {}
-        }, spec.graceMs ?? 3000)
+        }, spec.graceMs)
       }
       if (spec.signal) {
         if (spec.signal.aborted) terminate()
@@ -68,18 +83,26 @@ function localService() {
         })
       })
       done.catch(() => {})
+      const ended = done.then(
+        () => true,
+        () => true,
+      )
       return {
         pid: child.pid,
-        collected: { stdout, stderr },
+        stdin: isCollector(stdin) ? undefined : (child.stdin ?? undefined),
+        stdout: isCollector(out) ? undefined : (child.stdout ?? undefined),
+        stderr: isCollector(err) ? undefined : (child.stderr ?? undefined),
+        collected,
         done,
         terminate() {
           terminate()
-          return done.then(
-            () => undefined,
-            () => undefined,
-          )
+          return ended.then(() => undefined)
         },
-        waitForExit: () => done,
+        waitForExit(signal) {
+          if (!signal) return ended
+          if (signal.aborted) return Promise.resolve(false)
+          return Promise.race([ended, new Promise((r) => signal.addEventListener('abort', () => r(false), { once: true }))])
+        },
       }
     },
   }

@@ -1,18 +1,21 @@
 'use strict'
 // wrapSubprocess(service), driven the way the harness's search code drives
-// the seam (seed-reference.md §1.4, §2.4, §2.5): spawn, await done, read
-// the collected stdout from offset 0; a maxBytes smaller than the output
-// (the tail kept, lossy set); abort through spec.signal; terminate()
-// mid-search; a cwd that does not exist; spawns that are not rg's two
-// invocations passed through to the wrapped service untouched. The wrapped
-// service is a local one that really spawns (test/local-service.js), so
-// every in-process answer is compared with the real rg's through the same
-// seam.
+// the seam (seed-reference.md §1.4, §2.4, §2.5), with the seam's own spawn
+// spec (stdio: {stdin: 'ignore', stdout: {maxBytes}, stderr: {maxBytes}};
+// test/types.ts): spawn, await done, read the collected stdout from offset
+// 0; a maxBytes smaller than the output (the tail kept, lossy set), also
+// on an output fifty times the cap, in memory bounded by the cap; abort
+// through spec.signal; terminate() mid-search; a cwd that does not exist;
+// spawns the in-process answer cannot give (stdin piped, streams piped or
+// inherited, a spill file, another argv) passed through to the wrapped
+// service untouched. The wrapped service is a local one that really spawns
+// (test/local-service.js), so every in-process answer is compared with the
+// real rg's through the same seam.
 
 const { test, before, after } = require('node:test')
 const assert = require('node:assert/strict')
 const { performance } = require('node:perf_hooks')
-const { execFileSync } = require('node:child_process')
+const { execFile, execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
@@ -47,9 +50,10 @@ function recording() {
     spawned,
     service: {
       spawn(spec) {
-        const handle = service.spawn(spec)
-        spawned.push({ spec, handle })
-        return handle
+        const record = { spec }
+        spawned.push(record)
+        record.handle = service.spawn(spec)
+        return record.handle
       },
       describe() {
         return `local service with ${spawned.length} spawns`
@@ -58,12 +62,14 @@ function recording() {
   }
 }
 
-const spec = (argv, extra = {}) => ({
+/**
+ * A spawn spec as the search tools build it (seed-reference.md §1.4):
+ * `stdio` in `extra` replaces streams of the default one.
+ */
+const spec = (argv, { stdio, ...extra } = {}) => ({
   argv: [bin, ...argv],
   cwd: tree.root,
-  stdin: 'ignore',
-  stdout: { maxBytes: 20_000_000 },
-  stderr: { maxBytes: 65_536 },
+  stdio: { stdin: 'ignore', stdout: { maxBytes: 20_000_000 }, stderr: { maxBytes: 65_536 }, ...stdio },
   graceMs: 3000,
   ...extra,
 })
@@ -101,23 +107,103 @@ for (const [name, argv, kind] of SPAWNS) {
 test('maxBytes smaller than the output: the tail is kept and lossy is set', async () => {
   const argv = h.globArgv('**/*.txt')
   const full = await drive(wrapSubprocess(localService()).spawn(spec(argv)))
-  const cut = await drive(wrapSubprocess(localService()).spawn(spec(argv, { stdout: { maxBytes: 50 } })))
+  const cut = await drive(wrapSubprocess(localService()).spawn(spec(argv, { stdio: { stdout: { maxBytes: 50 } } })))
   const bytes = Buffer.from(full.stdout.text)
   assert.ok(bytes.length > 50)
   assert.deepEqual(cut.stdout, { text: bytes.subarray(bytes.length - 50).toString(), nextOffset: bytes.length, lossy: true })
   // The real seam gives the same.
-  const real = await drive(localService().spawn(spec(argv, { stdout: { maxBytes: 50 } })))
+  const real = await drive(localService().spawn(spec(argv, { stdio: { stdout: { maxBytes: 50 } } })))
   assert.deepEqual(cut.stdout, real.stdout)
   // Reading on from nextOffset: nothing new, nothing lost.
-  const handle = wrapSubprocess(localService()).spawn(spec(argv, { stdout: { maxBytes: 50 } }))
+  const handle = wrapSubprocess(localService()).spawn(spec(argv, { stdio: { stdout: { maxBytes: 50 } } }))
   await handle.done
   assert.deepEqual(handle.collected.stdout.readFrom(bytes.length), { text: '', nextOffset: bytes.length, lossy: false })
   assert.deepEqual(handle.collected.stdout.readFrom(bytes.length - 10).lossy, false)
   assert.equal(handle.collected.stdout.readFrom(bytes.length - 60).lossy, true)
 })
 
+/** A tree whose grep for `e` prints about 11 MB: 200 files of 20 lines of 60 `e`s. */
+function manyMatches() {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-node-many-'))
+  const body = `${'e'.repeat(60)}\n`.repeat(20)
+  for (let i = 0; i < 200; i++) {
+    const d = path.join(root, `d${i % 20}`)
+    fs.mkdirSync(d, { recursive: true })
+    fs.writeFileSync(path.join(d, `f${i}.txt`), body)
+  }
+  return { root, cleanup: () => fs.rmSync(root, { recursive: true, force: true }) }
+}
+
+/** `"elapsed…":{…}` objects, whose digits differ from run to run. */
+const ELAPSED = /"(elapsed|elapsed_total)":\{[^{}]*\}/g
+
+test('an output fifty times maxBytes: the tail and lossy, in memory bounded by maxBytes, not by the output', async () => {
+  // A child process of its own, so that its peak RSS (maxRSS) is this
+  // spawn's: before, the wrapper kept the whole output (and rg() a copy
+  // of it), 31 MB more for 22 MB of output.
+  const MAX = 128 * 1024
+  const many = manyMatches()
+  try {
+    const script = `
+      const { wrapSubprocess } = require(${JSON.stringify(path.join(__dirname, '..'))})
+      const { grepArgv } = require(${JSON.stringify(path.join(__dirname, 'helpers.js'))})
+      const wrapped = wrapSubprocess({ spawn() { throw new Error('the wrapper must answer this spawn') } })
+      const spec = (argv, maxBytes) => ({
+        argv: [${JSON.stringify(bin)}, ...argv],
+        cwd: ${JSON.stringify(many.root)},
+        stdio: { stdin: 'ignore', stdout: { maxBytes }, stderr: { maxBytes: 65536 } },
+        graceMs: 3000,
+      })
+      ;(async () => {
+        // Warm: the engine's workers, the addon's first call.
+        await wrapped.spawn(spec(grepArgv('e', 'd0'), 1024)).done
+        const before = process.resourceUsage().maxRSS
+        const handle = wrapped.spawn(spec(grepArgv('e'), ${MAX}))
+        const exit = await handle.done
+        const read = handle.collected.stdout.readFrom(0)
+        const growthKiB = process.resourceUsage().maxRSS - before
+        const end = handle.collected.stdout.readFrom(read.nextOffset)
+        console.log(JSON.stringify({ exit, read, end, growthKiB }))
+      })()
+    `
+    const child = await new Promise((resolve, reject) => {
+      execFile(process.execPath, ['-e', script], { maxBuffer: 8 << 20 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)))
+    })
+    const { exit, read, end, growthKiB } = JSON.parse(child)
+    const real = await h.spawnRg(bin, h.grepArgv('e'), many.root)
+    const realText = real.stdout.toString('latin1')
+    assert.deepEqual(exit, { exitCode: 0, signal: null })
+    // seed-reference.md §1.4 and §2.5: the tail is kept, lossy reported;
+    // nextOffset counts every byte; reading on from it, nothing is lost.
+    assert.equal(read.lossy, true)
+    assert.equal(Buffer.byteLength(read.text), MAX, 'the text is the last maxBytes bytes')
+    assert.ok(read.nextOffset >= 50 * MAX, `the output (${read.nextOffset} bytes) must be at least 50 × maxBytes`)
+    assert.deepEqual(end, { text: '', nextOffset: read.nextOffset, lossy: false })
+    // Every byte counted: the real rg's output, but for the digits of
+    // the elapsed times (one per file with a match and the summary's,
+    // each 30 to 50 bytes).
+    const masked = realText.replace(ELAPSED, '"$1":{}')
+    const timings = (realText.match(ELAPSED) || []).length
+    const extra = read.nextOffset - masked.length
+    assert.ok(extra >= 30 * timings && extra <= 50 * timings, `nextOffset ${read.nextOffset}: ${extra} bytes of times beyond rg's ${masked.length} for ${timings} of them`)
+    // The tail's whole lines are rg's events, the summary last, with the
+    // real rg's statistics (bytes_printed counts no times).
+    const lines = read.text.split('\n').slice(1, -1).map((l) => JSON.parse(l))
+    assert.ok(lines.every((e) => ['begin', 'match', 'end', 'summary'].includes(e.type)))
+    const stats = (s) => ({ ...s.data.stats, elapsed: undefined })
+    const realSummary = JSON.parse(realText.trimEnd().split('\n').pop())
+    assert.deepEqual(stats(lines[lines.length - 1]), stats(realSummary))
+    // Memory: what a cap of maxBytes costs (the kept tail, its copy and
+    // its decoded text, the files being searched), not the output: 24 ×
+    // maxBytes is 3 MiB here, for 11 MB of output.
+    assert.ok(growthKiB * 1024 <= 24 * MAX, `peak RSS grew by ${growthKiB} KiB for a ${MAX / 1024} KiB cap (output: ${read.nextOffset} bytes)`)
+  } finally {
+    many.cleanup()
+  }
+})
+
 test('maxBytes 0 keeps nothing and reports the loss', async () => {
-  const r = await drive(wrapSubprocess(localService()).spawn(spec(h.grepArgv('needle'), { stdout: { maxBytes: 0 } })))
+  const r = await drive(wrapSubprocess(localService()).spawn(spec(h.grepArgv('needle'), { stdio: { stdout: { maxBytes: 0 } } })))
   assert.equal(r.stdout.text, '')
   assert.equal(r.stdout.lossy, true)
   assert.ok(r.stdout.nextOffset > 0)
@@ -154,7 +240,7 @@ test('terminate() mid-search ends it as a killed rg', async () => {
   await new Promise((r) => setTimeout(r, 30))
   await handle.terminate()
   assert.deepEqual(await handle.done, { exitCode: null, signal: 'SIGTERM' })
-  assert.deepEqual(await handle.waitForExit(), { exitCode: null, signal: 'SIGTERM' })
+  assert.equal(await handle.waitForExit(), true)
   // terminate() after the end changes nothing.
   const quick = wrapSubprocess(localService()).spawn(spec(h.grepArgv('needle')))
   const exit = await quick.done
@@ -163,13 +249,22 @@ test('terminate() mid-search ends it as a killed rg', async () => {
   assert.equal(exit.exitCode, 0)
 })
 
-test('waitForExit(signal): its own signal stops the wait, not the search', async () => {
+test('waitForExit(signal): false when its own signal aborts first (the search goes on), true once it ended', async () => {
   const handle = wrapSubprocess(localService()).spawn(spec(LONG, { cwd: large.root }))
   const ac = new AbortController()
   const wait = handle.waitForExit(ac.signal)
   ac.abort()
-  await assert.rejects(wait, { name: 'AbortError' })
-  assert.deepEqual(await handle.waitForExit(), { exitCode: 1, signal: null })
+  assert.equal(await wait, false)
+  assert.equal(await handle.waitForExit(), true)
+  assert.equal(await handle.waitForExit(AbortSignal.abort()), false, 'an aborted signal answers false, as the seam does')
+  assert.deepEqual(await handle.done, { exitCode: 1, signal: null })
+  // The real seam answers the same.
+  const real = localService().spawn(spec(h.grepArgv('needle')))
+  const ac2 = new AbortController()
+  const realWait = real.waitForExit(ac2.signal)
+  ac2.abort()
+  assert.equal(await realWait, false)
+  assert.equal(await real.waitForExit(), true)
 })
 
 test('a spec.signal or a waitForExit signal that is not an AbortSignal is a TypeError (ERR_INVALID_ARG_TYPE)', async () => {
@@ -193,16 +288,26 @@ test('a spec whose cwd is not an existing directory fails at spawn level: done r
   assert.equal(got.code, 'ENOENT')
 })
 
+// What the in-process answer cannot give as the seam gives it goes to the
+// wrapped service, which answers it (or throws) as it would unwrapped.
 const PASSED_THROUGH = [
   ['another program', () => spec([], { argv: ['/bin/echo', 'hello'] })],
   ['rg with other flags', () => spec(['--version'])],
   ['rg without --no-config', () => spec(h.grepArgv('needle').slice(1))],
-  ['rg reading a piped stdin', () => spec(h.grepArgv('needle'), { stdin: 'pipe' })],
+  // A piped stdin: the caller means to talk to the process.
+  ['rg with stdin piped', () => spec(h.grepArgv('needle'), { stdio: { stdin: 'pipe' } })],
+  ['rg with stdin data', () => spec(h.grepArgv('needle'), { stdio: { stdin: { data: 'needle\n' } } })],
+  ['rg with stdout piped', () => spec(h.grepArgv('needle'), { stdio: { stdout: 'pipe' } })],
+  ['rg with stdout inherited', () => spec(h.globArgv('*.none'), { stdio: { stdout: 'inherit' } })],
+  ['rg with stderr inherited', () => spec(h.grepArgv('needle'), { stdio: { stderr: 'inherit' } })],
+  ['rg with a spill file', () => spec(h.grepArgv('needle'), { stdio: { stdout: { maxBytes: 100, spill: { maxBytes: 1000 } } } })],
   ['a NUL in the argv', () => spec(h.grepArgv('a\0b'))],
+  // Not the seam's spec: the streams at the top level, no stdio.
+  ['the streams beside stdio, not in it', () => ({ argv: [bin, ...h.grepArgv('needle')], cwd: tree.root, stdin: 'ignore', stdout: { maxBytes: 100 }, graceMs: 3000 })],
 ]
 
 for (const [name, make] of PASSED_THROUGH) {
-  test(`a spawn that is not one of the two invocations reaches the service untouched: ${name}`, () => {
+  test(`a spawn the in-process answer cannot give reaches the service untouched: ${name}`, async () => {
     const { service, spawned } = recording()
     const s = make()
     let handle
@@ -212,14 +317,17 @@ for (const [name, make] of PASSED_THROUGH) {
     } catch (e) {
       thrown = e
     }
-    assert.equal(spawned.length + (thrown ? 1 : 0), 1)
+    assert.equal(spawned.length, 1, 'the service must see the spawn')
+    assert.equal(spawned[0].spec, s, 'the very spec object')
     if (!thrown) {
-      assert.equal(spawned[0].spec, s, 'the very spec object')
       assert.equal(handle, spawned[0].handle, 'the service’s own handle')
-      handle.terminate()
+      if (handle.stdin) handle.stdin.end()
+      if (handle.stdout) handle.stdout.resume()
+      await handle.terminate()
     } else {
-      // The service's own synchronous failure (Node's spawn refuses a NUL).
-      assert.equal(thrown.code, 'ERR_INVALID_ARG_VALUE')
+      // The service's own synchronous failure: Node's spawn refuses a NUL;
+      // the local service reads the seam's stdio, which the spec lacks.
+      assert.ok(thrown.code === 'ERR_INVALID_ARG_VALUE' || thrown instanceof TypeError, thrown.stack)
     }
   })
 }

@@ -33,11 +33,27 @@ interface HarnessHandle extends SubprocessHandle {
 async function wrapped(service: { spawn(spec: SpawnSpec): HarnessHandle; close(): void }, signal: AbortSignal): Promise<Exit> {
   const s = wrapSubprocess(service)
   s.close()
-  const h = s.spawn({ argv: ['rg', '--no-config', '--json', '--regexp=x'], cwd: '/w', stdin: 'ignore', stdout: { maxBytes: 100 }, signal })
-  const { text, nextOffset, lossy } = h.collected.stdout.readFrom(0)
-  void [text.length, nextOffset + 1, lossy === true]
+  // As the search tools spawn rg (seed-reference.md §1.4).
+  const h = s.spawn({
+    argv: ['rg', '--no-config', '--json', '--regexp=x'],
+    cwd: '/w',
+    stdio: { stdin: 'ignore', stdout: { maxBytes: 20_000_000 }, stderr: { maxBytes: 65_536 } },
+    graceMs: 3000,
+    signal,
+  })
+  const read = h.collected.stdout?.readFrom(0)
+  void [read?.text.length, (read?.nextOffset ?? 0) + 1, read?.lossy === true]
   await h.terminate()
-  await h.waitForExit(signal)
+  const exited: boolean = await h.waitForExit(signal)
+  s.spawn({ argv: ['rg'], cwd: '/w', stdio: { stdin: { data: 'x' }, stdout: 'pipe', stderr: 'inherit' }, graceMs: 1, env: { A: undefined } })
+  s.spawn({ argv: ['rg'], cwd: '/w', stdio: { stdin: 'pipe', stdout: { maxBytes: 1, spill: { maxBytes: 2 } }, stderr: { maxBytes: 1 } }, graceMs: 1 })
+  // @ts-expect-error the streams are under stdio
+  s.spawn({ argv: ['rg'], cwd: '/w', stdin: 'ignore', stdout: { maxBytes: 100 }, graceMs: 1 })
+  // @ts-expect-error stdin is never collected
+  s.spawn({ argv: ['rg'], cwd: '/w', stdio: { stdin: { maxBytes: 1 }, stdout: 'pipe', stderr: 'pipe' }, graceMs: 1 })
+  // @ts-expect-error cwd, stdio and graceMs are required: the seam applies no defaults
+  s.spawn({ argv: ['rg'] })
+  void exited
   return h.done
 }
 

@@ -49,6 +49,10 @@ struct GrepCall<'a, F: FileSystem> {
     /// counted without running the searcher ([`matcher::whole_file_prefilter`]).
     prefilter: bool,
     shared: Mutex<Collected>,
+    /// Where each file's lines go as its search ends, when the caller takes
+    /// rg's stdout as it comes ([`run_streaming`]) instead of in the
+    /// outcome.
+    stream: Option<&'a Stream<'a>>,
     /// One [`Kit`] per thread that searches: slot 0 for a thread outside
     /// the pool (the caller), then one per pool thread. A matcher clone
     /// starts with an empty cache pool (regex-automata `meta::Regex::clone`)
@@ -144,9 +148,14 @@ impl<F: FileSystem> Drop for GrepCall<'_, F> {
     }
 }
 
+/// A receiver of rg's stdout bytes, called by one thread at a time.
+pub(crate) type Stream<'a> = dyn Fn(&[u8]) + Sync + 'a;
+
 #[derive(Default)]
 struct Collected {
     blocks: Vec<FileBlock>,
+    /// Whether a file streamed already had a match ([`GrepCall::stream`]).
+    matched: bool,
     /// The statistics of the files without a match.
     stats: Stats,
     msgs: Messages,
@@ -160,6 +169,26 @@ struct Collected {
 /// path itself (never filtered at depth 0, no ignore files read) or
 /// walkdir's error for it; a directory, or a symlink to one, is walked.
 pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResults> {
+    run_with(fs, req, None)
+}
+
+/// [`run`], with rg's stdout handed to `out` as it is made, a file's lines
+/// when its search ends (in the order the files end, as rg prints them)
+/// and the summary last: memory holds the files being searched, not the
+/// output. The outcome's results are empty.
+pub(crate) fn run_streaming<F: FileSystem>(
+    fs: &F,
+    req: &GrepRequest,
+    out: &Stream<'_>,
+) -> Outcome<GrepResults> {
+    run_with(fs, req, Some(out))
+}
+
+fn run_with<F: FileSystem>(
+    fs: &F,
+    req: &GrepRequest,
+    stream: Option<&Stream<'_>>,
+) -> Outcome<GrepResults> {
     let started = Instant::now();
     let fail = |why: String| Outcome {
         status: Status::LaunchFailed(why),
@@ -216,6 +245,7 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResul
         matcher,
         budget: Budget::new(req.raw_budget, req.cancel.clone()),
         shared: Mutex::new(Collected::default()),
+        stream,
         kits: (0..super::pool().current_num_threads() + 1)
             .map(|_| Mutex::new(None))
             .collect(),
@@ -635,6 +665,7 @@ impl<F: FileSystem> Source<'_, F> {
 fn finish<F: FileSystem>(ctx: GrepCall<'_, F>, started: Instant) -> Outcome<GrepResults> {
     let Collected {
         mut blocks,
+        matched: streamed_match,
         stats: unmatched,
         mut msgs,
         searched,
@@ -646,7 +677,7 @@ fn finish<F: FileSystem>(ctx: GrepCall<'_, F>, started: Instant) -> Outcome<Grep
     // stable. A block holds one file's lines, in ascending order already.
     blocks.sort_by(|a, b| d2_order((&a.path, 0), (&b.path, 0)));
     let mut stats = unmatched;
-    let mut matched = false;
+    let mut matched = streamed_match;
     let mut events = Vec::with_capacity(blocks.iter().map(|b| b.events.len()).sum::<usize>() + 1);
     for b in blocks {
         stats.add(&b.stats);
@@ -660,9 +691,20 @@ fn finish<F: FileSystem>(ctx: GrepCall<'_, F>, started: Instant) -> Outcome<Grep
     if !ctx.budget.stopped() {
         ctx.budget.spend(summary.json_len() as u64);
     }
-    events.push(summary);
+    let status = ctx.budget.status(exit_code(matched, msgs.errored));
+    match ctx.stream {
+        Some(out) => {
+            if status.exit_code().is_some() {
+                let mut line = Vec::new();
+                summary.write_json(&mut line);
+                out(&line);
+            }
+            events.clear();
+        }
+        None => events.push(summary),
+    }
     Outcome {
-        status: ctx.budget.status(exit_code(matched, msgs.errored)),
+        status,
         stderr: msgs.into_lines(),
         results: GrepResults { events },
     }
@@ -708,7 +750,10 @@ impl<'a, F: FileSystem> Worker<'a, F> {
             Ok(None) => return false,
             // A file without a match only counts in the summary.
             Ok(Some(block)) if block.events.is_empty() => self.stats.add(&block.stats),
-            Ok(Some(block)) => self.blocks.push(block),
+            Ok(Some(block)) => match self.ctx.stream {
+                Some(out) => self.emit(out, block),
+                None => self.blocks.push(block),
+            },
             Err(err) => {
                 if !self.ctx.budget.stopped() {
                     self.error(path, source, &err);
@@ -717,6 +762,20 @@ impl<'a, F: FileSystem> Worker<'a, F> {
         }
         self.searched = true;
         true
+    }
+
+    /// Hand a file's lines to `out` at once (rg prints a file's lines when
+    /// its search ends, `search.rs: SearchWorker::search`), whole: the
+    /// call's lock keeps another thread's lines out of the middle.
+    fn emit(&mut self, out: &Stream<'_>, block: FileBlock) {
+        let mut lines = Vec::new();
+        for e in &block.events {
+            e.write_json(&mut lines);
+        }
+        let mut shared = self.ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+        out(&lines);
+        shared.stats.add(&block.stats);
+        shared.matched |= block.stats.searches_with_match > 0;
     }
 
     /// `main.rs: search`: `err_message!("{}: {}", path, err)`.
@@ -887,6 +946,7 @@ mod tests {
             max_match_len: explicit::max_match_len(pattern),
             prefilter: matcher::whole_file_prefilter(pattern),
             shared: Mutex::new(Collected::default()),
+            stream: None,
             kits: (0..super::super::pool().current_num_threads() + 1)
                 .map(|_| Mutex::new(None))
                 .collect(),

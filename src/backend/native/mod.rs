@@ -85,6 +85,21 @@ impl<F: FileSystem> NativeBackend<F> {
     pub fn filesystem(&self) -> &Arc<F> {
         &self.fs
     }
+
+    /// [`SearchBackend::grep`], with rg's stdout handed to `out` as the
+    /// search makes it instead of kept in the outcome (whose results are
+    /// then empty): each file's lines when its search ends, in the order
+    /// the files end (rg's own order is the same kind: nondeterministic),
+    /// then the summary. The memory a search holds is then its files' in
+    /// progress, not its output. `out` is called by one thread at a time,
+    /// and not at all for a run that does not exit ([`Status::exit_code`]).
+    pub fn grep_streaming(
+        &self,
+        req: &GrepRequest,
+        out: &(dyn Fn(&[u8]) + Sync),
+    ) -> Outcome<GrepResults> {
+        grep::run_streaming(&*self.fs, req, out)
+    }
 }
 
 impl<F: FileSystem> Clone for NativeBackend<F> {
@@ -324,6 +339,11 @@ mod tests {
     fn raw(o: &Outcome<GrepResults>) -> String {
         let mut out = Vec::new();
         o.results.write_raw(&mut out).unwrap();
+        masked(out)
+    }
+
+    /// rg's stdout with its `"elapsed…":{…}` objects masked.
+    fn masked(out: Vec<u8>) -> String {
         let s = String::from_utf8(out).unwrap();
         let mut masked = String::new();
         // Mask `"elapsed…":{…}` objects.
@@ -363,6 +383,54 @@ mod tests {
 {"data":{E,"stats":{"bytes_printed":634,"bytes_searched":28,E,"matched_lines":3,"matches":3,"searches":3,"searches_with_match":2}},"type":"summary"}
 "#
         );
+    }
+
+    /// Each file's lines (`begin`…`end`), sorted, then the summary: what
+    /// is the same in two runs whose files ended in different orders.
+    fn blocks(out: &str) -> Vec<String> {
+        let mut blocks = Vec::new();
+        let mut block = String::new();
+        for line in out.lines() {
+            block.push_str(line);
+            block.push('\n');
+            if !line.starts_with(r#"{"type":"begin""#) && !line.starts_with(r#"{"type":"match""#) {
+                blocks.push(std::mem::take(&mut block));
+            }
+        }
+        assert!(block.is_empty(), "an unfinished block: {block}");
+        let summary = blocks.pop();
+        blocks.sort();
+        blocks.extend(summary);
+        blocks
+    }
+
+    #[test]
+    fn grep_streaming_hands_over_what_grep_keeps() {
+        let td = tree();
+        let cases = [
+            ("hello", None, None),
+            ("hello", Some("sub"), None),
+            ("hello", None, Some("*.rs")),
+            ("nothing", None, None),
+            ("hello", Some("missing"), None),
+            ("(", None, None),
+            ("hello", Some("a.txt"), None),
+        ];
+        for (pattern, path, include) in cases {
+            let mut r = GrepRequest::new(pattern, td.path());
+            r.path = path.map(str::to_string);
+            r.include = include.map(str::to_string);
+            let kept = NativeBackend::new().grep(&r);
+            let out = std::sync::Mutex::new(Vec::new());
+            let streamed = NativeBackend::new()
+                .grep_streaming(&r, &|b: &[u8]| out.lock().unwrap().extend_from_slice(b));
+            let label = format!("{pattern:?} {path:?} {include:?}");
+            assert_eq!(streamed.status, kept.status, "{label}");
+            assert_eq!(streamed.stderr, kept.stderr, "{label}");
+            assert!(streamed.results.events.is_empty(), "{label}");
+            let streamed = masked(out.into_inner().unwrap());
+            assert_eq!(blocks(&streamed), blocks(&raw(&kept)), "{label}");
+        }
     }
 
     #[test]
