@@ -418,7 +418,7 @@ mod tests {
         ];
         for (pattern, path, include) in cases {
             let mut r = GrepRequest::new(pattern, td.path());
-            r.path = path.map(str::to_string);
+            r.path = path.map(Into::into);
             r.include = include.map(str::to_string);
             let kept = NativeBackend::new().grep(&r);
             let out = std::sync::Mutex::new(Vec::new());
