@@ -239,9 +239,10 @@ fn hashed(hosts: &[u8], name: &str) -> bool {
 pub(crate) fn check(text: &[u8], host: &str, port: u16, key: &PublicKey) -> Verdict {
     let verdict = check_name(text, &host_name(host, port), key);
     if port != 22 && matches!(verdict, Verdict::Unknown { .. }) {
-        match check_name(text, &host_name(host, 22), key) {
-            found @ (Verdict::Trusted | Verdict::Revoked(_)) => return found,
-            _ => {}
+        if let found @ (Verdict::Trusted | Verdict::Revoked(_)) =
+            check_name(text, &host_name(host, 22), key)
+        {
+            return found;
         }
     }
     verdict

@@ -64,23 +64,18 @@ pub(super) async fn sweep(conn: &Arc<Conn>, dir: &[u8], ours: Attrs) {
     };
     let handle = Closing { conn, handle };
     let mut stale = Vec::new();
-    loop {
-        match conn
-            .call(proto::FXP_READDIR, |o| o.bytes(&handle.handle))
-            .await
-        {
-            Ok(Reply::Name(names)) => {
-                for (name, a) in names {
-                    let leftover = is_staged(&name)
-                        && a.perm.is_some_and(|p| p & 0o170_000 == 0o100_000)
-                        && a.uid == Some(owner)
-                        && a.mtime.is_some_and(|m| m.saturating_add(STALE) <= now);
-                    if leftover {
-                        stale.push(name);
-                    }
-                }
+    while let Ok(Reply::Name(names)) = conn
+        .call(proto::FXP_READDIR, |o| o.bytes(&handle.handle))
+        .await
+    {
+        for (name, a) in names {
+            let leftover = is_staged(&name)
+                && a.perm.is_some_and(|p| p & 0o170_000 == 0o100_000)
+                && a.uid == Some(owner)
+                && a.mtime.is_some_and(|m| m.saturating_add(STALE) <= now);
+            if leftover {
+                stale.push(name);
             }
-            _ => break,
         }
     }
     drop(handle);
