@@ -579,13 +579,11 @@ async fn authenticate(ssh: &mut Handle<Checker>, target: &Target, url: &str) -> 
             target.user
         )));
     }
-    let mut agent = keys::agent::client::AgentClient::connect_env()
-        .await
-        .map_err(|e| {
-            denied(format!(
-                "no --identity and no usable SSH agent (SSH_AUTH_SOCK): {e}"
-            ))
-        })?;
+    let mut agent = connect_agent().await.map_err(|e| {
+        denied(format!(
+            "no --identity and no usable SSH agent ({AGENT_PLACE}): {e}"
+        ))
+    })?;
     let identities = agent
         .request_identities()
         .await
@@ -611,4 +609,32 @@ async fn authenticate(ssh: &mut Handle<Checker>, target: &Target, url: &str) -> 
         identities.len(),
         target.user
     )))
+}
+
+/// Where the SSH agent is looked for, as errors name it.
+#[cfg(unix)]
+const AGENT_PLACE: &str = "SSH_AUTH_SOCK";
+/// Where the SSH agent is looked for, as errors name it.
+#[cfg(windows)]
+const AGENT_PLACE: &str = r"SSH_AUTH_SOCK, or the pipe \\.\pipe\openssh-ssh-agent";
+
+/// The SSH agent as OpenSSH's `ssh` finds it: on Unix the socket named by
+/// `SSH_AUTH_SOCK`; on Windows the named pipe `SSH_AUTH_SOCK` names, or
+/// else the Windows OpenSSH agent's own pipe (OpenSSH-for-Windows'
+/// `ssh_get_authentication_socket` default).
+async fn connect_agent() -> Result<
+    keys::agent::client::AgentClient<Box<dyn keys::agent::client::AgentStream + Send + Unpin>>,
+    keys::Error,
+> {
+    use keys::agent::client::AgentClient;
+    #[cfg(unix)]
+    let client = AgentClient::connect_env().await?;
+    #[cfg(windows)]
+    let client = {
+        let pipe = std::env::var_os("SSH_AUTH_SOCK")
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| r"\\.\pipe\openssh-ssh-agent".into());
+        AgentClient::connect_named_pipe(pipe).await?
+    };
+    Ok(AgentClient::connect(client.into_inner()))
 }
