@@ -180,6 +180,11 @@ impl Served {
         self.lines.recv_timeout(wait).ok()
     }
 
+    /// Give back the stdin [`Served::take_stdin`] took.
+    pub fn give_stdin(&mut self, stdin: ChildStdin) {
+        self.stdin = Some(stdin);
+    }
+
     /// Close stdin (EOF for the server).
     pub fn close(&mut self) {
         self.stdin.take();
