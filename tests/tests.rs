@@ -3,6 +3,11 @@
 // Helpers are `pub` so sibling modules share them; nothing leaves this binary.
 #![allow(unreachable_pub)]
 
+// On Windows (run under Wine by scripts/test-windows, README "Platforms")
+// the binary holds the conformance suite, the random trees and the
+// Windows-only cases; the other modules drive Unix processes, signals,
+// permissions and descriptors, and are built for Unix only.
+
 // Shared helpers: fixture trees, running rg and the backends, comparison.
 mod util;
 
@@ -17,6 +22,7 @@ mod conformance;
 mod random_trees;
 
 // The rg backend and the CLI raw mode against a real rg.
+#[cfg(unix)]
 mod rg_backend;
 
 // (The file tools through the library on a real disk, their internals,
@@ -24,69 +30,86 @@ mod rg_backend;
 
 // The file tools through the binary: sessions across processes, a writer
 // killed mid-write.
+#[cfg(unix)]
 mod files_cli;
 
 // CPU-bound file work (edit's counting and replacing, read's decoding of a
 // large file) stops at SIGTERM, changing nothing.
+#[cfg(unix)]
 mod cancel_work;
 
 // Issue 11's write path through the binary: owners and set-id bits, lost
 // updates across state directories, the staging sweeper, large edits and
 // writes, cancellation, a bare write without a state directory, dangling
 // symlinks, trailing slashes, edit's bytes.
+#[cfg(unix)]
 mod harden_write;
 
 // The search tools over a scripted backend: ladder, rendering, spill, meta,
 // dispatch order, timeout.
+#[cfg(unix)]
 mod tools_fake;
 
 // The tool definitions (names, descriptions, schemas, prompts) as data.
+#[cfg(unix)]
 mod tools_defs;
 
 // The glob and grep tools on both real backends: seed integration cases,
 // hostile inputs, timeout and cancellation.
+#[cfg(unix)]
 mod tools;
 
 // The tools' command line: formats, exit statuses, config, spill.
+#[cfg(unix)]
 mod tools_cli;
 
 // The search-path guard: its rules, allow cases, counters and messages.
+#[cfg(unix)]
 mod guard;
 
 // The guard in the dispatch and on the command line.
+#[cfg(unix)]
 mod guard_dispatch;
 
 // `dsh-search --overlay DIR changes` over an overlay the library wrote.
+#[cfg(unix)]
 mod overlay_cli;
 
 // The native engine called from many threads and from other rayon pools at
 // once, against rg's answers.
+#[cfg(unix)]
 mod concurrency;
 
 // An agent session on every kind of workspace (disk, in memory, overlays),
 // the guard's hints from the workspace, a tree changed during searches.
+#[cfg(unix)]
 mod workspaces;
 // The JSON-lines server as a process: concurrency, cancel, malformed and
 // hostile lines, definitions, sessions, timeout, EOF, signals.
+#[cfg(unix)]
 mod serve;
 
 // The MCP server as a process, over raw JSON-RPC lines: malformed and
 // hostile messages, results, cancellation, roots, timeout, EOF, signals.
+#[cfg(unix)]
 mod mcp;
 
 // Globs nested deeper than any stack, against rg; the servers and the
 // library on a small stack survive them.
+#[cfg(unix)]
 mod deep_globs;
 
 // What a client may cost either server: unread answers (flow control),
 // a line of millions of values, the arguments' open root object.
+#[cfg(unix)]
 mod server_limits;
 
 // Issue 11, the search half: hostile inputs and kills, each reproduction
 // as a real process on both backends.
+#[cfg(unix)]
 mod harden_search;
 
 // Remote workspaces over SFTP against a real OpenSSH sshd: conformance
 // against rg on the same tree, the agent session, faults.
-#[cfg(feature = "sftp")]
+#[cfg(all(unix, feature = "sftp"))]
 mod sftp;

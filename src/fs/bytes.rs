@@ -61,3 +61,17 @@ pub(crate) fn path_buf(b: Vec<u8>) -> std::path::PathBuf {
         path(&b).into_owned()
     }
 }
+
+/// The separator `Path::join` puts between a directory and a name: `\` on
+/// Windows, `/` elsewhere. rg names every walked entry by `Path::join` of
+/// its directory and its name (`ignore`'s `DirEntryRaw::from_entry`), so
+/// `rg.exe` prints `src\main.rs` while the path the user typed keeps its
+/// own separators (`src/sub\a.txt`).
+pub(crate) const JOIN_SEP: u8 = if cfg!(windows) { b'\\' } else { b'/' };
+
+/// Whether `p` ends with a separator as `Path::join` tests it before it
+/// adds one: `/`, and on Windows `\` too.
+pub(crate) fn ends_with_sep(p: &[u8]) -> bool {
+    p.last()
+        .is_some_and(|&b| b == b'/' || (cfg!(windows) && b == b'\\'))
+}

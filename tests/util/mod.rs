@@ -7,7 +7,7 @@
 pub mod fs;
 pub mod rg;
 pub mod served;
-#[cfg(feature = "sftp")]
+#[cfg(all(unix, feature = "sftp"))]
 pub mod sshd;
 pub mod tools;
 pub mod tree;
@@ -120,11 +120,11 @@ pub enum Mode {
     FewFds(u32),
     /// In process, the native engine over SFTP to the test's `sshd`
     /// ([`sftp_share`]).
-    #[cfg(feature = "sftp")]
+    #[cfg(all(unix, feature = "sftp"))]
     Sftp,
 }
 
-#[cfg(feature = "sftp")]
+#[cfg(all(unix, feature = "sftp"))]
 thread_local! {
     /// Set by [`sftp_share`]: (run every how many cases, every how many
     /// trees, cases seen, trees seen).
@@ -138,7 +138,7 @@ thread_local! {
 /// engine over the shared `sshd` against rg on the same tree on disk, at
 /// level 1 and at the tool level, with the tree's mtimes cut to whole
 /// seconds (SFTP v3's resolution).
-#[cfg(feature = "sftp")]
+#[cfg(all(unix, feature = "sftp"))]
 pub fn sftp_share(every: usize, every_tree: usize, tables: impl FnOnce()) {
     SFTP_SHARE.with(|s| s.set(Some((every.max(1), every_tree.max(1), 0, 0))));
     struct Reset;
@@ -153,7 +153,7 @@ pub fn sftp_share(every: usize, every_tree: usize, tables: impl FnOnce()) {
 
 /// Cut every regular file's and directory's mtime under `root` to whole
 /// seconds (symlinks are left alone: setting a time follows them).
-#[cfg(feature = "sftp")]
+#[cfg(all(unix, feature = "sftp"))]
 fn whole_seconds(root: &Path) {
     use std::time::{Duration, UNIX_EPOCH};
     let mut stack = vec![root.to_path_buf()];
@@ -209,7 +209,7 @@ impl Report {
 
     /// Run every selected case on `tree` against rg.
     pub fn run_all(&mut self, env: &Env, tree: &Tree, cases: &[Case], mode: Mode) {
-        #[cfg(feature = "sftp")]
+        #[cfg(all(unix, feature = "sftp"))]
         if let Some((every, every_tree, seen, trees)) = SFTP_SHARE.with(|s| s.get()) {
             SFTP_SHARE.with(|s| s.set(Some((every, every_tree, seen + cases.len(), trees + 1))));
             if trees % every_tree != 0 {
@@ -283,7 +283,7 @@ impl Report {
                     ),
                 ],
             ),
-            #[cfg(feature = "sftp")]
+            #[cfg(all(unix, feature = "sftp"))]
             Mode::Sftp => (
                 rg::run_rg(env, &call, &cwd),
                 workspaces::over_sftp()
@@ -326,7 +326,7 @@ impl Report {
         // The same call at the tool level, both backends, and `read` of
         // every path it returned. In process as the test's user, also for
         // the cases whose raw side ran as uid 65534.
-        #[cfg(feature = "sftp")]
+        #[cfg(all(unix, feature = "sftp"))]
         if matches!(mode, Mode::Sftp) {
             tools::check_case_on(
                 &call,

@@ -4,6 +4,7 @@
 use std::ffi::OsString;
 use std::fs;
 use std::io::Write as _;
+#[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -14,6 +15,23 @@ use dsh_search::{GlobRequest, GrepRequest, SearchBackend, Status};
 
 /// The reference version (`contract.md` §1).
 pub const RG_VERSION: &str = "15.2.0";
+
+/// rg's file name on `PATH` (README "Platforms").
+const RG_EXE: &str = if cfg!(windows) { "rg.exe" } else { "rg" };
+
+/// `p` as an absolute path of this platform. A path baked in at build
+/// time (`CARGO_BIN_EXE_*`) or passed by a Unix script is `/…`; on
+/// Windows that names the current drive's root (`\…`), which
+/// `std::path::absolute` spells out (`Z:\…` under Wine, whose drive `Z:`
+/// is the host's `/`), so a child started elsewhere finds it too.
+pub fn host_path(p: impl AsRef<Path>) -> PathBuf {
+    std::path::absolute(p.as_ref()).unwrap_or_else(|e| panic!("absolute {:?}: {e}", p.as_ref()))
+}
+
+/// The dsh-search binary of this build.
+pub fn dsh_search_exe() -> PathBuf {
+    host_path(env!("CARGO_BIN_EXE_dsh-search"))
+}
 
 /// The VCS excludes of the glob argv, in order (`contract.md` §2).
 pub const VCS_EXCLUDES: [&str; 12] = [
@@ -163,11 +181,11 @@ pub struct Env {
 
 fn locate_rg() -> Result<(PathBuf, String), String> {
     let candidate = match std::env::var_os("DSH_SEARCH_RG") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
+        Some(p) if !p.is_empty() => host_path(p),
         _ => {
             let path = std::env::var_os("PATH").unwrap_or_default();
             std::env::split_paths(&path)
-                .map(|d| d.join("rg"))
+                .map(|d| d.join(RG_EXE))
                 .find(|p| p.is_file())
                 .ok_or("no rg on PATH and DSH_SEARCH_RG is not set")?
         }
@@ -209,7 +227,7 @@ fn init() -> Result<Env, String> {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             if let Some(pid) = name.strip_prefix("dsh-conf-env-") {
-                if !Path::new("/proc").join(pid).exists() {
+                if ended(pid, &e.path()) {
                     let _ = fs::remove_dir_all(e.path());
                 }
             }
@@ -221,6 +239,7 @@ fn init() -> Result<Env, String> {
     let bin = ctl.join("bin");
     fs::create_dir_all(home.join(".config/git")).map_err(|e| e.to_string())?;
     fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
+    hold_while_alive(&ctl)?;
     let excludes = ctl.join("global-excludes");
     fs::write(&excludes, GLOBAL_EXCLUDES).map_err(|e| e.to_string())?;
     fs::write(
@@ -229,11 +248,14 @@ fn init() -> Result<Env, String> {
     )
     .map_err(|e| e.to_string())?;
     // Copies uid 65534 can execute (the originals may live under a 0700 home).
-    fs::copy(&rg, bin.join("rg")).map_err(|e| e.to_string())?;
-    fs::copy(env!("CARGO_BIN_EXE_dsh-search"), bin.join("dsh-search"))
-        .map_err(|e| e.to_string())?;
-    for d in [&ctl, &home, &bin] {
-        fs::set_permissions(d, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+    #[cfg(unix)]
+    {
+        fs::copy(&rg, bin.join("rg")).map_err(|e| e.to_string())?;
+        fs::copy(dsh_search_exe(), bin.join("dsh-search")).map_err(|e| e.to_string())?;
+        for d in [&ctl, &home, &bin] {
+            fs::set_permissions(d, fs::Permissions::from_mode(0o755))
+                .map_err(|e| e.to_string())?;
+        }
     }
     // The global excludes file is found through HOME, XDG_CONFIG_HOME,
     // GIT_CONFIG_GLOBAL and GIT_CONFIG_SYSTEM (`rg-semantics.md` W3); the
@@ -241,6 +263,10 @@ fn init() -> Result<Env, String> {
     // are fixed here once, for rg, the backends and the CLI alike.
     // RIPGREP_CONFIG_PATH is ignored under --no-config but removed anyway.
     std::env::set_var("HOME", &home);
+    // Windows: `std::env::home_dir` (the `ignore` crate's, for rg.exe and
+    // the engine alike) reads USERPROFILE and never HOME.
+    #[cfg(windows)]
+    std::env::set_var("USERPROFILE", &home);
     std::env::set_var("XDG_CONFIG_HOME", home.join(".config"));
     std::env::remove_var("GIT_CONFIG_GLOBAL");
     std::env::set_var("GIT_CONFIG_SYSTEM", ctl.join("no-system-gitconfig"));
@@ -255,6 +281,44 @@ fn init() -> Result<Env, String> {
         rg.display()
     ));
     Ok(Env { rg, version, ctl })
+}
+
+/// Whether the test process that made the control directory `dir`
+/// (named for its process id `pid`) has ended. Unix: no `/proc/<pid>`.
+/// Windows: its lock file ([`hold_while_alive`]) can be removed, which a
+/// live holder prevents (Windows ids are reused too soon to go by).
+fn ended(pid: &str, dir: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        let _ = dir;
+        !Path::new("/proc").join(pid).exists()
+    }
+    #[cfg(windows)]
+    {
+        let _ = pid;
+        let lock = dir.join("alive");
+        !lock.exists() || fs::remove_file(&lock).is_ok()
+    }
+}
+
+/// Windows: hold `ctl/alive` open without sharing as long as the process
+/// lives (leaked), so [`ended`] in a later run tells it from a dead one.
+fn hold_while_alive(ctl: &Path) -> Result<(), String> {
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        let f = fs::File::options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .share_mode(0)
+            .open(ctl.join("alive"))
+            .map_err(|e| e.to_string())?;
+        std::mem::forget(f);
+    }
+    #[cfg(unix)]
+    let _ = ctl;
+    Ok(())
 }
 
 /// The environment, or `None` when the suite was explicitly skipped with

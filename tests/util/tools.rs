@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
+#[cfg(unix)]
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -306,8 +307,8 @@ fn returned_paths(value: &Value) -> Vec<String> {
 /// opened, for every name rg printed in UTF-8).
 #[derive(Debug, PartialEq)]
 enum Expect {
-    /// A regular text file: read succeeds and opens this inode.
-    Text(u64, u64),
+    /// A regular text file: read succeeds and opens this file.
+    Text(FileId),
     /// `FS_NOT_TEXT`: a NUL in the first 8,192 bytes or invalid UTF-8
     /// (`seed-reference.md` §6.1).
     NotText,
@@ -338,6 +339,30 @@ impl Expect {
     }
 }
 
+/// Which file a path names: its device and inode on Unix; on Windows its
+/// final path (`GetFinalPathNameByHandleW`, what `canonicalize` returns),
+/// the fixture trees having no hard links.
+#[derive(Debug, PartialEq)]
+pub enum FileId {
+    #[cfg(unix)]
+    Inode(u64, u64),
+    #[cfg(windows)]
+    Final(std::path::PathBuf),
+}
+
+fn file_id(path: &Path, md: &std::fs::Metadata) -> FileId {
+    #[cfg(unix)]
+    {
+        let _ = path;
+        FileId::Inode(md.dev(), md.ino())
+    }
+    #[cfg(windows)]
+    {
+        let _ = md;
+        FileId::Final(std::fs::canonicalize(path).unwrap_or_default())
+    }
+}
+
 fn expect(path: &str, root: &Path, workdir: &Path) -> Result<Expect, String> {
     let full = workdir.join(path);
     match std::fs::metadata(&full) {
@@ -347,7 +372,7 @@ fn expect(path: &str, root: &Path, workdir: &Path) -> Result<Expect, String> {
             if sniff.contains(&0) || std::str::from_utf8(&bytes).is_err() {
                 Ok(Expect::NotText)
             } else {
-                Ok(Expect::Text(md.dev(), md.ino()))
+                Ok(Expect::Text(file_id(&full, &md)))
             }
         }
         Ok(_) => Ok(Expect::NotRegular),
@@ -373,12 +398,12 @@ fn check_read(tools: &Tools, path: &str, root: &Path, workdir: &Path) -> Result<
     let r = tools.call("read", &json!({ "file_path": path }), &ctx);
     let code = r.error.as_ref().and_then(|e| e.code()).map(str::to_string);
     let ok = match &want {
-        Expect::Text(dev, ino) => {
-            // read shows the lexical absolute path it opened: the same inode.
+        Expect::Text(id) => {
+            // read shows the lexical absolute path it opened: the same file.
             let shown = r.value.as_ref().and_then(|v| v["path"].as_str());
             shown
-                .and_then(|s| std::fs::metadata(s).ok())
-                .is_some_and(|md| md.dev() == *dev && md.ino() == *ino)
+                .and_then(|s| std::fs::metadata(s).ok().map(|md| file_id(Path::new(s), &md)))
+                .is_some_and(|got| got == *id)
         }
         Expect::NotText => code.as_deref() == Some("FS_NOT_TEXT"),
         Expect::NotRegular => code.as_deref() == Some("FS_NOT_REGULAR_FILE"),

@@ -1,4 +1,5 @@
-//! Declarative fixture trees built in temp dirs under `/tmp`.
+//! Declarative fixture trees built in temp dirs under `/tmp` (on Windows,
+//! under the user's temp directory).
 //!
 //! A tree is a list of [`Spec`] entries applied in order: contents first, then
 //! explicit mtimes, then modes (so a mode-000 directory does not stop the
@@ -10,8 +11,11 @@
 
 use std::ffi::OsStr;
 use std::fs::{self, File, FileTimes};
+#[cfg(unix)]
 use std::os::unix::ffi::OsStrExt;
+#[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
+#[cfg(unix)]
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -84,7 +88,19 @@ pub fn mtime(p: impl AsRef<[u8]>, secs: u64) -> Spec {
 pub struct Tree {
     root: PathBuf,
     _dir: tempfile::TempDir,
+    #[cfg(unix)]
     _sockets: Vec<UnixListener>,
+}
+
+/// A name of a tree description as the OS takes it: any bytes on Unix;
+/// on Windows names are UTF-16, so a tree for Windows holds UTF-8 names.
+fn os_name(p: &[u8]) -> &OsStr {
+    #[cfg(unix)]
+    return OsStr::from_bytes(p);
+    #[cfg(windows)]
+    return OsStr::new(
+        std::str::from_utf8(p).unwrap_or_else(|_| panic!("a name on Windows is UTF-8: {p:?}")),
+    );
 }
 
 /// The repository's `fixtures/` directory.
@@ -93,7 +109,7 @@ pub fn fixtures_dir() -> PathBuf {
 }
 
 fn rel(root: &Path, p: &[u8]) -> PathBuf {
-    root.join(OsStr::from_bytes(p))
+    root.join(os_name(p))
 }
 
 fn parent_dirs(path: &Path) {
@@ -118,20 +134,28 @@ fn assert_clean_ancestors(root: &Path) {
 }
 
 impl Tree {
-    /// Build `specs` in a fresh directory under `/tmp`.
+    /// Build `specs` in a fresh directory under `/tmp` (Windows: the
+    /// user's temp directory, `%TEMP%`).
     pub fn build(specs: &[Spec]) -> Tree {
+        #[cfg(unix)]
+        let parent = PathBuf::from("/tmp");
+        #[cfg(windows)]
+        let parent = std::env::temp_dir();
         let dir = tempfile::Builder::new()
             .prefix("dsh-conf-")
-            .tempdir_in("/tmp")
-            .expect("create a temp dir under /tmp");
+            .tempdir_in(&parent)
+            .unwrap_or_else(|e| panic!("create a temp dir under {parent:?}: {e}"));
         // The permission cases run rg and the engine as uid 65534: the root
         // must be enterable by anyone.
+        #[cfg(unix)]
         fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
         let root = dir.path().to_path_buf();
         assert_clean_ancestors(&root);
+        #[cfg(unix)]
         let mut sockets = Vec::new();
         let mut files: Vec<PathBuf> = Vec::new();
         let mut explicit: Vec<(PathBuf, u64)> = Vec::new();
+        #[cfg(unix)]
         let mut modes: Vec<(PathBuf, u32)> = Vec::new();
         let mut tie: Option<u64> = None;
         for spec in specs {
@@ -153,12 +177,14 @@ impl Tree {
                     let path = rel(&root, p);
                     fs::create_dir_all(&path).unwrap_or_else(|e| panic!("mkdir {path:?}: {e}"));
                 }
+                #[cfg(unix)]
                 Spec::Symlink(p, target) => {
                     let path = rel(&root, p);
                     parent_dirs(&path);
                     std::os::unix::fs::symlink(OsStr::from_bytes(target), &path)
                         .unwrap_or_else(|e| panic!("symlink {path:?}: {e}"));
                 }
+                #[cfg(unix)]
                 Spec::Fifo(p) => {
                     let path = rel(&root, p);
                     parent_dirs(&path);
@@ -171,6 +197,7 @@ impl Tree {
                     )
                     .unwrap_or_else(|e| panic!("mkfifo {path:?}: {e}"));
                 }
+                #[cfg(unix)]
                 Spec::Socket(p) => {
                     let path = rel(&root, p);
                     parent_dirs(&path);
@@ -178,6 +205,12 @@ impl Tree {
                         UnixListener::bind(&path).unwrap_or_else(|e| panic!("bind {path:?}: {e}")),
                     );
                 }
+                // The trees that hold these are Unix-only tests.
+                #[cfg(windows)]
+                Spec::Symlink(..) | Spec::Fifo(_) | Spec::Socket(_) | Spec::Mode(..) => {
+                    panic!("{spec:?}: a Unix-only entry in a tree built on Windows")
+                }
+                #[cfg(unix)]
                 Spec::Mode(p, m) => modes.push((rel(&root, p), *m)),
                 Spec::Mtime(p, secs) => explicit.push((rel(&root, p), *secs)),
                 Spec::TieAll(secs) => tie = Some(*secs),
@@ -190,6 +223,7 @@ impl Tree {
         for (path, secs) in &explicit {
             set_mtime(path, *secs);
         }
+        #[cfg(unix)]
         for (path, m) in modes.iter().rev() {
             // Reverse order: a parent listed before its child is changed
             // after the child, so a mode-000 parent does not hide the child.
@@ -199,6 +233,7 @@ impl Tree {
         Tree {
             root,
             _dir: dir,
+            #[cfg(unix)]
             _sockets: sockets,
         }
     }
@@ -213,11 +248,19 @@ fn set_mtime(path: &Path, secs: u64) {
     let t = SystemTime::UNIX_EPOCH + Duration::from_secs(BASE_MTIME + secs);
     // Regular files only (a FIFO would block in open); the tree builder only
     // records regular files here.
-    let f = File::open(path).unwrap_or_else(|e| panic!("open {path:?}: {e}"));
+    // Windows sets a time through a handle with write access
+    // (`SetFileTime` needs FILE_WRITE_ATTRIBUTES).
+    let f = if cfg!(windows) {
+        File::options().write(true).open(path)
+    } else {
+        File::open(path)
+    };
+    let f = f.unwrap_or_else(|e| panic!("open {path:?}: {e}"));
     f.set_times(FileTimes::new().set_modified(t).set_accessed(t))
         .unwrap_or_else(|e| panic!("set mtime {path:?}: {e}"));
 }
 
+#[cfg(unix)]
 impl Drop for Tree {
     fn drop(&mut self) {
         // Give every directory back its rwx bits so TempDir can remove it

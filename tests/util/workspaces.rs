@@ -56,7 +56,7 @@ pub fn ways(root: &Path, cwd: &Path) -> Vec<Way> {
 
 /// The native engine over SFTP to the shared test `sshd`, on the same
 /// tree (the server sees the test's disk as the remote host's).
-#[cfg(feature = "sftp")]
+#[cfg(all(unix, feature = "sftp"))]
 pub fn over_sftp() -> Vec<Way> {
     vec![way("native (sftp)", super::sshd::shared_fs())]
 }

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::walk::GlobFilter;
-use crate::fs::bytes::{os_str, path, path_buf, path_bytes};
+use crate::fs::bytes::{ends_with_sep, os_str, path, path_buf, path_bytes, JOIN_SEP};
 use crate::fs::{FileSystem, FileType, Listing};
 
 use super::paths::Root;
@@ -170,8 +170,8 @@ thread_local! {
 /// directory's path ends with one).
 fn printed_dir(root: &Root, dir: &Path) -> Vec<u8> {
     let mut rg = path_bytes(&root.unwalk(dir)).to_vec();
-    if !rg.ends_with(b"/") {
-        rg.push(b'/');
+    if !ends_with_sep(&rg) {
+        rg.push(JOIN_SEP);
     }
     if root.is_implicit() && rg.starts_with(b"./") {
         rg.drain(..2);
@@ -226,8 +226,8 @@ fn visit<'s, F: FileSystem>(
     let mut idx: u32 = 0;
     // `path.join(name)` for each entry, built in one buffer.
     let mut child = path_bytes(path).to_vec();
-    if !child.ends_with(b"/") {
-        child.push(b'/');
+    if !ends_with_sep(&child) {
+        child.push(JOIN_SEP);
     }
     let base = child.len();
     for (n, (bytes, kind)) in listing.iter().enumerate() {
@@ -264,7 +264,7 @@ fn visit<'s, F: FileSystem>(
             let mut sub_printed = Vec::with_capacity(printed.len() + bytes.len() + 1);
             sub_printed.extend_from_slice(&printed);
             sub_printed.extend_from_slice(bytes);
-            sub_printed.push(b'/');
+            sub_printed.push(JOIN_SEP);
             let sub_path = path_buf(child.clone());
             // A filesystem whose handles hold no descriptor and whose
             // listings are slow to come starts listing it now, and below

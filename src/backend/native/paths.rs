@@ -11,7 +11,7 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use crate::fs::bytes::{os_str, path_buf, path_bytes};
+use crate::fs::bytes::{ends_with_sep, os_str, path_buf, path_bytes, JOIN_SEP};
 
 /// One search root: what the user typed and the absolute path walked for it.
 #[derive(Clone, Debug)]
@@ -56,7 +56,7 @@ impl Root {
                 rest.pop();
             }
             let mut a = path_bytes(real_workdir).to_vec();
-            a.push(b'/');
+            a.push(JOIN_SEP);
             a.extend_from_slice(&rest);
             path_buf(a)
         };
@@ -96,9 +96,9 @@ impl Root {
         let Some(suffix) = w.strip_prefix(a) else {
             return walked.to_path_buf();
         };
-        let suffix = if a.ends_with(b"/") || suffix.is_empty() {
+        let suffix = if ends_with_sep(a) || suffix.is_empty() {
             suffix
-        } else if let Some(s) = suffix.strip_prefix(b"/") {
+        } else if let Some(s) = suffix.strip_prefix(&[JOIN_SEP]) {
             s
         } else {
             // `A` = `/w/src` and the path is `/w/srcx`: not below the root.

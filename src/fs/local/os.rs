@@ -288,7 +288,10 @@ impl FileSystem for LocalFs {
     type File = LocalFile;
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
-        std::fs::canonicalize(path)
+        let real = std::fs::canonicalize(path)?;
+        #[cfg(windows)]
+        let real = without_verbatim(real);
+        Ok(real)
     }
 
     fn metadata(&self, path: &Path) -> io::Result<Metadata> {
@@ -473,6 +476,35 @@ impl FileSystem for LocalFs {
 /// Open for reading without ever blocking in `open(2)`: a FIFO (or a
 /// device) in place of a control file is then refused by the caller's type
 /// check instead of hanging the walk until a writer shows up.
+/// `path` without the `\\?\` prefix `std::fs::canonicalize` puts on
+/// every path on Windows: rg takes its workdir from `GetCurrentDirectoryW`,
+/// which never has it, and joins relative paths onto that, so a prefixed
+/// workdir would put the prefix in every path rg prints, and a verbatim path
+/// is not normalized (`\\?\C:\w\./` is an invalid name, error 123).
+/// `\\?\C:\x` becomes `C:\x`, `\\?\UNC\server\share\x` becomes
+/// `\\server\share\x`; any other verbatim form (a volume GUID, say) is
+/// kept, as it has no other spelling.
+#[cfg(windows)]
+pub(crate) fn without_verbatim(path: PathBuf) -> PathBuf {
+    use std::os::windows::ffi::{OsStrExt, OsStringExt};
+    let wide: Vec<u16> = path.as_os_str().encode_wide().collect();
+    let ascii = |s: &str| s.encode_utf16().collect::<Vec<u16>>();
+    let (verbatim, unc) = (ascii(r"\\?\"), ascii(r"\\?\UNC\"));
+    if wide.starts_with(&unc) {
+        let mut out = ascii(r"\\");
+        out.extend_from_slice(&wide[unc.len()..]);
+        return PathBuf::from(std::ffi::OsString::from_wide(&out));
+    }
+    let rest = wide.get(verbatim.len()..).unwrap_or_default();
+    let is_drive = rest.len() >= 2
+        && rest[1] == u16::from(b':')
+        && char::from_u32(u32::from(rest[0])).is_some_and(|c| c.is_ascii_alphabetic());
+    if wide.starts_with(&verbatim) && is_drive {
+        return PathBuf::from(std::ffi::OsString::from_wide(rest));
+    }
+    path
+}
+
 fn open_nonblocking(path: &Path) -> io::Result<File> {
     #[cfg(unix)]
     {
