@@ -81,6 +81,63 @@ fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+// ------------------------------------------------------------ staging
+
+/// The local disk's atomic write stages into a `.dsh-search-staging.*`
+/// directory beside its target (`contract.md` §10); one in flight, or a
+/// killed writer's left behind, is never listed, searched or reported by
+/// the native engine: the same searches with and without it print the
+/// same bytes. (The rg backend runs rg as it is, which sees it.)
+fn own_staging_never_listed(backend: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("d")).unwrap();
+    std::fs::write(dir.path().join("d/a.txt"), "hello\n").unwrap();
+    let searches: [&[&str]; 4] = [
+        &["glob", "--format", "raw", "*"],
+        &["grep", "--format", "raw", "hello"],
+        &["glob", "*"],
+        &["grep", "hello", "d"],
+    ];
+    let before: Vec<Output> = searches
+        .iter()
+        .map(|a| dsh(backend, dir.path(), a))
+        .collect();
+    let staging = dir.path().join("d/.dsh-search-staging.4242.0123456789ab");
+    std::fs::create_dir(&staging).unwrap();
+    std::fs::write(staging.join("dsh-search-staging"), "marker\n").unwrap();
+    std::fs::write(staging.join("content"), "hello\n").unwrap();
+    for (args, before) in searches.iter().zip(&before) {
+        let after = dsh(backend, dir.path(), args);
+        assert_eq!(
+            after.status.code(),
+            before.status.code(),
+            "{args:?}: {after:?}"
+        );
+        assert_eq!(timeless(&text(&after)), timeless(&text(before)), "{args:?}");
+        assert!(
+            !text(&after).contains("staging"),
+            "{args:?}: {}",
+            text(&after)
+        );
+    }
+    assert_eq!(text(&before[2]), "d/a.txt\n");
+}
+
+/// `text` with the values of rg's `elapsed` and `elapsed_total` objects
+/// (which differ from run to run) removed.
+fn timeless(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("\"elapsed") {
+        let open = at + rest[at..].find('{').unwrap();
+        let close = open + rest[open..].find('}').unwrap();
+        out.push_str(&rest[..open]);
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 // ------------------------------------------------------------ item 9
 
 /// A glob whose one result is a file named `No files found` is a result
@@ -743,6 +800,11 @@ fn rg_dies_with_a_killed_cli(backend: &str) {
 fn harden_search() {
     let both: &'static [&'static str] = &BACKENDS;
     run_table(&[
+        Case {
+            name: "our own staging directories are never listed nor searched",
+            backends: &["native"],
+            run: own_staging_never_listed,
+        },
         Case {
             name: "a file named `No files found` is a result (exit 0)",
             backends: both,

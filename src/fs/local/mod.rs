@@ -15,7 +15,7 @@ mod publish;
 
 pub(crate) use os::{from_std, kind_of_std};
 pub use os::{LocalDir, LocalFile};
-pub(crate) use publish::STAGING_PREFIX;
+pub(crate) use publish::is_staging;
 
 use std::collections::HashSet;
 use std::io::{self, Read};

@@ -236,13 +236,12 @@ mod fast {
             match entry {
                 Ok(e) => {
                     let name = e.file_name().to_bytes();
-                    if name == b"." || name == b".." {
+                    let kind = kind(e.file_type());
+                    if name == b"." || name == b".." || super::super::is_staging(name, kind) {
                         continue;
                     }
                     listing.names.extend_from_slice(name);
-                    listing
-                        .entries
-                        .push((listing.names.len(), kind(e.file_type())));
+                    listing.entries.push((listing.names.len(), kind));
                 }
                 Err(e) => {
                     // `std::fs::ReadDir` yields one error and ends.
@@ -352,7 +351,10 @@ impl FileSystem for LocalFs {
                             // (`Unknown` makes it stat the entry).
                             let kind = e.file_type().map_or(FileType::Unknown, kind_of_std);
                             let name = e.file_name();
-                            listing.push(crate::fs::bytes::os_bytes(&name), kind);
+                            let name = crate::fs::bytes::os_bytes(&name);
+                            if !super::is_staging(name, kind) {
+                                listing.push(name, kind);
+                            }
                         }
                         Err(e) => return listing.fail(e),
                     }

@@ -57,9 +57,20 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::cancel::CancelToken;
+use crate::fs::FileType;
 
 /// The prefix of staging directories.
 pub(crate) const STAGING_PREFIX: &str = ".dsh-search-staging.";
+
+/// Whether a listed entry is a staging directory of the atomic write (a
+/// directory, or an entry of unknown kind, named with [`STAGING_PREFIX`]).
+/// One exists while a write into its directory is in flight, and a killed
+/// writer's stays until the next write there sweeps it: never part of a
+/// listing of the local disk (`contract.md` §10), so a search neither lists
+/// it nor fails when it vanishes under the walk. The name is reserved.
+pub(crate) fn is_staging(name: &[u8], kind: FileType) -> bool {
+    matches!(kind, FileType::Dir | FileType::Unknown) && name.starts_with(STAGING_PREFIX.as_bytes())
+}
 
 /// The marker file in a staging directory.
 const MARKER: &str = "dsh-search-staging";

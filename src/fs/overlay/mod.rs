@@ -61,7 +61,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use walk::{Failed, Found, Last};
 
 use crate::cancel::CancelToken;
-use crate::fs::local::STAGING_PREFIX;
+use crate::fs::local::is_staging;
 use crate::fs::seam::{
     errno, FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard, Written,
 };
@@ -676,12 +676,6 @@ fn absent(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
     )
-}
-
-/// A staging directory of the local disk's atomic write, which exists
-/// while a write into that directory is in flight: never part of the view.
-fn is_staging(name: &[u8], kind: FileType) -> bool {
-    matches!(kind, FileType::Dir | FileType::Unknown) && name.starts_with(STAGING_PREFIX.as_bytes())
 }
 
 /// Give the upper file at `path` the mode `mode`; its metadata after, or
