@@ -494,3 +494,57 @@ fn in_memory_workspace_prints_rg_s_output() {
         "one\ntwo\n"
     );
 }
+
+// `--fs mem` from a repository's subdirectory obeys the ignore files of
+// the directories above the workdir, as rg does (`Ignore::add_parents`):
+// the repository root's `.gitignore` (with its `.git`), `.ignore` and
+// `.git/info/exclude`.
+#[test]
+fn in_memory_workspace_obeys_parent_ignore_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let sub = repo.join("sub");
+    std::fs::create_dir_all(sub.join("deep")).unwrap();
+    std::fs::create_dir_all(repo.join(".git/info")).unwrap();
+    std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(repo.join(".git/info/exclude"), "excluded.rs\n").unwrap();
+    std::fs::write(repo.join(".gitignore"), "ignored.rs\n").unwrap();
+    std::fs::write(dir.path().join(".ignore"), "outer.rs\n").unwrap();
+    for name in ["ignored.rs", "excluded.rs", "outer.rs", "kept.rs"] {
+        std::fs::write(sub.join("deep").join(name), "needle\n").unwrap();
+    }
+    let rg = std::env::var_os("DSH_SEARCH_RG").expect("DSH_SEARCH_RG names the reference rg");
+    for (ours, theirs) in [
+        (
+            &["--fs", "mem", "grep", "--format", "raw", "--", "needle"][..],
+            &["--no-config", "--json", "--regexp=needle"][..],
+        ),
+        (
+            &[
+                "--fs", "mem", "grep", "--format", "raw", "--", "needle", "deep",
+            ][..],
+            &["--no-config", "--json", "--regexp=needle", "--", "deep"][..],
+        ),
+    ] {
+        let rg_out = Command::new(&rg)
+            .args(theirs)
+            .current_dir(&sub)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let rg_text = String::from_utf8(rg_out.stdout).unwrap();
+        assert!(rg_text.contains("deep/kept.rs"), "{rg_text}");
+        assert!(!rg_text.contains("ignored.rs"), "{rg_text}");
+        let (out, err, code) = run(&sub, ours);
+        assert_eq!(code, rg_out.status.code().unwrap(), "{err}");
+        let mask = |t: &str| {
+            t.lines()
+                .map(|l| match l.find("\"elapsed") {
+                    Some(i) => l[..i].to_string(),
+                    None => l.to_string(),
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(mask(&out), mask(&rg_text), "{ours:?}");
+    }
+}

@@ -76,8 +76,70 @@ impl MemFs {
         if !std::fs::metadata(&real)?.is_dir() {
             return Err(errno::not_a_directory());
         }
-        fs.load_dir(top, real, &mut Budget::available())?;
+        let mut budget = Budget::available();
+        fs.load_parent_controls(&real, &mut budget)?;
+        fs.load_dir(top, real, &mut budget)?;
         Ok(fs)
+    }
+
+    /// Copy into each ancestor of `real` (mirrored by [`Self::mirror_path`])
+    /// what rg reads there when it searches below it: its ignore files
+    /// (`.gitignore`, `.ignore`, `.rgignore`) and its `.git` (a file, or a
+    /// directory with its `info/exclude`), as `ignore`'s
+    /// `Ignore::add_parents` reads every ancestor's (`rg-semantics.md` §3).
+    /// Without them a workspace loaded from a repository's subdirectory
+    /// would search what the repository's ignore files exclude.
+    fn load_parent_controls(&self, real: &Path, budget: &mut Budget) -> io::Result<()> {
+        for ancestor in real.ancestors().skip(1) {
+            let mut dir = Arc::clone(&self.root);
+            for comp in ancestor.components() {
+                if let Component::Normal(name) = comp {
+                    dir = lookup(&dir, bytes::os_bytes(name))?;
+                }
+            }
+            for name in [".gitignore", ".ignore", ".rgignore", ".git"] {
+                let path = ancestor.join(name);
+                let node = self.load_control(&dir, &path, name.as_bytes(), budget)?;
+                if name == ".git" && node.as_ref().is_some_and(|n| n.is_dir()) {
+                    let git = node.unwrap();
+                    let info = path.join("info");
+                    if let Some(info_node) = self.load_control(&git, &info, b"info", budget)? {
+                        if info_node.is_dir() {
+                            let exclude = info.join("exclude");
+                            self.load_control(&info_node, &exclude, b"exclude", budget)?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The regular file or directory (empty but for what is added later)
+    /// at `path` on the disk, as the entry `name` of `dir`; `None` when
+    /// there is none, or it is something else (a symlink is not followed:
+    /// its target is outside the copy).
+    fn load_control(
+        &self,
+        dir: &Arc<Node>,
+        path: &Path,
+        name: &[u8],
+        budget: &mut Budget,
+    ) -> io::Result<Option<Arc<Node>>> {
+        let Ok(m) = std::fs::symlink_metadata(path) else {
+            return Ok(None);
+        };
+        let meta = from_std(&m);
+        let body = match meta.kind {
+            FileType::File => Body::File(read_disk_file(path, meta.len, budget)?),
+            FileType::Dir => Body::Dir(Box::new(DirBody::new(Arc::downgrade(dir), meta.len))),
+            _ => return Ok(None),
+        };
+        let kind = meta.kind;
+        self.adopt(dir, name, || {
+            Node::new(self.ino(), kind, self.state_of(&meta, body))
+        })
+        .map(Some)
     }
 
     /// The node of the directory `lexical` resolves to on the disk and its
