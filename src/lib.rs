@@ -181,3 +181,19 @@ pub use workspace::{
 
 // rg's own argv, answered with rg's bytes.
 pub use invocation::{Invocation, InvocationError, RawOutput, RawRun};
+
+/// Entry points of the fuzz targets (`fuzz/`) into private parsers; built
+/// only by `cargo fuzz` (`--cfg fuzzing`), never part of the API.
+#[cfg(all(fuzzing, feature = "sftp"))]
+#[doc(hidden)]
+pub mod fuzzing {
+    /// `known_hosts` text read and matched.
+    pub fn known_hosts(data: &[u8]) {
+        crate::fs::fuzz_known_hosts(data)
+    }
+
+    /// An SFTP reply: its type byte, then its body.
+    pub fn sftp_reply(data: &[u8]) {
+        crate::fs::fuzz_sftp_reply(data)
+    }
+}

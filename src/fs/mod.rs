@@ -14,6 +14,8 @@
 //!   new filesystem implements the seam and gets the tools' semantics.
 
 pub(crate) mod bytes;
+#[cfg(all(fuzzing, feature = "sftp"))]
+pub(crate) use sftp::{fuzz_known_hosts, fuzz_sftp_reply};
 mod decode;
 mod dynfs;
 mod error;

@@ -1345,3 +1345,18 @@ impl FileSystem for SftpFs {
 }
 
 mod write;
+
+/// The fuzz target's entry into `known_hosts` parsing.
+#[cfg(fuzzing)]
+pub(crate) fn fuzz_known_hosts(data: &[u8]) {
+    known_hosts::fuzz(data)
+}
+
+/// The fuzz target's entry into the reply decoder: the type byte, then
+/// the body.
+#[cfg(fuzzing)]
+pub(crate) fn fuzz_sftp_reply(data: &[u8]) {
+    if let Some((&kind, body)) = data.split_first() {
+        let _ = proto::Reply::parse(kind, bytes::Bytes::copy_from_slice(body));
+    }
+}
