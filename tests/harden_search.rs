@@ -320,6 +320,31 @@ fn paths_past_path_max_as_rg(backend: &str) {
     if let Some(d) = util::rg::diff(&glob, &want, &got) {
         panic!("glob: {d}");
     }
+    // A copy in memory (`--fs mem`) holds the whole tree, and fails where
+    // rg fails, not where the copy's absolute paths reach PATH_MAX.
+    if backend == "native" {
+        for call in [&call, &glob] {
+            let want = util::rg::run_rg(env, call, dir.path());
+            let o = Command::new(env!("CARGO_BIN_EXE_dsh-search"))
+                .args(["--fs", "mem"])
+                .args(call.cli_argv(backend, dir.path()))
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .output()
+                .expect("run dsh-search");
+            let got = Raw {
+                stdout: o.stdout,
+                stderr: String::from_utf8_lossy(&o.stderr)
+                    .lines()
+                    .map(str::to_string)
+                    .collect(),
+                status: format!("exit {}", o.status.code().unwrap()),
+            };
+            if let Some(d) = util::rg::diff(call, &want, &got) {
+                panic!("--fs mem: {d}");
+            }
+        }
+    }
     let o = dsh(backend, dir.path(), &["grep", "x"]);
     let text = text(&o);
     assert!(

@@ -13,7 +13,7 @@ mod fifo;
 mod os;
 mod publish;
 
-pub(crate) use os::{from_std, kind_of_std};
+pub(crate) use os::from_std;
 pub use os::{LocalDir, LocalFile};
 pub(crate) use publish::is_staging;
 

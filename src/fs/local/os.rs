@@ -78,6 +78,54 @@ impl LocalFs {
     fn fast(&self) -> bool {
         !self.portable
     }
+
+    /// The target of the symlink `name` of `dir` (whose path is
+    /// `dir_path`), as stored: relative to the descriptor on the fast path,
+    /// so that it works where `dir_path` is past `PATH_MAX`.
+    pub(crate) fn read_link_at(
+        &self,
+        dir: &LocalDir,
+        dir_path: &Path,
+        name: &OsStr,
+    ) -> io::Result<PathBuf> {
+        match &dir.0 {
+            #[cfg(target_os = "linux")]
+            Dir::Fd(d) => {
+                use std::os::unix::ffi::OsStringExt;
+                let target = rustix::fs::readlinkat(&d.fd, name, Vec::new())?;
+                Ok(PathBuf::from(std::ffi::OsString::from_vec(
+                    target.into_bytes(),
+                )))
+            }
+            Dir::Path(_) => std::fs::read_link(dir_path.join(name)),
+        }
+    }
+
+    /// Open the entry `name` of `dir` (whose path is `dir_path`) for
+    /// reading without following a final symlink or blocking on a FIFO
+    /// (the entry was a regular file when stat'ed: the caller checks the
+    /// open file's type, so anything swapped in since is refused).
+    pub(crate) fn open_nonblocking_at(
+        &self,
+        dir: &LocalDir,
+        dir_path: &Path,
+        name: &OsStr,
+    ) -> io::Result<File> {
+        match &dir.0 {
+            #[cfg(target_os = "linux")]
+            Dir::Fd(d) => {
+                use rustix::fs::{Mode, OFlags};
+                let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                Ok(File::from(rustix::fs::openat(
+                    &d.fd,
+                    name,
+                    flags,
+                    Mode::empty(),
+                )?))
+            }
+            Dir::Path(_) => open_nonblocking(&dir_path.join(name)),
+        }
+    }
 }
 
 /// `std::fs::Metadata` as the seam's.

@@ -1,16 +1,19 @@
 //! [`MemFs::load`]: a directory tree copied from the disk, with what the
 //! disk refused.
 //!
-//! Each directory is read with `std::fs::read_dir` (its `readdir` order
-//! becomes the listing order) and each entry stat'ed without following
-//! links; a regular file is read whole, through an `O_NONBLOCK` open that
-//! never blocks on a FIFO swapped in since the stat, and a FIFO is never
-//! opened. Whatever failed keeps its errno where the kernel would give it
-//! to rg later: a directory that cannot be listed fails `open_dir`, one
-//! that cannot be searched fails every lookup in it, a file that cannot be
-//! opened fails `open`, an entry that cannot be stat'ed fails every lookup
-//! of it but is still listed with its `d_type`.
+//! The tree is read through the local disk's own seam ([`LocalFs`]):
+//! each directory is listed in its `readdir` order (which becomes the
+//! listing order) and each entry stat'ed without following links, relative
+//! to its directory's descriptor where the disk has them, so a path past
+//! `PATH_MAX` is copied too. A regular file is read whole, through an
+//! `O_NONBLOCK` open that never blocks on a FIFO swapped in since the stat,
+//! and a FIFO is never opened. Whatever failed keeps its errno where the
+//! kernel would give it to rg later: a directory that cannot be listed
+//! fails `open_dir`, one that cannot be searched fails every lookup in it,
+//! a file that cannot be opened fails `open`, an entry that cannot be
+//! stat'ed fails every lookup of it but is still listed with its `d_type`.
 
+use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -18,8 +21,8 @@ use std::sync::Arc;
 use super::tree::{lookup, Body, DirBody, Errno, FileBody, Node, State};
 use super::MemFs;
 use crate::fs::bytes;
-use crate::fs::local::{from_std, kind_of_std};
-use crate::fs::seam::{errno, FileType, Metadata};
+use crate::fs::local::{from_std, LocalDir, LocalFs};
+use crate::fs::seam::{errno, FileSystem, FileType, Listing, Metadata};
 
 /// The errno stored for an error that carries none.
 #[cfg(unix)]
@@ -131,7 +134,9 @@ impl MemFs {
         };
         let meta = from_std(&m);
         let body = match meta.kind {
-            FileType::File => Body::File(read_disk_file(path, meta.len, budget)?),
+            FileType::File => Body::File(read_disk_file(path, meta.len, budget, || {
+                open_nonblocking(path)
+            })?),
             FileType::Dir => Body::Dir(Box::new(DirBody::new(Arc::downgrade(dir), meta.len))),
             _ => return Ok(None),
         };
@@ -235,38 +240,60 @@ impl MemFs {
 
     /// Copy the disk directory `path` into `top`, replacing what `top`
     /// held (the path mirrored to it), and everything below it.
+    ///
+    /// Read through the local disk's seam, relative to each directory's
+    /// descriptor where it has them (Linux): a directory whose absolute
+    /// path is past `PATH_MAX` is copied like any other, and the engine's
+    /// own rule decides where rg's walk would fail (`rg-semantics.md`,
+    /// PATH_MAX), as it does on the disk. A directory is opened when its
+    /// turn comes, relative to its parent, so the descriptors held are
+    /// those of the directories with subdirectories still to copy.
     fn load_dir(&self, top: Arc<Node>, path: PathBuf, budget: &mut Budget) -> io::Result<()> {
         if let Body::Dir(d) = &mut top.write().body {
             d.take_all();
         }
-        let mut stack = vec![(path, top)];
-        while let Some((path, dir)) = stack.pop() {
+        let disk = LocalFs::new();
+        let mut stack = vec![Pending {
+            parent: None,
+            path,
+            node: top,
+        }];
+        let mut listing = Listing::new();
+        while let Some(Pending { parent, path, node }) = stack.pop() {
+            let at = match (&parent, path.parent(), path.file_name()) {
+                (Some(parent), Some(parent_path), Some(name)) => Some((parent, parent_path, name)),
+                _ => None,
+            };
+            let opened = match at {
+                Some((parent, parent_path, name)) => disk.open_dir_at(parent, parent_path, name),
+                None => disk.open_dir(&path),
+            };
+            let lookup_err = search_error(&disk, at, &path);
+            drop(parent);
             let mut entries = Vec::new();
-            let (open_err, list_err) = match std::fs::read_dir(&path) {
+            let (open_err, list_err) = match opened {
                 Err(e) => (Some(errno_of(&e)), None),
-                Ok(rd) => {
-                    let mut list_err = None;
-                    for entry in rd {
-                        match entry {
-                            Ok(entry) => {
-                                let node = self.load_entry(&dir, &entry, budget)?;
-                                if node.is_dir() {
-                                    stack.push((entry.path(), Arc::clone(&node)));
-                                }
-                                let name: Box<[u8]> = bytes::os_bytes(&entry.file_name()).into();
-                                entries.push((name, node));
-                            }
-                            Err(e) => {
-                                list_err = Some(errno_of(&e));
-                                break;
-                            }
+                Ok(dir) => {
+                    let dir = Arc::new(dir);
+                    disk.list(&dir, &mut listing);
+                    for (name, listed) in listing.iter() {
+                        let name = bytes::os_str(name);
+                        let child =
+                            self.load_entry(&disk, &dir, &path, &node, &name, listed, budget)?;
+                        if child.is_dir() {
+                            stack.push(Pending {
+                                parent: Some(Arc::clone(&dir)),
+                                path: path.join(&name),
+                                node: Arc::clone(&child),
+                            });
                         }
+                        entries.push((Box::<[u8]>::from(bytes::os_bytes(&name)), child));
                     }
+                    let list_err = listing.take_error().map(|e| errno_of(&e));
                     (None, list_err)
                 }
             };
-            let lookup_err = search_error(&path);
-            if let Body::Dir(d) = &mut dir.write().body {
+            if let Body::Dir(d) = &mut node.write().body {
                 for (name, node) in entries {
                     d.push_unindexed(name, node);
                 }
@@ -279,25 +306,32 @@ impl MemFs {
         Ok(())
     }
 
-    /// The node of one listed entry of `parent`.
+    /// The node of the entry `name` of `dir` (at `dir_path`, copied to
+    /// `parent`), listed as `listed`.
+    #[allow(clippy::too_many_arguments)]
     fn load_entry(
         &self,
+        disk: &LocalFs,
+        dir: &LocalDir,
+        dir_path: &Path,
         parent: &Arc<Node>,
-        entry: &std::fs::DirEntry,
+        name: &OsStr,
+        listed: FileType,
         budget: &mut Budget,
     ) -> io::Result<Arc<Node>> {
-        // `file_type` is the listing's `d_type` (an `lstat` where the
-        // filesystem gives `DT_UNKNOWN`).
-        let listed = entry.file_type().map_or(FileType::Unknown, kind_of_std);
-        // `DirEntry::metadata` is `lstat` (relative to the directory).
-        let m = match entry.metadata() {
-            Ok(m) => from_std(&m),
+        let m = match disk.metadata_at(dir, dir_path, name, false) {
+            Ok(m) => m,
             Err(e) => return Ok(Node::refused(self.ino(), listed, errno_of(&e))),
         };
         let body = match m.kind {
             FileType::Dir => Body::Dir(Box::new(DirBody::new(Arc::downgrade(parent), m.len))),
-            FileType::File => Body::File(read_disk_file(&entry.path(), m.len, budget)?),
-            FileType::Symlink => match std::fs::read_link(entry.path()) {
+            FileType::File => {
+                let path = dir_path.join(name);
+                Body::File(read_disk_file(&path, m.len, budget, || {
+                    disk.open_nonblocking_at(dir, dir_path, name)
+                })?)
+            }
+            FileType::Symlink => match disk.read_link_at(dir, dir_path, name) {
                 Ok(t) => Body::Symlink(bytes::path_bytes(&t).into()),
                 Err(e) => return Ok(Node::refused(self.ino(), listed, errno_of(&e))),
             },
@@ -307,17 +341,35 @@ impl MemFs {
     }
 }
 
+/// A directory still to copy: its parent, open (none for the top), its
+/// path (for messages and the portable path) and its node.
+struct Pending {
+    parent: Option<Arc<LocalDir>>,
+    path: PathBuf,
+    node: Arc<Node>,
+}
+
 /// Why a lookup in the directory `path` fails, if it does: `lstat` of
 /// `path/.` walks `.` in it, which needs search permission as every name
-/// does.
-fn search_error(path: &Path) -> Option<Errno> {
-    if cfg!(unix) {
-        std::fs::symlink_metadata(path.join("."))
-            .err()
-            .map(|e| errno_of(&e))
-    } else {
-        None
+/// does. Relative to its parent's descriptor (`at`: the parent, its path
+/// and the name) where it has one, as the directory itself may not open.
+fn search_error(
+    disk: &LocalFs,
+    at: Option<(&Arc<LocalDir>, &Path, &OsStr)>,
+    path: &Path,
+) -> Option<Errno> {
+    if !cfg!(unix) {
+        return None;
     }
+    let stat = match at {
+        Some((parent, parent_path, name)) => {
+            let mut dot = name.to_os_string();
+            dot.push("/.");
+            disk.metadata_at(parent, parent_path, &dot, false)
+        }
+        None => disk.symlink_metadata(&path.join(".")),
+    };
+    stat.err().map(|e| errno_of(&e))
 }
 
 /// What the copy may still hold: the bytes of memory the system had
@@ -382,24 +434,32 @@ fn mem_available() -> Option<u64> {
     Some(kib.saturating_mul(1024))
 }
 
-/// A regular file's bytes, or the error that kept them (with the size the
-/// stat gave); an error when it does not fit in memory.
-fn read_disk_file(path: &Path, len: u64, budget: &mut Budget) -> io::Result<FileBody> {
+/// A regular file's bytes, opened by `open`, or the error that kept them
+/// (with the size the stat gave); an error when it does not fit in memory.
+fn read_disk_file(
+    path: &Path,
+    len: u64,
+    budget: &mut Budget,
+    open: impl FnOnce() -> io::Result<std::fs::File>,
+) -> io::Result<FileBody> {
     budget.take(path, len)?;
-    Ok(match read_regular(path, len) {
-        Ok(data) => FileBody::new(Arc::from(data)),
-        Err(e) if e.kind() == io::ErrorKind::OutOfMemory => return Err(e),
-        Err(e) => FileBody {
-            data: Arc::from(&[][..]),
-            len,
-            open_err: Some(errno_of(&e)),
-            nul_free: true,
+    Ok(
+        match open().and_then(|file| read_regular(file, path, len)) {
+            Ok(data) => FileBody::new(Arc::from(data)),
+            Err(e) if e.kind() == io::ErrorKind::OutOfMemory => return Err(e),
+            Err(e) => FileBody {
+                data: Arc::from(&[][..]),
+                len,
+                open_err: Some(errno_of(&e)),
+                nul_free: true,
+            },
         },
-    })
+    )
 }
 
-fn read_regular(path: &Path, len: u64) -> io::Result<Vec<u8>> {
-    let mut file = open_nonblocking(path)?;
+/// The bytes of `file` (at `path`), which the stat found regular and `len`
+/// bytes long.
+fn read_regular(mut file: std::fs::File, path: &Path, len: u64) -> io::Result<Vec<u8>> {
     if !file.metadata()?.is_file() {
         return Err(io::Error::other("replaced while loading"));
     }
