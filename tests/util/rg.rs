@@ -253,8 +253,7 @@ fn init() -> Result<Env, String> {
         fs::copy(&rg, bin.join("rg")).map_err(|e| e.to_string())?;
         fs::copy(dsh_search_exe(), bin.join("dsh-search")).map_err(|e| e.to_string())?;
         for d in [&ctl, &home, &bin] {
-            fs::set_permissions(d, fs::Permissions::from_mode(0o755))
-                .map_err(|e| e.to_string())?;
+            fs::set_permissions(d, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
         }
     }
     // The global excludes file is found through HOME, XDG_CONFIG_HOME,

@@ -402,7 +402,11 @@ fn check_read(tools: &Tools, path: &str, root: &Path, workdir: &Path) -> Result<
             // read shows the lexical absolute path it opened: the same file.
             let shown = r.value.as_ref().and_then(|v| v["path"].as_str());
             shown
-                .and_then(|s| std::fs::metadata(s).ok().map(|md| file_id(Path::new(s), &md)))
+                .and_then(|s| {
+                    std::fs::metadata(s)
+                        .ok()
+                        .map(|md| file_id(Path::new(s), &md))
+                })
                 .is_some_and(|got| got == *id)
         }
         Expect::NotText => code.as_deref() == Some("FS_NOT_TEXT"),

@@ -340,7 +340,7 @@ fn visit_entries<F: FileSystem>(
         }
         let rg_path = join(node.rg_dir(), name);
         debug_assert_eq!(rg_path, ignore_rules.root().unwalk(&join(abs, name)));
-        if !ignore_rules.decide(node, &rg_path, name, is_dir) {
+        if !ignore_rules.decide(node, &rg_path, name, is_dir, listing.is_hidden(i)) {
             continue;
         }
         if is_dir {

@@ -6,7 +6,7 @@ use std::path::Path;
 use ignore::overrides::{Override, OverrideBuilder};
 
 use super::globstack::{nesting_bound, too_deep, with_stack_for, MAX_NESTING};
-use crate::fs::bytes::path_bytes;
+use crate::fs::bytes::{is_sep, path_bytes};
 use crate::request::{vcs_exclude_globs, VCS_DIRS};
 
 /// `hiargs.rs: globs`: one `OverrideBuilder` rooted at the CWD, the
@@ -46,7 +46,8 @@ pub(crate) fn glob_overrides(real_workdir: &Path, pattern: &str) -> Result<Overr
 /// scan for such a segment replaces their regex set, the costliest part of
 /// matching a path. That holds for the path the matcher sees after
 /// `Gitignore::strip` (ignore 0.4.29 `gitignore.rs`) removes the
-/// workdir prefix byte-wise, so the split is used only when every walked
+/// workdir prefix byte-wise (on Windows component-wise, and the glob sees
+/// `\` as `/`: `globset`'s `Candidate` normalizes it), so the split is used only when every walked
 /// path is the workdir, a `/`, then the rest (a relative root) and the
 /// workdir has no such segment itself; otherwise the whole override set
 /// decides, as rg's does.
@@ -77,7 +78,7 @@ impl GlobFilter {
         let wc_bytes = path_bytes(real_workdir);
         let below = path_bytes(walk_root)
             .strip_prefix(wc_bytes)
-            .is_some_and(|rest| rest.starts_with(b"/"));
+            .is_some_and(|rest| rest.first().is_some_and(|&b| is_sep(b)));
         let user = if !below || has_vcs_segment(wc_bytes) {
             None
         } else if pattern == "*" {
@@ -106,6 +107,6 @@ impl GlobFilter {
 }
 
 fn has_vcs_segment(path: &[u8]) -> bool {
-    path.split(|&b| b == b'/')
+    path.split(|&b| is_sep(b))
         .any(|seg| VCS_DIRS.iter().any(|name| name.as_bytes() == seg))
 }
