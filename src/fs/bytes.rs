@@ -80,6 +80,15 @@ pub(crate) fn ends_with_sep(p: &[u8]) -> bool {
     p.last().is_some_and(|&b| is_sep(b))
 }
 
+/// Whether `Path::join` puts [`JOIN_SEP`] between `dir` and a name: not
+/// after an empty path or a separator, and on Windows not after a bare
+/// drive (`C:` joined with `x` is `C:x`, std's `PathBuf::push`).
+pub(crate) fn join_needs_sep(dir: &[u8]) -> bool {
+    let bare_drive =
+        cfg!(windows) && dir.len() == 2 && dir[1] == b':' && dir[0].is_ascii_alphabetic();
+    !dir.is_empty() && !ends_with_sep(dir) && !bare_drive
+}
+
 /// `p` without trailing separators, unless they are its root (`C:\`,
 /// `\\srv\share\`, which have no parent): `GetCurrentDirectoryW`
 /// reports `C:\w` for a directory entered as `C:\w\`.

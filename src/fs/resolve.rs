@@ -132,9 +132,15 @@ pub(crate) fn shown_form(real: PathBuf) -> PathBuf {
 /// dropped and `..` applied lexically, as Node's `path.resolve` does. On
 /// Windows the result keeps its drive or UNC prefix and every separator is
 /// `\` (`path.win32.resolve`: `C:/w/./a` is `C:\w\a`); `..` never
-/// climbs above the root.
+/// climbs above the root. A path on a drive without a root (`C:x`) is
+/// relative to the base on the base's drive and to the drive's root on
+/// another (Node's `path.win32.resolve` when no per-drive `=D:`
+/// environment variable is set), as rg reaches it from its CWD.
 pub(crate) fn lexical_join(base: &Path, path: &Path) -> PathBuf {
-    let joined = base.join(path);
+    let joined = match drive_relative(base, path) {
+        Some(joined) => joined,
+        None => base.join(path),
+    };
     let mut out = PathBuf::new();
     if let Some(Component::Prefix(prefix)) = joined.components().next() {
         out.push(prefix.as_os_str());
@@ -150,6 +156,30 @@ pub(crate) fn lexical_join(base: &Path, path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// `path` (`D:x`, a drive without a root) resolved from `base`: `base`
+/// joined with `x` when `base` is on drive `D:` (either case), else
+/// `D:\x`. `None` for any other path, and always on Unix.
+pub(crate) fn drive_relative(base: &Path, path: &Path) -> Option<PathBuf> {
+    use std::path::Prefix;
+    let drive = |p: &Path| match p.components().next() {
+        Some(Component::Prefix(x)) => match x.kind() {
+            Prefix::Disk(d) | Prefix::VerbatimDisk(d) => Some(d.to_ascii_uppercase()),
+            _ => None,
+        },
+        _ => None,
+    };
+    if !cfg!(windows) || path.has_root() {
+        return None;
+    }
+    let d = drive(path)?;
+    let rest: PathBuf = path.components().skip(1).collect();
+    if drive(base) == Some(d) {
+        Some(base.join(rest))
+    } else {
+        Some(PathBuf::from(format!("{}:\\", char::from(d))).join(rest))
+    }
 }
 
 /// The real path of `path`, or of its nearest existing ancestor with the

@@ -364,7 +364,7 @@ fn file_id(path: &Path, md: &std::fs::Metadata) -> FileId {
 }
 
 fn expect(path: &str, root: &Path, workdir: &Path) -> Result<Expect, String> {
-    let full = workdir.join(path);
+    let full = from_workdir(workdir, Path::new(path));
     match std::fs::metadata(&full) {
         Ok(md) if md.is_file() => {
             let bytes = std::fs::read(&full).map_err(|e| format!("cannot read {full:?}: {e}"))?;
@@ -388,6 +388,26 @@ fn expect(path: &str, root: &Path, workdir: &Path) -> Result<Expect, String> {
             "the search returned a path the OS cannot find from the workdir: {e}"
         )),
     }
+}
+
+/// The file a process started in `workdir` opens for `path`. On Windows a
+/// path on a drive without a root (`C:x`) is relative to that drive's
+/// directory: the workdir on its own drive (this process's current
+/// directory is elsewhere, so `Path::join` alone would not find it).
+fn from_workdir(workdir: &Path, path: &Path) -> std::path::PathBuf {
+    use std::path::{Component, Prefix};
+    if cfg!(windows) && !path.has_root() {
+        if let (Some(Component::Prefix(p)), Some(Component::Prefix(w))) =
+            (path.components().next(), workdir.components().next())
+        {
+            if let (Prefix::Disk(a), Prefix::Disk(b)) = (p.kind(), w.kind()) {
+                if a.eq_ignore_ascii_case(&b) {
+                    return workdir.join(path.components().skip(1).collect::<std::path::PathBuf>());
+                }
+            }
+        }
+    }
+    workdir.join(path)
 }
 
 /// `read {file_path}` in the same context: what it had to answer, or why
