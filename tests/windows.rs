@@ -4,8 +4,12 @@
 //! every returned path): paths typed with `\`, anchored to a drive or to a
 //! root alone, in another letter case; the hidden attribute; names that are
 //! odd but valid on Windows (the Unix tree of `conformance::odd_names`
-//! holds names Windows cannot create).
+//! holds names Windows cannot create); and a short session with each
+//! server, `serve` and `mcp`, on both backends.
 
+use serde_json::{json, Value};
+
+use crate::util::served::Served;
 use crate::util::tree::{dir, file, hidden_attr, mtime, Spec, Tree};
 use crate::util::{glob, grep, rg, Case, Mode, Report};
 
@@ -176,4 +180,125 @@ pub(crate) fn windows_names() {
         cases.push(glob("*", Some(path)));
     }
     check("windows_names", &specs, &cases);
+}
+
+/// A tree for the servers: `src\a.rs` and `src\sub\b.txt`.
+fn served_tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src/sub")).unwrap();
+    std::fs::write(dir.path().join("src/a.rs"), "fn a() { needle(); }\n").unwrap();
+    std::fs::write(dir.path().join("src/sub/b.txt"), "no match\n").unwrap();
+    dir
+}
+
+/// `dsh-search serve` answers a short session on Windows, on both
+/// backends (the rg backend spawning rg.exe): search, read, edit, write,
+/// with the paths rg.exe prints, then exits 0 at EOF (`contract.md` §12).
+#[test]
+pub(crate) fn serve_session() {
+    let Some(_env) = rg::env() else { return };
+    for backend in ["native", "rg"] {
+        let dir = served_tree();
+        let mut s = Served::start(dir.path(), &["--backend", backend, "serve"]);
+        let mut ask = |id: &str, tool: &str, arguments: Value| {
+            s.send(&json!({"id": id, "tool": tool, "arguments": arguments}));
+            let answer = s.recv();
+            assert_eq!(answer["id"], id, "[{backend}] {answer}");
+            answer["result"]["content"]
+                .as_str()
+                .unwrap_or_else(|| panic!("[{backend}] no content: {answer}"))
+                .to_string()
+        };
+        assert_eq!(ask("g", "glob", json!({"pattern": "*.rs"})), "src\\a.rs");
+        assert_eq!(
+            ask("r", "grep", json!({"pattern": "needle"})),
+            "Found 1 match\n\nsrc\\a.rs\nLine 1: fn a() { needle(); }"
+        );
+        assert_eq!(
+            ask(
+                "p",
+                "grep",
+                json!({"pattern": "needle", "path": "src\\sub"})
+            ),
+            "No matches found"
+        );
+        let read = ask("d", "read", json!({"file_path": "src\\a.rs"}));
+        let shown = dir.path().join("src").join("a.rs");
+        assert!(
+            read.contains(&format!("<path>{}</path>", shown.display()))
+                && read.contains("1: fn a() { needle(); }"),
+            "[{backend}] {read}"
+        );
+        let edit = ask(
+            "e",
+            "edit",
+            json!({"file_path": "src/a.rs", "old_string": "needle", "new_string": "pin"}),
+        );
+        assert!(edit.contains("updated successfully"), "[{backend}] {edit}");
+        assert_eq!(
+            std::fs::read_to_string(&shown).unwrap(),
+            "fn a() { pin(); }\n"
+        );
+        let write = ask(
+            "w",
+            "write",
+            json!({"file_path": "new\\n.txt", "content": "needle new\n"}),
+        );
+        assert!(!write.starts_with("Error"), "[{backend}] {write}");
+        assert_eq!(ask("n", "glob", json!({"pattern": "n.txt"})), "new\\n.txt");
+        s.close();
+        assert!(s.wait().success(), "[{backend}] {}", s.stderr());
+    }
+}
+
+/// `dsh-search mcp` answers the handshake, lists its five tools and runs
+/// them on Windows, then exits 0 at EOF (`contract.md` §12).
+#[test]
+pub(crate) fn mcp_session() {
+    let Some(_env) = rg::env() else { return };
+    for backend in ["native", "rg"] {
+        let dir = served_tree();
+        let cwd = dir.path().to_str().unwrap();
+        let mut s = Served::start(dir.path(), &["--backend", backend, "--cwd", cwd, "mcp"]);
+        s.send(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "windows-test", "version": "1"}}}),
+        );
+        let init = s.recv();
+        assert_eq!(init["result"]["serverInfo"]["name"], "dsh-search", "{init}");
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+        let list = s.recv();
+        let mut names: Vec<&str> = list["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("[{backend}] {list}"))
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        names.sort_unstable();
+        assert_eq!(names, ["edit", "glob", "grep", "read", "write"]);
+        let mut call = |id: u64, tool: &str, arguments: Value| {
+            s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                           "params": {"name": tool, "arguments": arguments}}));
+            let answer = s.recv();
+            assert_eq!(answer["id"], id, "[{backend}] {answer}");
+            answer["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_else(|| panic!("[{backend}] no text: {answer}"))
+                .to_string()
+        };
+        assert_eq!(
+            call(2, "glob", json!({"pattern": "**/b.txt"})),
+            "src\\sub\\b.txt"
+        );
+        assert_eq!(
+            call(3, "grep", json!({"pattern": "needle", "include": "*.rs"})),
+            "Found 1 match\n\nsrc\\a.rs\nLine 1: fn a() { needle(); }"
+        );
+        let read = call(4, "read", json!({"file_path": "src\\sub\\b.txt"}));
+        assert!(read.contains("1: no match"), "[{backend}] {read}");
+        s.close();
+        assert!(s.wait().success(), "[{backend}] {}", s.stderr());
+    }
 }

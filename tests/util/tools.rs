@@ -18,12 +18,12 @@ use std::sync::{Arc, Mutex};
 use dsh_search::config::Config;
 use dsh_search::tool::{CallContext, ToolResult, Tools};
 use dsh_search::{GlobRequest, GrepRequest, RgBackend, SearchBackend};
-use dsh_search::{GlobResults, GrepResults, Outcome};
+use dsh_search::{GlobResults, GrepResults, Outcome, Status};
 use dsh_search::{SpillRef, SpillSource, SpillStore};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::rg::Call;
+use super::rg::{self, Call};
 use super::workspaces;
 
 /// A spill store whose locator is derived from what was saved (owner, tool,
@@ -112,7 +112,7 @@ impl SearchBackend for Memo {
         );
         let mut seen = self.globs.lock().unwrap();
         seen.entry(key)
-            .or_insert_with(|| self.inner.glob(req))
+            .or_insert_with(|| retried(|| self.inner.glob(req)))
             .clone()
     }
 
@@ -129,8 +129,26 @@ impl SearchBackend for Memo {
         );
         let mut seen = self.greps.lock().unwrap();
         seen.entry(key)
-            .or_insert_with(|| self.inner.grep(req))
+            .or_insert_with(|| retried(|| self.inner.grep(req)))
             .clone()
+    }
+}
+
+/// `search()`, again when Wine failed to start rg
+/// ([`rg::is_wine_spawn_flake`]).
+fn retried<T>(search: impl Fn() -> Outcome<T>) -> Outcome<T> {
+    let mut attempt = 0;
+    loop {
+        let outcome = search();
+        let why = match &outcome.status {
+            Status::LaunchFailed(why) => why.clone(),
+            _ => return outcome,
+        };
+        if !rg::is_wine_spawn_flake(&why) || attempt == rg::WINE_RETRIES {
+            return outcome;
+        }
+        attempt += 1;
+        super::loud(&format!("{}: {why}\n", rg::WINE_FLAKE_NOTE));
     }
 }
 

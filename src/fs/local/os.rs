@@ -290,7 +290,7 @@ impl FileSystem for LocalFs {
     /// `std::fs::canonicalize`, as the `ignore` crate calls it for the
     /// walk root's parents (`dir.rs: add_parents`). On Windows that is the
     /// verbatim form (`\\?\C:\w`), which rg.exe prints in the names of
-    /// those parents' ignore files (`docs/rg-semantics.md` §12); the file
+    /// those parents' ignore files (`docs/rg-semantics.md` §13); the file
     /// tools show paths without it ([`crate::fs::resolve`]).
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         std::fs::canonicalize(path)
