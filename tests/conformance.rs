@@ -6,13 +6,19 @@
 //!
 //! Rerun one case: `DSH_SEARCH_CASE='<substring of the label>' cargo test --test tests conformance`.
 
+#[cfg(unix)]
 use std::sync::mpsc;
+#[cfg(unix)]
 use std::thread;
+#[cfg(unix)]
 use std::time::Duration;
 
+#[cfg(unix)]
 use dsh_search::{CancelToken, GrepRequest, NativeBackend, RgBackend, SearchBackend, Status};
 
-use crate::util::tree::{dir, fifo, file, fixture, mode, mtime, socket, symlink, Spec, Tree};
+use crate::util::tree::{dir, file, fixture, mtime, symlink, Spec, Tree};
+#[cfg(unix)]
+use crate::util::tree::{fifo, mode, socket};
 use crate::util::{glob, grep, rg, Case, Mode, Report};
 
 fn check(name: &str, specs: &[Spec], cases: &[Case], mode: Mode) {
@@ -496,7 +502,7 @@ pub(crate) fn haystack_edges() {
         file("exact64k.txt", exact),
         file("empty.txt", ""),
         file("bom8.txt", "\u{feff}foo bom\n"),
-        file("nul.txt", "foo\n\0\nfoo\n"),
+        file("with_nul.txt", "foo\n\0\nfoo\n"),
         fixture("utf16le_bom.txt", "utf16le_bom.txt"),
         file("d/nested.txt", "zzz\nfoo nested\n"),
     ];
@@ -536,7 +542,7 @@ pub(crate) fn haystack_edges() {
     let specs = vec![
         file("past.txt", past),
         file("under.txt", under),
-        file("nul.txt", nul),
+        file("with_nul.txt", nul),
     ];
     let cases = [
         grep("foo", None, None),
@@ -680,6 +686,9 @@ fn no_state_between_calls() {
 }
 
 /// P3/J5: non-UTF-8 and odd file names, non-UTF-8 lines.
+// Unix: names that are not UTF-8 or hold `\n`, `\\`, `"`; symlinks, FIFOs and
+// sockets; modes and uid 65534; prlimit. Windows names: `windows.rs`.
+#[cfg(unix)]
 #[test]
 pub(crate) fn odd_names() {
     let specs = vec![
@@ -709,6 +718,9 @@ pub(crate) fn odd_names() {
 
 /// W4–W7: symlinks, loops, broken links, FIFOs and sockets, walked and
 /// explicit; missing paths and a file path with a trailing slash.
+// Unix: names that are not UTF-8 or hold `\n`, `\\`, `"`; symlinks, FIFOs and
+// sockets; modes and uid 65534; prlimit. Windows names: `windows.rs`.
+#[cfg(unix)]
 #[test]
 pub(crate) fn special_files() {
     let specs = vec![
@@ -809,7 +821,10 @@ pub(crate) fn mtime_ties_many_dirs() {
                 specs.push(mtime(&p, (n + 1) % 3));
                 n += 1;
             }
-            specs.push(symlink(format!("a{a}/l{b}"), format!("{}b{b}", 9 - b)));
+            // (Windows: the tree without its symlinks, which only Unix builds.)
+            if cfg!(unix) {
+                specs.push(symlink(format!("a{a}/l{b}"), format!("{}b{b}", 9 - b)));
+            }
             specs.push(file(format!("a{a}/.git/x{b}"), "v\n"));
         }
         specs.push(file(format!("top{a}.c"), "t\n"));
@@ -838,6 +853,9 @@ pub(crate) fn mtime_ties_many_dirs() {
 /// the walk runs ahead of the searching threads (`native/dirwalk.rs:
 /// MAX_LIVE_DIRS`). Without that bound this group fails with "Too many open
 /// files".
+// Unix: names that are not UTF-8 or hold `\n`, `\\`, `"`; symlinks, FIFOs and
+// sockets; modes and uid 65534; prlimit. Windows names: `windows.rs`.
+#[cfg(unix)]
 #[test]
 fn many_dirs_few_descriptors() {
     // Enough text per file that searching it with a regex takes longer
@@ -913,6 +931,9 @@ pub(crate) fn nothing_searched() {
 }
 
 /// W8/W9/W12/S4: permission cases, run as uid 65534 (root reads everything).
+// Unix: names that are not UTF-8 or hold `\n`, `\\`, `"`; symlinks, FIFOs and
+// sockets; modes and uid 65534; prlimit. Windows names: `windows.rs`.
+#[cfg(unix)]
 #[test]
 pub(crate) fn permissions() {
     let specs = vec![
@@ -1020,6 +1041,9 @@ fn tool_caps() {
 
 /// W7: grep on an explicit FIFO blocks in rg (it waits for a writer), so rg is
 /// not run; both backends must return `Cancelled` once the token is set.
+// Unix: names that are not UTF-8 or hold `\n`, `\\`, `"`; symlinks, FIFOs and
+// sockets; modes and uid 65534; prlimit. Windows names: `windows.rs`.
+#[cfg(unix)]
 #[test]
 fn explicit_fifo_grep_is_cancelled() {
     let Some(_env) = rg::env() else { return };
@@ -1260,6 +1284,8 @@ fn relative_excludes_file() {
                     .args(args)
                     .current_dir(dir)
                     .env("HOME", &home)
+                    // Windows: `home_dir` reads USERPROFILE (rg::init).
+                    .env("USERPROFILE", &home)
                     .stdin(std::process::Stdio::null())
                     .output()
                     .expect("spawn");
@@ -1276,7 +1302,7 @@ fn relative_excludes_file() {
             &cwd,
         );
         let got = run(
-            std::path::Path::new(env!("CARGO_BIN_EXE_dsh-search")),
+            &rg::dsh_search_exe(),
             case.call.cli_argv("native", &cwd),
             // The workdir comes from `--cwd`; the process's own current
             // directory must not matter.

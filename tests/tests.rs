@@ -109,6 +109,12 @@ mod server_limits;
 #[cfg(unix)]
 mod harden_search;
 
+// Windows semantics against rg.exe under Wine (scripts/test-windows): typed
+// paths with `\`, drive- and root-anchored paths, the hidden attribute,
+// names valid on Windows.
+#[cfg(windows)]
+mod windows;
+
 // Remote workspaces over SFTP against a real OpenSSH sshd: conformance
 // against rg on the same tree, the agent session, faults.
 #[cfg(all(unix, feature = "sftp"))]

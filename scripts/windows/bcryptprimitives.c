@@ -2,8 +2,8 @@
  * std (1.78 on) imports ProcessPrng from it for its random keys, so without
  * it no Rust program starts under Wine 8. ProcessPrng fills the buffer from
  * advapi32's RtlGenRandom (exported as SystemFunction036), which Wine has.
- * Built by scripts/test-windows with mingw-w64 and placed beside each .exe
- * it runs; never shipped. */
+ * Built by scripts/test-windows with mingw-w64 into the Wine prefix's
+ * system32 when it is missing there; never shipped. */
 #include <windows.h>
 
 BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG length);

@@ -69,9 +69,34 @@ pub(crate) fn path_buf(b: Vec<u8>) -> std::path::PathBuf {
 /// own separators (`src/sub\a.txt`).
 pub(crate) const JOIN_SEP: u8 = if cfg!(windows) { b'\\' } else { b'/' };
 
+/// Whether `b` is a path separator: `/`, and on Windows `\` too.
+pub(crate) fn is_sep(b: u8) -> bool {
+    b == b'/' || (cfg!(windows) && b == b'\\')
+}
+
 /// Whether `p` ends with a separator as `Path::join` tests it before it
-/// adds one: `/`, and on Windows `\` too.
+/// adds one.
 pub(crate) fn ends_with_sep(p: &[u8]) -> bool {
-    p.last()
-        .is_some_and(|&b| b == b'/' || (cfg!(windows) && b == b'\\'))
+    p.last().is_some_and(|&b| is_sep(b))
+}
+
+/// Whether `Path::join` puts [`JOIN_SEP`] between `dir` and a name: not
+/// after an empty path or a separator, and on Windows not after a bare
+/// drive (`C:` joined with `x` is `C:x`, std's `PathBuf::push`).
+pub(crate) fn join_needs_sep(dir: &[u8]) -> bool {
+    let bare_drive =
+        cfg!(windows) && dir.len() == 2 && dir[1] == b':' && dir[0].is_ascii_alphabetic();
+    !dir.is_empty() && !ends_with_sep(dir) && !bare_drive
+}
+
+/// `p` without trailing separators, unless they are its root (`C:\`,
+/// `\\srv\share\`, which have no parent): `GetCurrentDirectoryW`
+/// reports `C:\w` for a directory entered as `C:\w\`.
+#[cfg(windows)]
+pub(crate) fn trim_trailing_separators(p: std::path::PathBuf) -> std::path::PathBuf {
+    let mut b = path_bytes(&p).to_vec();
+    while ends_with_sep(&b) && path(&b).parent().is_some() {
+        b.pop();
+    }
+    path_buf(b)
 }

@@ -34,8 +34,10 @@ impl ResolvedPath {
 }
 
 /// Whether `path` has a `..` segment: between separators or at either end.
+/// The separators are Node's `path.sep` and `/`: `\` is one on Windows.
 pub(crate) fn has_dotdot_segment(path: &str) -> bool {
-    path.split('/').any(|seg| seg == "..")
+    path.split(|c| c == '/' || (cfg!(windows) && c == '\\'))
+        .any(|seg| seg == "..")
 }
 
 /// Resolve `path` against `cwd` on `fs`.
@@ -85,18 +87,66 @@ pub(crate) fn resolve(
 pub(crate) fn lexical_path(fs: &dyn DynFileSystem, path: &str, cwd: &Path) -> PathBuf {
     let dotdot = has_dotdot_segment(path) || has_dotdot_segment(&cwd.to_string_lossy());
     let real = if dotdot {
-        fs.canonicalize(cwd).ok()
+        fs.canonicalize(cwd).ok().map(shown_form)
     } else {
         None
     };
     lexical_join(real.as_deref().unwrap_or(cwd), Path::new(path))
 }
 
+/// A real path as the file tools show it. On Windows, without the
+/// verbatim prefix `std::fs::canonicalize` returns (Node's
+/// `fs.realpathSync` has none): `\\?\C:\x` is `C:\x`,
+/// `\\?\UNC\srv\share\x` is `\\srv\share\x`; a verbatim path with no
+/// other spelling (a volume GUID) is kept. Elsewhere, unchanged.
+pub(crate) fn shown_form(real: PathBuf) -> PathBuf {
+    #[cfg(windows)]
+    {
+        use std::path::Prefix;
+        let mut rest = real.components();
+        let mut out = match rest.next() {
+            Some(Component::Prefix(p)) => match p.kind() {
+                Prefix::VerbatimDisk(d) => PathBuf::from(format!("{}:", char::from(d))),
+                Prefix::VerbatimUNC(server, share) => {
+                    let mut s = std::ffi::OsString::from(r"\\");
+                    s.push(server);
+                    s.push(r"\");
+                    s.push(share);
+                    PathBuf::from(s)
+                }
+                _ => return real,
+            },
+            _ => return real,
+        };
+        out.push(std::path::MAIN_SEPARATOR_STR);
+        for c in rest.filter(|c| !matches!(c, Component::RootDir)) {
+            out.push(c.as_os_str());
+        }
+        out
+    }
+    #[cfg(not(windows))]
+    real
+}
+
 /// `base` joined with `path` (an absolute `path` replaces it), with `.`
-/// dropped and `..` applied lexically, as Node's `path.resolve` does.
+/// dropped and `..` applied lexically, as Node's `path.resolve` does. On
+/// Windows the result keeps its drive or UNC prefix and every separator is
+/// `\` (`path.win32.resolve`: `C:/w/./a` is `C:\w\a`); `..` never
+/// climbs above the root. A path on a drive without a root (`C:x`) is
+/// relative to the base on the base's drive and to the drive's root on
+/// another (Node's `path.win32.resolve` when no per-drive `=D:`
+/// environment variable is set), as rg reaches it from its CWD.
 pub(crate) fn lexical_join(base: &Path, path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for comp in base.join(path).components() {
+    let joined = match drive_relative(base, path) {
+        Some(joined) => joined,
+        None => base.join(path),
+    };
+    let mut out = PathBuf::new();
+    if let Some(Component::Prefix(prefix)) = joined.components().next() {
+        out.push(prefix.as_os_str());
+    }
+    out.push(std::path::MAIN_SEPARATOR_STR);
+    for comp in joined.components() {
         match comp {
             Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
             Component::ParentDir => {
@@ -106,6 +156,30 @@ pub(crate) fn lexical_join(base: &Path, path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// `path` (`D:x`, a drive without a root) resolved from `base`: `base`
+/// joined with `x` when `base` is on drive `D:` (either case), else
+/// `D:\x`. `None` for any other path, and always on Unix.
+pub(crate) fn drive_relative(base: &Path, path: &Path) -> Option<PathBuf> {
+    use std::path::Prefix;
+    let drive = |p: &Path| match p.components().next() {
+        Some(Component::Prefix(x)) => match x.kind() {
+            Prefix::Disk(d) | Prefix::VerbatimDisk(d) => Some(d.to_ascii_uppercase()),
+            _ => None,
+        },
+        _ => None,
+    };
+    if !cfg!(windows) || path.has_root() {
+        return None;
+    }
+    let d = drive(path)?;
+    let rest: PathBuf = path.components().skip(1).collect();
+    if drive(base) == Some(d) {
+        Some(base.join(rest))
+    } else {
+        Some(PathBuf::from(format!("{}:\\", char::from(d))).join(rest))
+    }
 }
 
 /// The real path of `path`, or of its nearest existing ancestor with the

@@ -124,6 +124,9 @@ pub struct Listing {
     /// filesystem listed with it (`None` for the others; shorter than
     /// `entries` when the last ones have none).
     pub(crate) metadata: Vec<Option<Metadata>>,
+    /// Which entries carry Windows' hidden attribute (shorter than
+    /// `entries` when the last ones do not).
+    pub(crate) hidden: Vec<bool>,
     /// A buffer the filesystem may keep between listings (the local disk's
     /// `getdents64` buffer).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
@@ -141,6 +144,7 @@ impl Listing {
         self.names.clear();
         self.entries.clear();
         self.metadata.clear();
+        self.hidden.clear();
         self.error = None;
     }
 
@@ -157,6 +161,21 @@ impl Listing {
         self.metadata.resize(self.entries.len(), None);
         self.push(name, kind);
         self.metadata.push(Some(metadata));
+    }
+
+    /// Mark the entry pushed last as hidden by its attributes: Windows'
+    /// `FILE_ATTRIBUTE_HIDDEN`, which rg's walk skips like a name that
+    /// starts with `.` (ignore 0.4.29 `pathutil.rs: is_hidden`).
+    pub fn set_hidden(&mut self) {
+        if let Some(last) = self.entries.len().checked_sub(1) {
+            self.hidden.resize(last, false);
+            self.hidden.push(true);
+        }
+    }
+
+    /// Whether the `i`th entry was marked with [`Listing::set_hidden`].
+    pub fn is_hidden(&self, i: usize) -> bool {
+        self.hidden.get(i).copied().unwrap_or(false)
     }
 
     /// The metadata the filesystem listed the `i`th entry with, if any.
@@ -278,6 +297,15 @@ pub trait FileSystem: Send + Sync + 'static {
 
     /// The path with every symlink resolved (`realpath`).
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+
+    /// The current directory of a process started in `workdir`: what rg,
+    /// run there, takes as its CWD. The default is
+    /// [`FileSystem::canonicalize`], as `getcwd` reports the real path;
+    /// the local disk on Windows keeps the path as given
+    /// (`GetCurrentDirectoryW`).
+    fn current_dir(&self, workdir: &Path) -> io::Result<PathBuf> {
+        self.canonicalize(workdir)
+    }
 
     /// Stat `path`, following symlinks.
     fn metadata(&self, path: &Path) -> io::Result<Metadata>;

@@ -45,7 +45,11 @@ impl<'a> Workdir<'a> {
         if !dir.is_absolute() || !fs.metadata(dir).ok()?.kind.is_dir() {
             return None;
         }
-        let canonical = fs.canonicalize(dir).ok().filter(|c| c != dir);
+        let canonical = fs
+            .canonicalize(dir)
+            .ok()
+            .map(crate::fs::resolve::shown_form)
+            .filter(|c| c != dir);
         Some(Workdir {
             fs,
             lexical: dir.to_path_buf(),

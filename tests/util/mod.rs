@@ -62,7 +62,21 @@ impl Case {
 
     fn resolved(&self, root: &Path) -> Call {
         let root = root.to_str().expect("temp roots are UTF-8");
-        let fix = |p: &Option<String>| p.as_ref().map(|p| p.replace("{root}", root));
+        // `{drive}` is the root's drive (`C:`; empty on Unix) and `{rootdir}`
+        // the root without it (`\Users\x\dsh-conf-…`), for paths
+        // anchored to one but not the other on Windows.
+        let drive = match Path::new(root).components().next() {
+            Some(std::path::Component::Prefix(p)) => p.as_os_str().to_str().unwrap_or(""),
+            _ => "",
+        };
+        let rootdir = &root[drive.len()..];
+        let fix = |p: &Option<String>| {
+            p.as_ref().map(|p| {
+                p.replace("{root}", root)
+                    .replace("{drive}", drive)
+                    .replace("{rootdir}", rootdir)
+            })
+        };
         match &self.call {
             Call::Glob { pattern, path } => Call::Glob {
                 pattern: pattern.clone(),

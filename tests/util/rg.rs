@@ -385,13 +385,20 @@ fn run_process_env(
     if let Some((k, v)) = var {
         cmd.env(k, v);
     }
-    let out = cmd
-        .args(args)
+    cmd.args(args)
         .current_dir(cwd)
         .env_remove("RIPGREP_CONFIG_PATH")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("spawn {program:?}: {e}"));
+        .stdin(Stdio::null());
+    let mut attempt = 0;
+    let out = loop {
+        match cmd.output() {
+            Err(e) if is_wine_spawn_flake(&e.to_string()) && attempt < WINE_RETRIES => {
+                attempt += 1;
+                loud(&format!("{WINE_FLAKE_NOTE}: spawn {program:?}: {e}\n"));
+            }
+            other => break other.unwrap_or_else(|e| panic!("spawn {program:?}: {e}")),
+        }
+    };
     Raw {
         stdout: out.stdout,
         stderr: stderr_lines(&out.stderr),
@@ -459,9 +466,38 @@ pub fn run_cli_few_fds(
     )
 }
 
+/// How many times a process start that Wine failed is retried.
+pub const WINE_RETRIES: usize = 2;
+
+/// What the log says of a retried start.
+pub const WINE_FLAKE_NOTE: &str =
+    "Wine: CreateProcess failed with ERROR_INTERNAL_ERROR (1359), retried";
+
+/// Whether `text` reports the error Wine 8's `CreateProcessW` returns now
+/// and then for a start that succeeds when retried: ERROR_INTERNAL_ERROR
+/// (1359, from `NtCreateUserProcess`'s STATUS_INTERNAL_ERROR). Seen as
+/// often for rg.exe started alone as for the rg backend's starts (README
+/// "Platforms"); never retried on Unix.
+pub fn is_wine_spawn_flake(text: &str) -> bool {
+    cfg!(windows) && text.contains("(os error 1359)")
+}
+
 /// A backend through the `SearchBackend` trait; a panic is reported as the
-/// status so one unfinished backend does not hide every other case.
+/// status so one unfinished backend does not hide every other case. A
+/// start of rg that Wine failed ([`is_wine_spawn_flake`]) is retried.
 pub fn run_backend(backend: &dyn SearchBackend, call: &Call, cwd: &Path) -> Raw {
+    let mut attempt = 0;
+    loop {
+        let raw = run_backend_once(backend, call, cwd);
+        if !is_wine_spawn_flake(&raw.status) || attempt == WINE_RETRIES {
+            return raw;
+        }
+        attempt += 1;
+        loud(&format!("{WINE_FLAKE_NOTE}: {}\n", raw.status));
+    }
+}
+
+fn run_backend_once(backend: &dyn SearchBackend, call: &Call, cwd: &Path) -> Raw {
     let res = catch_unwind(AssertUnwindSafe(|| match call {
         Call::Glob { pattern, path } => {
             let mut req = GlobRequest::new(pattern.clone(), cwd);

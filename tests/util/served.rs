@@ -44,7 +44,7 @@ impl Served {
 
     /// The same with extra environment variables.
     pub fn start_with(cwd: &Path, args: &[&str], env: &[(&str, &Path)]) -> Served {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dsh-search"));
+        let mut cmd = Command::new(super::rg::dsh_search_exe());
         cmd.current_dir(cwd)
             .args(args)
             .stdin(Stdio::piped())

@@ -18,12 +18,12 @@ use std::sync::{Arc, Mutex};
 use dsh_search::config::Config;
 use dsh_search::tool::{CallContext, ToolResult, Tools};
 use dsh_search::{GlobRequest, GrepRequest, RgBackend, SearchBackend};
-use dsh_search::{GlobResults, GrepResults, Outcome};
+use dsh_search::{GlobResults, GrepResults, Outcome, Status};
 use dsh_search::{SpillRef, SpillSource, SpillStore};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::rg::Call;
+use super::rg::{self, Call};
 use super::workspaces;
 
 /// A spill store whose locator is derived from what was saved (owner, tool,
@@ -112,7 +112,7 @@ impl SearchBackend for Memo {
         );
         let mut seen = self.globs.lock().unwrap();
         seen.entry(key)
-            .or_insert_with(|| self.inner.glob(req))
+            .or_insert_with(|| retried(|| self.inner.glob(req)))
             .clone()
     }
 
@@ -129,8 +129,26 @@ impl SearchBackend for Memo {
         );
         let mut seen = self.greps.lock().unwrap();
         seen.entry(key)
-            .or_insert_with(|| self.inner.grep(req))
+            .or_insert_with(|| retried(|| self.inner.grep(req)))
             .clone()
+    }
+}
+
+/// `search()`, again when Wine failed to start rg
+/// ([`rg::is_wine_spawn_flake`]).
+fn retried<T>(search: impl Fn() -> Outcome<T>) -> Outcome<T> {
+    let mut attempt = 0;
+    loop {
+        let outcome = search();
+        let why = match &outcome.status {
+            Status::LaunchFailed(why) => why.clone(),
+            _ => return outcome,
+        };
+        if !rg::is_wine_spawn_flake(&why) || attempt == rg::WINE_RETRIES {
+            return outcome;
+        }
+        attempt += 1;
+        super::loud(&format!("{}: {why}\n", rg::WINE_FLAKE_NOTE));
     }
 }
 
@@ -364,7 +382,7 @@ fn file_id(path: &Path, md: &std::fs::Metadata) -> FileId {
 }
 
 fn expect(path: &str, root: &Path, workdir: &Path) -> Result<Expect, String> {
-    let full = workdir.join(path);
+    let full = from_workdir(workdir, Path::new(path));
     match std::fs::metadata(&full) {
         Ok(md) if md.is_file() => {
             let bytes = std::fs::read(&full).map_err(|e| format!("cannot read {full:?}: {e}"))?;
@@ -388,6 +406,26 @@ fn expect(path: &str, root: &Path, workdir: &Path) -> Result<Expect, String> {
             "the search returned a path the OS cannot find from the workdir: {e}"
         )),
     }
+}
+
+/// The file a process started in `workdir` opens for `path`. On Windows a
+/// path on a drive without a root (`C:x`) is relative to that drive's
+/// directory: the workdir on its own drive (this process's current
+/// directory is elsewhere, so `Path::join` alone would not find it).
+fn from_workdir(workdir: &Path, path: &Path) -> std::path::PathBuf {
+    use std::path::{Component, Prefix};
+    if cfg!(windows) && !path.has_root() {
+        if let (Some(Component::Prefix(p)), Some(Component::Prefix(w))) =
+            (path.components().next(), workdir.components().next())
+        {
+            if let (Prefix::Disk(a), Prefix::Disk(b)) = (p.kind(), w.kind()) {
+                if a.eq_ignore_ascii_case(&b) {
+                    return workdir.join(path.components().skip(1).collect::<std::path::PathBuf>());
+                }
+            }
+        }
+    }
+    workdir.join(path)
 }
 
 /// `read {file_path}` in the same context: what it had to answer, or why

@@ -45,6 +45,9 @@ pub enum Spec {
     Mtime(Vec<u8>, u64),
     /// Every regular file without an explicit mtime gets this one (ties).
     TieAll(u64),
+    /// Windows: give the entry the hidden attribute (`attrib +h`),
+    /// applied after everything else.
+    HiddenAttr(Vec<u8>),
 }
 
 fn b(p: impl AsRef<[u8]>) -> Vec<u8> {
@@ -78,6 +81,10 @@ pub fn socket(p: impl AsRef<[u8]>) -> Spec {
 /// chmod `p` to `m` (applied last).
 pub fn mode(p: impl AsRef<[u8]>, m: u32) -> Spec {
     Spec::Mode(b(p), m)
+}
+/// Windows: set the hidden attribute of `p` (applied last).
+pub fn hidden_attr(p: impl AsRef<[u8]>) -> Spec {
+    Spec::HiddenAttr(b(p))
 }
 /// Give file `p` the mtime base + `secs`.
 pub fn mtime(p: impl AsRef<[u8]>, secs: u64) -> Spec {
@@ -158,6 +165,8 @@ impl Tree {
         #[cfg(unix)]
         let mut modes: Vec<(PathBuf, u32)> = Vec::new();
         let mut tie: Option<u64> = None;
+        #[cfg(windows)]
+        let mut hidden: Vec<PathBuf> = Vec::new();
         for spec in specs {
             match spec {
                 Spec::File(p, content) => {
@@ -210,6 +219,12 @@ impl Tree {
                 Spec::Symlink(..) | Spec::Fifo(_) | Spec::Socket(_) | Spec::Mode(..) => {
                     panic!("{spec:?}: a Unix-only entry in a tree built on Windows")
                 }
+                #[cfg(windows)]
+                Spec::HiddenAttr(p) => hidden.push(rel(&root, p)),
+                #[cfg(unix)]
+                Spec::HiddenAttr(_) => {
+                    panic!("{spec:?}: a Windows-only entry in a tree built on Unix")
+                }
                 #[cfg(unix)]
                 Spec::Mode(p, m) => modes.push((rel(&root, p), *m)),
                 Spec::Mtime(p, secs) => explicit.push((rel(&root, p), *secs)),
@@ -222,6 +237,24 @@ impl Tree {
         }
         for (path, secs) in &explicit {
             set_mtime(path, *secs);
+        }
+        // `attrib` (a real process, as a user would set it) after the
+        // mtimes: setting an attribute leaves them alone.
+        #[cfg(windows)]
+        for path in &hidden {
+            let out = std::process::Command::new("attrib")
+                .arg("+h")
+                .arg(path)
+                .output()
+                .unwrap_or_else(|e| panic!("attrib +h {path:?}: {e}"));
+            assert!(
+                out.status.success()
+                    && fs::metadata(path).is_ok_and(|m| {
+                        use std::os::windows::fs::MetadataExt;
+                        m.file_attributes() & 0x2 != 0
+                    }),
+                "attrib +h {path:?} did not set the hidden attribute: {out:?}"
+            );
         }
         #[cfg(unix)]
         for (path, m) in modes.iter().rev() {

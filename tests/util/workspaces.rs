@@ -43,6 +43,13 @@ pub fn in_memory(root: &Path, cwd: &Path) -> MemFs {
 /// from `cwd`.
 pub fn ways(root: &Path, cwd: &Path) -> Vec<Way> {
     let disk = Arc::new(LocalFs::new());
+    // Windows: the local disk (always the portable path there). The
+    // in-memory filesystem and the overlay hold `/`-separated Unix paths
+    // (`docs/contract.md` §10), not drive paths.
+    if cfg!(windows) {
+        let _ = (root, cwd);
+        return vec![way("native", disk)];
+    }
     let mem = Arc::new(in_memory(root, cwd));
     let overlay = OverlayFs::new(disk.clone(), root, Arc::new(MemFs::new()), root)
         .expect("an overlay over the tree");

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use ignore::overrides::Override;
 use ignore::Error;
 
-use crate::fs::bytes::{ends_with_sep, os_str, path_buf, path_bytes, JOIN_SEP};
+use crate::fs::bytes::{join_needs_sep, os_str, path_buf, path_bytes, JOIN_SEP};
 use crate::fs::{FileSystem, FileType, Listing};
 
 use super::messages::at_path;
@@ -99,7 +99,7 @@ impl<F: FileSystem> Haystack<F> {
 /// empty or ends with one) in one allocation of the exact size.
 fn join(dir: &Path, name: &[u8]) -> PathBuf {
     let d = path_bytes(dir);
-    let sep = !d.is_empty() && !ends_with_sep(d);
+    let sep = join_needs_sep(d);
     let mut v = Vec::with_capacity(d.len() + usize::from(sep) + name.len());
     v.extend_from_slice(d);
     if sep {
@@ -340,7 +340,7 @@ fn visit_entries<F: FileSystem>(
         }
         let rg_path = join(node.rg_dir(), name);
         debug_assert_eq!(rg_path, ignore_rules.root().unwalk(&join(abs, name)));
-        if !ignore_rules.decide(node, &rg_path, name, is_dir) {
+        if !ignore_rules.decide(node, &rg_path, name, is_dir, listing.is_hidden(i)) {
             continue;
         }
         if is_dir {

@@ -32,7 +32,7 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GlobRequest) -> Outcome<GlobResul
     let budget = Budget::new(req.raw_budget, req.cancel.clone());
     let mut msgs = Messages::default();
     let root = Root::new(&real_workdir, req.path.as_deref());
-    let filter = match GlobFilter::new(&real_workdir, &req.pattern, root.walk_path()) {
+    let filter = match GlobFilter::new(&real_workdir, &req.pattern, &root) {
         Ok(f) => f,
         Err(e) => {
             // `rg: {err:#}` for an argument error, exit 2, nothing listed.

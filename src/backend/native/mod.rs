@@ -8,7 +8,8 @@
 //! its descriptor fast path), a tree in memory or an overlay.
 //!
 //! The engine never reads or changes the process's current directory: the
-//! workdir is canonicalized (rg's `getcwd`) and every relative path is walked
+//! workdir is taken as rg's `getcwd` reports it (the real path; on Windows
+//! the path as given) and every relative path is walked
 //! as an absolute one that rg's matchers see the same way (the `paths` module).
 //!
 //! The modules, in the order a call goes through them:
@@ -132,11 +133,12 @@ impl<F: FileSystem> SearchBackend for NativeBackend<F> {
     }
 }
 
-/// The workdir as rg's `getcwd` would report it, or why rg could not start
+/// The workdir as rg's `getcwd` (Windows: `GetCurrentDirectoryW`) would
+/// report it ([`FileSystem::current_dir`]), or why rg could not start
 /// there (the rg backend cannot spawn a process in it either).
 fn canonical_workdir<F: FileSystem>(fs: &F, workdir: &Path) -> Result<PathBuf, String> {
     let real_workdir = fs
-        .canonicalize(workdir)
+        .current_dir(workdir)
         .map_err(|e| format!("workdir {}: {e}", workdir.display()))?;
     if !fs.metadata(&real_workdir).is_ok_and(|m| m.kind.is_dir()) {
         return Err(format!("workdir {}: not a directory", workdir.display()));

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::walk::GlobFilter;
-use crate::fs::bytes::{ends_with_sep, os_str, path, path_buf, path_bytes, JOIN_SEP};
+use crate::fs::bytes::{join_needs_sep, os_str, path, path_buf, path_bytes, JOIN_SEP};
 use crate::fs::{FileSystem, FileType, Listing};
 
 use super::paths::Root;
@@ -170,7 +170,7 @@ thread_local! {
 /// directory's path ends with one).
 fn printed_dir(root: &Root, dir: &Path) -> Vec<u8> {
     let mut rg = path_bytes(&root.unwalk(dir)).to_vec();
-    if !ends_with_sep(&rg) {
+    if join_needs_sep(&rg) {
         rg.push(JOIN_SEP);
     }
     if root.is_implicit() && rg.starts_with(b"./") {
@@ -226,7 +226,7 @@ fn visit<'s, F: FileSystem>(
     let mut idx: u32 = 0;
     // `path.join(name)` for each entry, built in one buffer.
     let mut child = path_bytes(path).to_vec();
-    if !ends_with_sep(&child) {
+    if join_needs_sep(&child) {
         child.push(JOIN_SEP);
     }
     let base = child.len();

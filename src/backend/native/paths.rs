@@ -34,6 +34,8 @@ impl Root {
         // does walking the empty path (without resolving it anywhere).
         let walk = if given.is_absolute() || given.as_os_str().is_empty() {
             given.clone()
+        } else if let Some(walk) = windows_anchored(real_workdir, &given) {
+            walk
         } else {
             let typed = path_bytes(&given);
             // rg's matcher strips `./` at most twice (`Ignore::matched`, then
@@ -81,6 +83,19 @@ impl Root {
     /// Whether there was no path argument.
     pub(crate) fn is_implicit(&self) -> bool {
         self.implicit
+    }
+
+    /// Whether rg's override matcher sees the entries below this root as
+    /// the walked paths do once it strips the workdir from them. Not for a
+    /// Windows path anchored to a root or a drive but not both (`\x`,
+    /// `C:x`): rg's walk names its entries that way, and the workdir
+    /// (`C:\w`) is no prefix of such a path component by component, so
+    /// rg matches the whole path (`Gitignore::strip`); the caller then
+    /// matches the path rg walks ([`Root::unwalk`]).
+    pub(crate) fn matched_as_walked(&self) -> bool {
+        self.given.is_absolute()
+            || self.given.as_os_str().is_empty()
+            || !(self.given.has_root() || has_prefix(&self.given))
     }
 
     /// The path rg would have walked for `walked` (an entry below the walk
@@ -135,6 +150,32 @@ impl Root {
             }
         }
         path_bytes(rg).to_vec()
+    }
+}
+
+/// Whether `p` starts with a drive or UNC prefix (Windows only).
+fn has_prefix(p: &Path) -> bool {
+    matches!(p.components().next(), Some(std::path::Component::Prefix(_)))
+}
+
+/// The absolute path rg reaches for a Windows path that is neither
+/// absolute nor relative to its CWD, run in `real_workdir`: `\x` is on the
+/// workdir's drive (`C:\x`); `D:x` is relative to drive `D:`'s current
+/// directory, which is the workdir on the workdir's drive and, taken here,
+/// the drive's root on another (rg would follow a per-drive `=D:`
+/// variable of its environment, which the engine does not read). `None`
+/// for every other path, and always on Unix.
+fn windows_anchored(real_workdir: &Path, given: &Path) -> Option<PathBuf> {
+    if !cfg!(windows) {
+        return None;
+    }
+    match given.components().next()? {
+        // `\x`: `Path::join` keeps the workdir's prefix.
+        std::path::Component::RootDir => Some(real_workdir.join(given)),
+        std::path::Component::Prefix(_) if !given.has_root() => {
+            crate::fs::resolve::drive_relative(real_workdir, given)
+        }
+        _ => None,
     }
 }
 

@@ -90,8 +90,19 @@ fn to_match<T>(m: Match<T>) -> M {
     }
 }
 
-/// `pathutil.rs: strip_prefix`, byte-wise.
+/// `pathutil.rs: strip_prefix`: byte-wise on Unix; on Windows
+/// `Path::strip_prefix`, component by component (`./x` and `.\\x` both
+/// lose `./`, and `/w` is not a prefix of `/wx`).
 fn strip_if<'a>(prefix: &[u8], path: &'a Path) -> std::borrow::Cow<'a, Path> {
+    #[cfg(windows)]
+    {
+        use std::borrow::Cow;
+        match path.strip_prefix(bytes_path(prefix).as_ref()) {
+            Ok(r) => Cow::Borrowed(r),
+            Err(_) => Cow::Borrowed(path),
+        }
+    }
+    #[cfg(not(windows))]
     match path_bytes(path).strip_prefix(prefix) {
         Some(r) => bytes_path(r),
         None => std::borrow::Cow::Borrowed(path),
@@ -388,10 +399,13 @@ impl RgIgnore {
         let mut parents = Vec::new();
         let mut parent_errs = Vec::new();
         // The workdir is canonical already: a root that is the workdir
-        // (no path, `.`, `./`) needs no second resolution.
-        let is_wc = path_bytes(walk)
-            .strip_prefix(path_bytes(real_workdir))
-            .is_some_and(|rest| rest.is_empty() || rest == b"/");
+        // (no path, `.`, `./`) needs no second resolution. Not on Windows,
+        // where the workdir is the path as given and `canonicalize` returns
+        // the verbatim form that rg.exe names the parents' files by.
+        let is_wc = cfg!(not(windows))
+            && path_bytes(walk)
+                .strip_prefix(path_bytes(real_workdir))
+                .is_some_and(|rest| rest.is_empty() || rest == b"/");
         let abs_base = if is_wc {
             Some(real_workdir.to_path_buf())
         } else {
@@ -501,13 +515,15 @@ impl RgIgnore {
     }
 
     /// Whether rg keeps the entry `name` of the directory `node`, walked as
-    /// `rg_path` (its directory's `rg_dir` joined with `name`).
+    /// `rg_path` (its directory's `rg_dir` joined with `name`);
+    /// `hidden_attr`: the listing marked it hidden by its attributes.
     pub(crate) fn decide(
         &self,
         node: &Arc<Node>,
         rg_path: &Path,
         name: &[u8],
         is_dir: bool,
+        hidden_attr: bool,
     ) -> bool {
         let path = strip_if(b"./", rg_path);
         let path: &Path = &path;
@@ -521,7 +537,7 @@ impl RgIgnore {
         match self.matched_ignore(node, path, is_dir) {
             M::Ignore => false,
             M::Whitelist => true,
-            M::None => !is_hidden(name),
+            M::None => !hidden_attr && !is_hidden(name),
         }
     }
 
@@ -580,7 +596,17 @@ impl RgIgnore {
     }
 }
 
+/// `pathutil.rs: is_hidden` on the file name (`file_name`). On Windows,
+/// the name starts with `.` (`Path::file_name`, then `to_str`: a name with
+/// an unpaired surrogate is not hidden by its name); the attribute is the
+/// listing's ([`crate::fs::Listing::is_hidden`]).
+#[cfg(windows)]
+fn is_hidden(b: &[u8]) -> bool {
+    b.first() == Some(&b'.') && std::str::from_utf8(b).is_ok()
+}
+
 /// `pathutil.rs: is_hidden` on the file name (`file_name`).
+#[cfg(not(windows))]
 fn is_hidden(b: &[u8]) -> bool {
     if b.is_empty() || b.ends_with(b".") {
         return false;

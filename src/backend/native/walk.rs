@@ -6,7 +6,8 @@ use std::path::Path;
 use ignore::overrides::{Override, OverrideBuilder};
 
 use super::globstack::{nesting_bound, too_deep, with_stack_for, MAX_NESTING};
-use crate::fs::bytes::path_bytes;
+use super::paths::Root;
+use crate::fs::bytes::{is_sep, path_bytes};
 use crate::request::{vcs_exclude_globs, VCS_DIRS};
 
 /// `hiargs.rs: globs`: one `OverrideBuilder` rooted at the CWD, the
@@ -46,7 +47,8 @@ pub(crate) fn glob_overrides(real_workdir: &Path, pattern: &str) -> Result<Overr
 /// scan for such a segment replaces their regex set, the costliest part of
 /// matching a path. That holds for the path the matcher sees after
 /// `Gitignore::strip` (ignore 0.4.29 `gitignore.rs`) removes the
-/// workdir prefix byte-wise, so the split is used only when every walked
+/// workdir prefix byte-wise (on Windows component-wise, and the glob sees
+/// `\` as `/`: `globset`'s `Candidate` normalizes it), so the split is used only when every walked
 /// path is the workdir, a `/`, then the rest (a relative root) and the
 /// workdir has no such segment itself; otherwise the whole override set
 /// decides, as rg's does.
@@ -57,6 +59,9 @@ pub(crate) fn glob_overrides(real_workdir: &Path, pattern: &str) -> Result<Overr
 pub(crate) struct GlobFilter {
     full: Override,
     user: Option<UserGlob>,
+    /// The root, when rg matches the path it walks rather than what the
+    /// workdir's strip leaves of ours ([`Root::matched_as_walked`]).
+    unwalk: Option<Root>,
 }
 
 enum UserGlob {
@@ -66,18 +71,25 @@ enum UserGlob {
 }
 
 impl GlobFilter {
-    /// The filter for walking `walk_root` from the workdir `real_workdir`; the error
-    /// is the text rg prints for a bad glob.
+    /// The filter for walking `root` from the workdir `real_workdir`; the
+    /// error is the text rg prints for a bad glob.
     pub(crate) fn new(
         real_workdir: &Path,
         pattern: &str,
-        walk_root: &Path,
+        root: &Root,
     ) -> Result<GlobFilter, String> {
         let full = glob_overrides(real_workdir, pattern)?;
+        if !root.matched_as_walked() {
+            return Ok(GlobFilter {
+                full,
+                user: None,
+                unwalk: Some(root.clone()),
+            });
+        }
         let wc_bytes = path_bytes(real_workdir);
-        let below = path_bytes(walk_root)
+        let below = path_bytes(root.walk_path())
             .strip_prefix(wc_bytes)
-            .is_some_and(|rest| rest.starts_with(b"/"));
+            .is_some_and(|rest| rest.first().is_some_and(|&b| is_sep(b)));
         let user = if !below || has_vcs_segment(wc_bytes) {
             None
         } else if pattern == "*" {
@@ -85,11 +97,18 @@ impl GlobFilter {
         } else {
             Some(UserGlob::Glob(overrides(real_workdir, &[pattern])?))
         };
-        Ok(GlobFilter { full, user })
+        Ok(GlobFilter {
+            full,
+            user,
+            unwalk: None,
+        })
     }
 
     /// Whether rg leaves `path` (absolute, below the walk root) out.
     pub(crate) fn ignored(&self, path: &Path, is_dir: bool) -> bool {
+        if let Some(root) = &self.unwalk {
+            return self.full.matched(root.unwalk(path), is_dir).is_ignore();
+        }
         match &self.user {
             Some(user) => {
                 has_vcs_segment(path_bytes(path))
@@ -106,6 +125,6 @@ impl GlobFilter {
 }
 
 fn has_vcs_segment(path: &[u8]) -> bool {
-    path.split(|&b| b == b'/')
+    path.split(|&b| is_sep(b))
         .any(|seg| VCS_DIRS.iter().any(|name| name.as_bytes() == seg))
 }

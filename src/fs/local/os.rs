@@ -334,11 +334,29 @@ impl FileSystem for LocalFs {
     type Dir = LocalDir;
     type File = LocalFile;
 
+    /// `std::fs::canonicalize`, as the `ignore` crate calls it for the
+    /// walk root's parents (`dir.rs: add_parents`). On Windows that is the
+    /// verbatim form (`\\?\C:\w`), which rg.exe prints in the names of
+    /// those parents' ignore files (`docs/rg-semantics.md` §13); the file
+    /// tools show paths without it ([`crate::fs::resolve`]).
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
-        let real = std::fs::canonicalize(path)?;
+        std::fs::canonicalize(path)
+    }
+
+    /// Windows: the absolute path as given (`GetFullPathNameW`, what
+    /// `std::path::absolute` calls), without a trailing separator, as
+    /// `GetCurrentDirectoryW` reports the directory a process was started
+    /// in: neither symlinks nor junctions resolved, the letter case kept, no
+    /// verbatim prefix. Unix: the real path, as `getcwd` reports it.
+    fn current_dir(&self, workdir: &Path) -> io::Result<PathBuf> {
         #[cfg(windows)]
-        let real = without_verbatim(real);
-        Ok(real)
+        {
+            let abs = std::path::absolute(workdir)?;
+            std::fs::metadata(&abs)?;
+            Ok(crate::fs::bytes::trim_trailing_separators(abs))
+        }
+        #[cfg(not(windows))]
+        std::fs::canonicalize(workdir)
     }
 
     fn metadata(&self, path: &Path) -> io::Result<Metadata> {
@@ -400,8 +418,19 @@ impl FileSystem for LocalFs {
                             let kind = e.file_type().map_or(FileType::Unknown, kind_of_std);
                             let name = e.file_name();
                             let name = crate::fs::bytes::os_bytes(&name);
-                            if !super::is_staging(name, kind) {
-                                listing.push(name, kind);
+                            if super::is_staging(name, kind) {
+                                continue;
+                            }
+                            listing.push(name, kind);
+                            // Windows lists each entry's attributes with it
+                            // (`DirEntry::metadata` asks no more of the
+                            // disk), as rg's walk reads them.
+                            #[cfg(windows)]
+                            if e.metadata().is_ok_and(|m| {
+                                use std::os::windows::fs::MetadataExt;
+                                m.file_attributes() & FILE_ATTRIBUTE_HIDDEN != 0
+                            }) {
+                                listing.set_hidden();
                             }
                         }
                         Err(e) => return listing.fail(e),
@@ -523,38 +552,13 @@ impl FileSystem for LocalFs {
     }
 }
 
+/// `winnt.h`'s `FILE_ATTRIBUTE_HIDDEN`.
+#[cfg(windows)]
+const FILE_ATTRIBUTE_HIDDEN: u32 = 0x2;
+
 /// Open for reading without ever blocking in `open(2)`: a FIFO (or a
 /// device) in place of a control file is then refused by the caller's type
 /// check instead of hanging the walk until a writer shows up.
-/// `path` without the `\\?\` prefix `std::fs::canonicalize` puts on
-/// every path on Windows: rg takes its workdir from `GetCurrentDirectoryW`,
-/// which never has it, and joins relative paths onto that, so a prefixed
-/// workdir would put the prefix in every path rg prints, and a verbatim path
-/// is not normalized (`\\?\C:\w\./` is an invalid name, error 123).
-/// `\\?\C:\x` becomes `C:\x`, `\\?\UNC\server\share\x` becomes
-/// `\\server\share\x`; any other verbatim form (a volume GUID, say) is
-/// kept, as it has no other spelling.
-#[cfg(windows)]
-pub(crate) fn without_verbatim(path: PathBuf) -> PathBuf {
-    use std::os::windows::ffi::{OsStrExt, OsStringExt};
-    let wide: Vec<u16> = path.as_os_str().encode_wide().collect();
-    let ascii = |s: &str| s.encode_utf16().collect::<Vec<u16>>();
-    let (verbatim, unc) = (ascii(r"\\?\"), ascii(r"\\?\UNC\"));
-    if wide.starts_with(&unc) {
-        let mut out = ascii(r"\\");
-        out.extend_from_slice(&wide[unc.len()..]);
-        return PathBuf::from(std::ffi::OsString::from_wide(&out));
-    }
-    let rest = wide.get(verbatim.len()..).unwrap_or_default();
-    let is_drive = rest.len() >= 2
-        && rest[1] == u16::from(b':')
-        && char::from_u32(u32::from(rest[0])).is_some_and(|c| c.is_ascii_alphabetic());
-    if wide.starts_with(&verbatim) && is_drive {
-        return PathBuf::from(std::ffi::OsString::from_wide(rest));
-    }
-    path
-}
-
 fn open_nonblocking(path: &Path) -> io::Result<File> {
     #[cfg(unix)]
     {

@@ -1,0 +1,304 @@
+//! Windows semantics against rg.exe 15.2.0, run under Wine by
+//! `scripts/test-windows` (README "Platforms"), compared like the
+//! conformance tables (raw level on both backends, tool level, `read` of
+//! every returned path): paths typed with `\`, anchored to a drive or to a
+//! root alone, in another letter case; the hidden attribute; names that are
+//! odd but valid on Windows (the Unix tree of `conformance::odd_names`
+//! holds names Windows cannot create); and a short session with each
+//! server, `serve` and `mcp`, on both backends.
+
+use serde_json::{json, Value};
+
+use crate::util::served::Served;
+use crate::util::tree::{dir, file, hidden_attr, mtime, Spec, Tree};
+use crate::util::{glob, grep, rg, Case, Mode, Report};
+
+fn check(name: &str, specs: &[Spec], cases: &[Case]) {
+    let Some(env) = rg::env() else { return };
+    let tree = Tree::build(specs);
+    let mut report = Report::new(name);
+    report.run_all(env, &tree, cases, Mode::InProcess);
+    report.finish();
+}
+
+fn paths_tree() -> Vec<Spec> {
+    vec![
+        file(".git/HEAD", "ref: main\n"),
+        file(".gitignore", "*.log\n/build/\n"),
+        file("src/a.rs", "fn a() { needle(); }\n"),
+        file("src/b.txt", "needle b\n"),
+        file("src/sub/c.rs", "// needle c\n"),
+        file("src/sub/x.log", "needle log\n"),
+        file("src/.gitignore", "/sub/skip.txt\n"),
+        file("src/sub/skip.txt", "needle skipped\n"),
+        file("build/out.txt", "needle build\n"),
+        file("docs/readme.md", "# needle\n"),
+        file("top.txt", "needle top\n"),
+        dir("empty"),
+        mtime("src/a.rs", 5),
+        mtime("top.txt", 5),
+    ]
+}
+
+/// rg joins walked names with `\` (`Path::join`) and keeps the typed path
+/// as typed: `src/sub\c.rs`, `.\src\a.rs`, `SRC\a.rs` (the filesystem
+/// finds names in any case; the glob and ignore rules match the bytes).
+/// A path anchored to a root alone (`\Users\…`) is on the workdir's drive,
+/// one anchored to a drive alone (`C:src`) is relative to that drive's
+/// directory, the workdir; rg's matchers see such a path whole, as the
+/// workdir is no prefix of it (`gitignore.rs: Gitignore::strip`).
+#[test]
+pub(crate) fn typed_paths() {
+    let paths: &[Option<&str>] = &[
+        None,
+        Some(".\\"),
+        Some(".\\src"),
+        Some(".\\src\\"),
+        Some("src\\"),
+        Some("src\\\\"),
+        Some("src\\sub"),
+        Some("src/sub\\"),
+        Some(".\\.\\src"),
+        Some(".\\/src"),
+        Some("src\\..\\src"),
+        Some("src\\a.rs"),
+        Some(".\\src\\a.rs"),
+        Some("src\\a.rs\\"),
+        Some("SRC"),
+        Some("Src\\SUB"),
+        Some("src\\A.RS"),
+        Some("BUILD"),
+        Some("{root}\\src"),
+        Some("{root}\\.\\src\\"),
+        Some("{rootdir}\\src"),
+        Some("{rootdir}"),
+        Some("{drive}src"),
+        Some("{drive}.\\src\\sub"),
+        Some("{drive}"),
+        Some("missing\\deeper"),
+    ];
+    let mut cases = Vec::new();
+    for p in paths {
+        for g in ["*", "*.rs", "src/*.rs", "**/sub/*", "src\\*.rs", "/src/**"] {
+            cases.push(glob(g, *p));
+        }
+        cases.push(grep("needle", *p, None));
+        cases.push(grep("needle", *p, Some("*.log")));
+        cases.push(grep("needle", *p, Some("src/**")));
+    }
+    for p in [
+        None,
+        Some(".."),
+        Some("..\\src"),
+        Some("..\\.."),
+        Some("..\\BUILD"),
+    ] {
+        cases.push(glob("*", p).cwd("src/sub"));
+        cases.push(glob("*.rs", p).cwd("src/sub"));
+        cases.push(grep("needle", p, None).cwd("src/sub"));
+        cases.push(grep("needle", p, Some("*.txt")).cwd("src/sub"));
+    }
+    check("windows_typed_paths", &paths_tree(), &cases);
+}
+
+/// The hidden attribute hides an entry from grep as a leading `.` does
+/// (ignore 0.4.29 `pathutil.rs: is_hidden` reads the attribute on
+/// Windows); glob lists it (`--hidden`), an include glob whitelists it, and
+/// a path named explicitly is searched.
+#[test]
+pub(crate) fn hidden_attribute() {
+    let specs = vec![
+        file("plain.txt", "needle plain\n"),
+        file("attr.txt", "needle attribute\n"),
+        file("attrdir/inner.txt", "needle in hidden dir\n"),
+        file("attrdir/deep/d.rs", "needle deep\n"),
+        file("shown/attr.rs", "needle rs attribute\n"),
+        file("shown/ok.rs", "needle ok\n"),
+        file(".dot.txt", "needle dot\n"),
+        hidden_attr("attr.txt"),
+        hidden_attr("attrdir"),
+        hidden_attr("shown/attr.rs"),
+    ];
+    let mut cases = Vec::new();
+    for path in [
+        None,
+        Some("."),
+        Some("attrdir"),
+        Some("attr.txt"),
+        Some("shown"),
+    ] {
+        cases.push(grep("needle", path, None));
+        for inc in ["*.txt", "*.rs", "attrdir/**", "*"] {
+            cases.push(grep("needle", path, Some(inc)));
+        }
+        cases.push(glob("*", path));
+        cases.push(glob("attr*", path));
+    }
+    check("windows_hidden_attribute", &specs, &cases);
+}
+
+/// Names that are unusual but valid on Windows, in paths rg prints and
+/// `read` opens again.
+#[test]
+pub(crate) fn windows_names() {
+    let specs = vec![
+        file("sp ace/ünï cödé.txt", "needle unicode dir\n"),
+        file("a'quote.txt", "needle quote\n"),
+        file("amp&semi;.txt", "needle amp\n"),
+        file("eq=at@.txt", "needle eq\n"),
+        file("brace{x}.rs", "needle brace\n"),
+        file("[br].rs", "needle bracket\n"),
+        file("tilde~1.txt", "needle tilde\n"),
+        file("bang!dollar$.md", "needle bang\n"),
+        file("pct%caret^.md", "needle pct\n"),
+        file("plus+comma,.txt", "needle plus\n"),
+        file("back`tick.txt", "needle backtick\n"),
+        file("日本語/名前.txt", "needle cjk\n"),
+        file("emoji 😀.txt", "needle emoji\n"),
+        file("UPPER.TXT", "needle upper\n"),
+        file("lat.txt", b"needle \xe9t\xe9\n"),
+    ];
+    let mut cases = Vec::new();
+    for p in [
+        "*",
+        "*.txt",
+        "*.TXT",
+        "*[!a-z]*",
+        "**/名前.txt",
+        "brace{x}*",
+        "*\\{x\\}*",
+    ] {
+        cases.push(glob(p, None));
+        cases.push(glob(p, Some(".\\")));
+    }
+    for p in ["needle", "é", "😀", "(?i)UPPER"] {
+        cases.push(grep(p, None, None));
+        cases.push(grep(p, Some("."), None));
+    }
+    for path in ["sp ace", "日本語\\名前.txt", "upper.txt", "tilde~1.txt"] {
+        cases.push(grep("needle", Some(path), None));
+        cases.push(glob("*", Some(path)));
+    }
+    check("windows_names", &specs, &cases);
+}
+
+/// A tree for the servers: `src\a.rs` and `src\sub\b.txt`.
+fn served_tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src/sub")).unwrap();
+    std::fs::write(dir.path().join("src/a.rs"), "fn a() { needle(); }\n").unwrap();
+    std::fs::write(dir.path().join("src/sub/b.txt"), "no match\n").unwrap();
+    dir
+}
+
+/// `dsh-search serve` answers a short session on Windows, on both
+/// backends (the rg backend spawning rg.exe): search, read, edit, write,
+/// with the paths rg.exe prints, then exits 0 at EOF (`contract.md` §12).
+#[test]
+pub(crate) fn serve_session() {
+    let Some(_env) = rg::env() else { return };
+    for backend in ["native", "rg"] {
+        let dir = served_tree();
+        let mut s = Served::start(dir.path(), &["--backend", backend, "serve"]);
+        let mut ask = |id: &str, tool: &str, arguments: Value| {
+            s.send(&json!({"id": id, "tool": tool, "arguments": arguments}));
+            let answer = s.recv();
+            assert_eq!(answer["id"], id, "[{backend}] {answer}");
+            answer["result"]["content"]
+                .as_str()
+                .unwrap_or_else(|| panic!("[{backend}] no content: {answer}"))
+                .to_string()
+        };
+        assert_eq!(ask("g", "glob", json!({"pattern": "*.rs"})), "src\\a.rs");
+        assert_eq!(
+            ask("r", "grep", json!({"pattern": "needle"})),
+            "Found 1 match\n\nsrc\\a.rs\nLine 1: fn a() { needle(); }"
+        );
+        assert_eq!(
+            ask(
+                "p",
+                "grep",
+                json!({"pattern": "needle", "path": "src\\sub"})
+            ),
+            "No matches found"
+        );
+        let read = ask("d", "read", json!({"file_path": "src\\a.rs"}));
+        let shown = dir.path().join("src").join("a.rs");
+        assert!(
+            read.contains(&format!("<path>{}</path>", shown.display()))
+                && read.contains("1: fn a() { needle(); }"),
+            "[{backend}] {read}"
+        );
+        let edit = ask(
+            "e",
+            "edit",
+            json!({"file_path": "src/a.rs", "old_string": "needle", "new_string": "pin"}),
+        );
+        assert!(edit.contains("updated successfully"), "[{backend}] {edit}");
+        assert_eq!(
+            std::fs::read_to_string(&shown).unwrap(),
+            "fn a() { pin(); }\n"
+        );
+        let write = ask(
+            "w",
+            "write",
+            json!({"file_path": "new\\n.txt", "content": "needle new\n"}),
+        );
+        assert!(!write.starts_with("Error"), "[{backend}] {write}");
+        assert_eq!(ask("n", "glob", json!({"pattern": "n.txt"})), "new\\n.txt");
+        s.close();
+        assert!(s.wait().success(), "[{backend}] {}", s.stderr());
+    }
+}
+
+/// `dsh-search mcp` answers the handshake, lists its five tools and runs
+/// them on Windows, then exits 0 at EOF (`contract.md` §12).
+#[test]
+pub(crate) fn mcp_session() {
+    let Some(_env) = rg::env() else { return };
+    for backend in ["native", "rg"] {
+        let dir = served_tree();
+        let cwd = dir.path().to_str().unwrap();
+        let mut s = Served::start(dir.path(), &["--backend", backend, "--cwd", cwd, "mcp"]);
+        s.send(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "windows-test", "version": "1"}}}),
+        );
+        let init = s.recv();
+        assert_eq!(init["result"]["serverInfo"]["name"], "dsh-search", "{init}");
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+        let list = s.recv();
+        let mut names: Vec<&str> = list["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("[{backend}] {list}"))
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        names.sort_unstable();
+        assert_eq!(names, ["edit", "glob", "grep", "read", "write"]);
+        let mut call = |id: u64, tool: &str, arguments: Value| {
+            s.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                           "params": {"name": tool, "arguments": arguments}}));
+            let answer = s.recv();
+            assert_eq!(answer["id"], id, "[{backend}] {answer}");
+            answer["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_else(|| panic!("[{backend}] no text: {answer}"))
+                .to_string()
+        };
+        assert_eq!(
+            call(2, "glob", json!({"pattern": "**/b.txt"})),
+            "src\\sub\\b.txt"
+        );
+        assert_eq!(
+            call(3, "grep", json!({"pattern": "needle", "include": "*.rs"})),
+            "Found 1 match\n\nsrc\\a.rs\nLine 1: fn a() { needle(); }"
+        );
+        let read = call(4, "read", json!({"file_path": "src\\sub\\b.txt"}));
+        assert!(read.contains("1: no match"), "[{backend}] {read}");
+        s.close();
+        assert!(s.wait().success(), "[{backend}] {}", s.stderr());
+    }
+}
