@@ -167,6 +167,9 @@ pub enum WorkspaceError {
     Sftp(io::Error),
     /// The configuration's spill root cannot be used.
     SpillRoot(io::Error),
+    /// `mem` or an overlay on Windows, where they are not available: they
+    /// hold `/`-separated Unix paths (`contract.md` §10), not drive paths.
+    UnixPathsOnly,
 }
 
 impl fmt::Display for WorkspaceError {
@@ -200,6 +203,9 @@ impl fmt::Display for WorkspaceError {
             }
             WorkspaceError::Overlay(e) | WorkspaceError::Sftp(e) => write!(f, "{e}"),
             WorkspaceError::SpillRoot(e) => write!(f, "cannot use the spill root: {e}"),
+            WorkspaceError::UnixPathsOnly => f.write_str(
+                "mem and overlay workspaces are not available on Windows: they hold `/`-separated Unix paths, not drive paths",
+            ),
         }
     }
 }
@@ -353,6 +359,9 @@ impl WorkspaceOptions {
         }
         if self.identity.is_some() || self.known_hosts.is_some() {
             return Err(WorkspaceError::SftpOptionsWithoutSftp);
+        }
+        if cfg!(windows) && (matches!(self.fs, FsSpec::Mem(_)) || self.overlay.is_some()) {
+            return Err(WorkspaceError::UnixPathsOnly);
         }
         let local = Arc::new(LocalFs::new());
         let overlay = match self.overlay.as_deref() {

@@ -302,3 +302,38 @@ pub(crate) fn mcp_session() {
         assert!(s.wait().success(), "[{backend}] {}", s.stderr());
     }
 }
+
+/// `--fs mem` and `--overlay` hold `/`-separated Unix paths, so on Windows
+/// they are refused when the workspace opens, with one line that says so
+/// (`contract.md` §10), on every command; nothing is loaded or created.
+#[test]
+pub(crate) fn mem_and_overlay_refused() {
+    let dir = served_tree();
+    let overlay = dir.path().join("ov");
+    let overlay = overlay.to_str().unwrap();
+    for args in [
+        &["--fs", "mem", "grep", "needle"][..],
+        &["--fs", "mem", "glob", "*"][..],
+        &["--overlay", overlay, "grep", "needle"][..],
+        &["--overlay", overlay, "read", "src\\a.rs"][..],
+        &["--fs", "mem", "serve"][..],
+    ] {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-search"))
+            .arg("--cwd")
+            .arg(dir.path())
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run dsh-search");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+        assert_eq!(
+            stderr,
+            "dsh-search: --fs mem and --overlay are not available on Windows: they hold \
+             `/`-separated Unix paths, not drive paths\n",
+            "{args:?}"
+        );
+        assert!(!dir.path().join("ov").exists(), "{args:?}");
+    }
+}

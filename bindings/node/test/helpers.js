@@ -223,7 +223,24 @@ async function longTree(n, search, minMs) {
   }
 }
 
+/** `text` as a literal inside a RegExp. */
+function escapeRegExp(text) {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+}
+
+/**
+ * Why a test cannot run on this platform (a `skip` reason for node:test),
+ * or false: what Windows has no such thing as. The Rust suite keeps the
+ * same cases `#[cfg(unix)]` (README "Platforms").
+ */
+const UNIX_ONLY = {
+  fifo: process.platform === 'win32' && 'FIFOs (mkfifo) are Unix-only',
+  names: process.platform === 'win32' && 'non-UTF-8 names and names with control characters cannot exist on Windows',
+}
+
 module.exports = {
+  UNIX_ONLY,
+  escapeRegExp,
   rgBinary,
   controlEnvironment,
   file,

@@ -70,7 +70,10 @@ test('a grep answers what the model reads', async () => {
   const tree = h.buildTree(TREE)
   try {
     const r = await new Tools().call('grep', { pattern: 'a \\+ b' }, { cwd: tree.root })
-    assert.equal(r.content, 'Found 1 match\n\nsrc/lib.rs\nLine 2:     a + b')
+    // rg prints the walked path with the platform's separator (src\lib.rs
+    // on Windows) and the display path keeps a relative path as printed
+    // (seed-reference.md §2.3).
+    assert.equal(r.content, `Found 1 match\n\n${path.join('src', 'lib.rs')}\nLine 2:     a + b`)
     assert.equal(r.isError, false)
   } finally {
     tree.cleanup()
@@ -98,7 +101,7 @@ test('a session: edit needs a read first, then applies', async () => {
 })
 
 for (const backend of BACKENDS) {
-  test(`an AbortSignal ends the call with the tool's aborted error (${backend})`, async () => {
+  test(`an AbortSignal ends the call with the tool's aborted error (${backend})`, { skip: h.UNIX_ONLY.fifo }, async () => {
     const large = h.largeTree(1000)
     try {
       // A FIFO nobody writes keeps the search going until the abort, and
@@ -122,38 +125,54 @@ for (const backend of BACKENDS) {
   })
 }
 
-test('fs mem: the tools on a copy in memory leave the disk alone', async () => {
-  const tree = h.buildTree(TREE)
-  try {
-    const tools = new Tools({ fs: 'mem', root: tree.root })
-    fs.writeFileSync(path.join(tree.root, 'later.txt'), 'add later\n')
-    const g = await tools.call('grep', { pattern: 'add later' }, { cwd: tree.root })
-    assert.equal(g.content, 'No matches found', 'the copy was taken at construction')
-    const w = await tools.call('write', { file_path: 'new.txt', content: 'add in memory\n' }, { cwd: tree.root, session: 'm' })
-    assert.equal(w.isError, false, w.content)
-    assert.equal(fs.existsSync(path.join(tree.root, 'new.txt')), false)
-    const found = await tools.call('grep', { pattern: 'in memory' }, { cwd: tree.root })
-    assert.match(found.content, /new\.txt/)
-  } finally {
-    tree.cleanup()
-  }
-})
+if (process.platform === 'win32') {
+  // contract.md §10: they hold `/`-separated Unix paths, so Windows refuses them.
+  test('fs mem and an overlay are refused on Windows with one clear message', () => {
+    const tree = h.buildTree(TREE)
+    const overlay = path.join(tree.root, 'ov')
+    try {
+      const refusal = /Tools: mem and overlay workspaces are not available on Windows: they hold `\/`-separated Unix paths, not drive paths$/
+      assert.throws(() => new Tools({ fs: 'mem', root: tree.root }), refusal)
+      assert.throws(() => new Tools({ overlay, root: tree.root }), refusal)
+      assert.equal(fs.existsSync(overlay), false)
+    } finally {
+      tree.cleanup()
+    }
+  })
+} else {
+  test('fs mem: the tools on a copy in memory leave the disk alone', async () => {
+    const tree = h.buildTree(TREE)
+    try {
+      const tools = new Tools({ fs: 'mem', root: tree.root })
+      fs.writeFileSync(path.join(tree.root, 'later.txt'), 'add later\n')
+      const g = await tools.call('grep', { pattern: 'add later' }, { cwd: tree.root })
+      assert.equal(g.content, 'No matches found', 'the copy was taken at construction')
+      const w = await tools.call('write', { file_path: 'new.txt', content: 'add in memory\n' }, { cwd: tree.root, session: 'm' })
+      assert.equal(w.isError, false, w.content)
+      assert.equal(fs.existsSync(path.join(tree.root, 'new.txt')), false)
+      const found = await tools.call('grep', { pattern: 'in memory' }, { cwd: tree.root })
+      assert.match(found.content, /new\.txt/)
+    } finally {
+      tree.cleanup()
+    }
+  })
 
-test('an overlay directory takes the writes; every tool sees the merged view', async () => {
-  const tree = h.buildTree(TREE)
-  const overlay = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-node-overlay-'))
-  try {
-    const tools = new Tools({ overlay, root: tree.root })
-    const ctx = { cwd: tree.root, session: 'o' }
-    await tools.call('write', { file_path: 'staged.txt', content: 'add staged\n' }, ctx)
-    assert.equal(fs.existsSync(path.join(tree.root, 'staged.txt')), false)
-    const found = await tools.call('grep', { pattern: 'add staged' }, ctx)
-    assert.match(found.content, /staged\.txt/)
-  } finally {
-    tree.cleanup()
-    fs.rmSync(overlay, { recursive: true, force: true })
-  }
-})
+  test('an overlay directory takes the writes; every tool sees the merged view', async () => {
+    const tree = h.buildTree(TREE)
+    const overlay = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-node-overlay-'))
+    try {
+      const tools = new Tools({ overlay, root: tree.root })
+      const ctx = { cwd: tree.root, session: 'o' }
+      await tools.call('write', { file_path: 'staged.txt', content: 'add staged\n' }, ctx)
+      assert.equal(fs.existsSync(path.join(tree.root, 'staged.txt')), false)
+      const found = await tools.call('grep', { pattern: 'add staged' }, ctx)
+      assert.match(found.content, /staged\.txt/)
+    } finally {
+      tree.cleanup()
+      fs.rmSync(overlay, { recursive: true, force: true })
+    }
+  })
+}
 
 const BAD_OPTIONS = [
   ['options not an object', () => new Tools('mem'), /Tools: options must be an object, got string mem/],

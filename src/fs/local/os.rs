@@ -338,7 +338,7 @@ impl FileSystem for LocalFs {
     /// walk root's parents (`dir.rs: add_parents`). On Windows that is the
     /// verbatim form (`\\?\C:\w`), which rg.exe prints in the names of
     /// those parents' ignore files (`docs/rg-semantics.md` §13); the file
-    /// tools show paths without it ([`crate::fs::resolve`]).
+    /// tools show paths without it (`fs::resolve`).
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         std::fs::canonicalize(path)
     }

@@ -77,6 +77,7 @@ pub(crate) fn describe(e: WorkspaceError) -> String {
         WorkspaceError::SftpOptionsWithoutSftp => {
             "--identity and --known-hosts go with --fs sftp://".into()
         }
+        WorkspaceError::UnixPathsOnly => "--fs mem and --overlay are not available on Windows: they hold `/`-separated Unix paths, not drive paths".into(),
         e => e.to_string(),
     }
 }
