@@ -101,6 +101,105 @@ pub(crate) fn typed_paths() {
     check("windows_typed_paths", &paths_tree(), &cases);
 }
 
+/// The other spellings of a path on Windows: verbatim (`\\?\C:\…`, which
+/// rg.exe keeps as typed, and `std` does not normalize), the device
+/// namespace (`\\.\C:\…`), the root written with `/`, and UNC paths,
+/// which name no share under Wine (no SMB server): rg.exe's error for them
+/// is the engine's too.
+#[test]
+pub(crate) fn other_path_spellings() {
+    let mut cases = Vec::new();
+    for p in [
+        "\\\\?\\{root}\\src",
+        "\\\\?\\{root}\\src\\a.rs",
+        "\\\\.\\{root}\\src",
+        "{root/}/src",
+        "{root/}/src/sub/",
+        "{root/}",
+        "\\\\localhost\\c$\\missing",
+        "\\\\?\\UNC\\localhost\\c$\\missing",
+    ] {
+        cases.push(glob("*", Some(p)));
+        cases.push(glob("src/*.rs", Some(p)));
+        cases.push(grep("needle", Some(p), None));
+        cases.push(grep("needle", Some(p), Some("*.rs")));
+    }
+    check("windows_path_spellings", &paths_tree(), &cases);
+}
+
+/// Paths longer than `MAX_PATH` (260): std adds the verbatim prefix where
+/// a path needs it and rg.exe prints what it walked, so both list, search
+/// and name a tree 13 directories of 24 characters deep (over 320
+/// characters below the temporary root) as they do a short one.
+#[test]
+pub(crate) fn paths_past_max_path() {
+    let deep: String = (0..13)
+        .map(|i| format!("directory-{i:02}-abcdefghijk/"))
+        .collect();
+    let specs = vec![
+        file("top.txt", "needle top\n"),
+        file(&format!("{deep}deep.txt"), "needle deep\n"),
+        file(&format!("{deep}deep.rs"), "fn needle() {}\n"),
+        mtime("top.txt", 5),
+    ];
+    let typed = deep.trim_end_matches('/').replace('/', "\\");
+    let under_root = format!("{{root}}\\{typed}");
+    let mut cases = Vec::new();
+    for p in [None, Some(typed.as_str()), Some(under_root.as_str())] {
+        cases.push(glob("*", p));
+        cases.push(glob("*.rs", p));
+        cases.push(grep("needle", p, None));
+        cases.push(grep("needle", p, Some("*.txt")));
+    }
+    check("windows_past_max_path", &specs, &cases);
+}
+
+/// A workdir written with `/` (`--cwd C:/…/root`) answers as the same
+/// workdir written with `\`, which is how rg.exe sees it: Windows keeps a
+/// process's current directory with `\` (`GetCurrentDirectoryW`).
+#[test]
+pub(crate) fn workdir_written_with_slashes() {
+    let Some(env) = rg::env() else { return };
+    let tree = Tree::build(&paths_tree());
+    let slashed = tree.root().to_str().unwrap().replace('\\', "/");
+    for call in [
+        crate::util::rg::Call::Glob {
+            pattern: "*.rs".into(),
+            path: None,
+        },
+        crate::util::rg::Call::Grep {
+            pattern: "needle".into(),
+            path: Some("src".into()),
+            include: None,
+        },
+        crate::util::rg::Call::Grep {
+            pattern: "needle".into(),
+            path: Some(format!("{}\\docs", tree.root().display())),
+            include: None,
+        },
+    ] {
+        let want = rg::run_rg(env, &call, tree.root());
+        for backend in ["native", "rg"] {
+            let o = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-search"))
+                .args(call.cli_argv(backend, std::path::Path::new(&slashed)))
+                .stdin(std::process::Stdio::null())
+                .output()
+                .expect("run dsh-search");
+            let got = rg::Raw {
+                stdout: o.stdout,
+                stderr: String::from_utf8_lossy(&o.stderr)
+                    .lines()
+                    .map(str::to_string)
+                    .collect(),
+                status: format!("exit {}", o.status.code().unwrap()),
+            };
+            if let Some(d) = rg::diff(&call, &want, &got) {
+                panic!("[{backend}] --cwd {slashed}: {d}");
+            }
+        }
+    }
+}
+
 /// The hidden attribute hides an entry from grep as a leading `.` does
 /// (ignore 0.4.29 `pathutil.rs: is_hidden` reads the attribute on
 /// Windows); glob lists it (`--hidden`), an include glob whitelists it, and

@@ -70,9 +70,12 @@ impl Case {
             _ => "",
         };
         let rootdir = &root[drive.len()..];
+        // `{root/}`: the root written with `/` (`C:/Users/x/dsh-conf-…`).
+        let slashed = root.replace('\\', "/");
         let fix = |p: &Option<String>| {
             p.as_ref().map(|p| {
-                p.replace("{root}", root)
+                p.replace("{root/}", &slashed)
+                    .replace("{root}", root)
                     .replace("{drive}", drive)
                     .replace("{rootdir}", rootdir)
             })
