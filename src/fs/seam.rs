@@ -232,6 +232,30 @@ pub enum WriteGuard {
     ReplaceIfVersion(Version),
 }
 
+impl WriteGuard {
+    /// Whether a write may replace `current`, what the target is now (its
+    /// metadata, a final symlink followed; `None` when nothing is there).
+    /// Every filesystem's [`FileSystem::write`] asks this, under its own
+    /// lock, just before it publishes: what is not a regular file is never
+    /// written, whatever the guard; then the guard decides
+    /// (`contract.md` §6: a stale version or an existing file refuses).
+    pub fn admits(&self, current: Option<&Metadata>) -> Result<(), WriteError> {
+        if let Some(m) = current {
+            if !m.kind.is_file() {
+                return Err(WriteError::NotRegular(m.kind));
+            }
+        }
+        match (self, current) {
+            (WriteGuard::ReplaceIfVersion(_), None) => Err(WriteError::Stale),
+            (WriteGuard::ReplaceIfVersion(v), Some(m)) if m.version() != *v => {
+                Err(WriteError::Stale)
+            }
+            (WriteGuard::CreateIfAbsent, Some(_)) => Err(WriteError::Exists),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Why a guarded write was not published, or failed.
 #[derive(Debug)]
 pub enum WriteError {

@@ -127,19 +127,8 @@ fn check(key: &Path, guard: &WriteGuard) -> Result<Option<std::fs::Metadata>, Wr
         }
         Err(e) => return Err(WriteError::Io(key.to_path_buf(), e)),
     };
-    if let Some(m) = &old {
-        if !m.is_file() {
-            return Err(WriteError::NotRegular(os::from_std(m).kind));
-        }
-    }
-    match (guard, &old) {
-        (WriteGuard::ReplaceIfVersion(_), None) => Err(WriteError::Stale),
-        (WriteGuard::ReplaceIfVersion(v), Some(m)) if os::from_std(m).version() != *v => {
-            Err(WriteError::Stale)
-        }
-        (WriteGuard::CreateIfAbsent, Some(_)) => Err(WriteError::Exists),
-        _ => Ok(old),
-    }
+    guard.admits(old.as_ref().map(os::from_std).as_ref())?;
+    Ok(old)
 }
 
 impl LocalFs {

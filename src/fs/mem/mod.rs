@@ -802,24 +802,12 @@ impl FileSystem for MemFs {
             Err(e) if is_not_found(&e) => None,
             Err(e) => return Err(io_err(e)),
         };
-        if let Some(m) = &old {
-            if !m.kind.is_file() {
-                return Err(WriteError::NotRegular(m.kind));
-            }
-        }
         // Never through a dangling symlink, nor over it, whatever the guard:
         // the local disk's rule (`FileSystem::write`).
         if old.is_none() && self.node(p, false).is_ok() {
             return Err(WriteError::NotRegular(FileType::Symlink));
         }
-        match (guard, &old) {
-            (WriteGuard::ReplaceIfVersion(_), None) => return Err(WriteError::Stale),
-            (WriteGuard::ReplaceIfVersion(v), Some(m)) if m.version() != *v => {
-                return Err(WriteError::Stale)
-            }
-            (WriteGuard::CreateIfAbsent, Some(_)) => return Err(WriteError::Exists),
-            _ => {}
-        }
+        guard.admits(old.as_ref())?;
         if cancel.is_cancelled() {
             return Err(WriteError::Cancelled);
         }

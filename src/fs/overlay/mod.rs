@@ -363,19 +363,7 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
                 self.outside(&found.path),
             ));
         };
-        if let Some((m, _)) = &found.entry {
-            if m.kind != FileType::File {
-                return Err(WriteError::NotRegular(m.kind));
-            }
-        }
-        match (guard, &found.entry) {
-            (WriteGuard::ReplaceIfVersion(_), None) => return Err(WriteError::Stale),
-            (WriteGuard::ReplaceIfVersion(v), Some((m, _))) if m.version() != *v => {
-                return Err(WriteError::Stale)
-            }
-            (WriteGuard::CreateIfAbsent, Some(_)) => return Err(WriteError::Exists),
-            _ => {}
-        }
+        guard.admits(found.entry.as_ref().map(|(m, _)| m))?;
         if cancel.is_cancelled() {
             return Err(WriteError::Cancelled);
         }

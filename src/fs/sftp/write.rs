@@ -95,18 +95,8 @@ async fn publish(
     {
         return Ok(Err(WriteError::NotRegular(FileType::Symlink)));
     }
-    if let Some(m) = &old {
-        if m.kind != FileType::File {
-            return Ok(Err(WriteError::NotRegular(m.kind)));
-        }
-    }
-    match (guard, &old) {
-        (WriteGuard::ReplaceIfVersion(_), None) => return Ok(Err(WriteError::Stale)),
-        (WriteGuard::ReplaceIfVersion(v), Some(m)) if m.version() != *v => {
-            return Ok(Err(WriteError::Stale))
-        }
-        (WriteGuard::CreateIfAbsent, Some(_)) => return Ok(Err(WriteError::Exists)),
-        _ => {}
+    if let Err(refused) = guard.admits(old.as_ref()) {
+        return Ok(Err(refused));
     }
     if cancel.is_cancelled() {
         return Ok(Err(WriteError::Cancelled));
