@@ -155,7 +155,7 @@ mod workspace;
 // The backends and the two invocations.
 pub use backend::rg::{glob_args, grep_args, rg_from_env, RgCommand, RgConfig, RG_ENV};
 pub use backend::{make_backend, BackendKind, NativeBackend, RgBackend, SearchBackend};
-pub use backend::{set_helper_delay, set_search_threads};
+pub use backend::{set_helper_delay, set_search_threads, set_search_threads_from_env};
 pub use cancel::{cancelled_error, CancelToken};
 pub use request::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
 

@@ -15,7 +15,9 @@ use std::path::Path;
 use crate::outcome::{GlobResults, GrepResults, Outcome};
 use crate::request::{GlobRequest, GrepRequest};
 
-pub use native::{set_helper_delay, set_search_threads, NativeBackend};
+pub use native::{
+    set_helper_delay, set_search_threads, set_search_threads_from_env, NativeBackend,
+};
 pub use rg::RgBackend;
 
 /// Runs the two fixed invocations. Object safe: tools hold `&dyn SearchBackend`.

@@ -37,18 +37,6 @@ use napi::{Env, Error, Result};
 use napi_derive::napi;
 use serde_json::Value;
 
-/// `DSH_SEARCH_THREADS=<n>` (1 to 64): the engine's worker count for the
-/// Node process, read at this edge as the command line reads it; any other
-/// value is ignored (and so is a second call: the count is fixed once).
-fn threads_from_env() {
-    if let Some(n) = std::env::var("DSH_SEARCH_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-    {
-        dsh_search::set_search_threads(n);
-    }
-}
-
 /// A cancellation flag JavaScript sets (from an `AbortSignal`'s `abort`
 /// event) and a running search or call checks.
 #[napi]
@@ -91,7 +79,7 @@ pub struct RgOutput {
 /// existing directory.
 #[napi(ts_return_type = "Promise<RgOutput>")]
 pub fn rg<'e>(env: &'e Env, argv: Vec<String>, cwd: String, cancel: &Cancel) -> Result<Object<'e>> {
-    threads_from_env();
+    dsh_search::set_search_threads_from_env();
     let workdir = existing_dir(&cwd, "rg")?;
     let invocation = Invocation::parse(&argv, workdir)
         .map_err(|e| Error::from_reason(format!("rg: {e}")))?
@@ -193,7 +181,7 @@ pub fn rg_tail<'e>(
     stdout_max: f64,
     stderr_max: f64,
 ) -> Result<Object<'e>> {
-    threads_from_env();
+    dsh_search::set_search_threads_from_env();
     let workdir = existing_dir(&cwd, "spawn")?;
     let invocation = Invocation::parse(&argv, workdir)
         .map_err(|e| Error::from_reason(format!("spawn: {e}")))?
@@ -419,7 +407,7 @@ pub fn stop_calls(env: &Env) {
 /// (`bench/bench.js`; not part of the package's JavaScript surface).
 #[napi]
 pub fn time_in_process(argv: Vec<String>, cwd: String, n: u32) -> Result<f64> {
-    threads_from_env();
+    dsh_search::set_search_threads_from_env();
     let invocation = Invocation::parse(&argv, existing_dir(&cwd, "timeInProcess")?)
         .map_err(|e| Error::from_reason(e.to_string()))?;
     let mut times: Vec<f64> = (0..n.max(1))
@@ -464,7 +452,7 @@ impl NativeTools {
     /// observations, guard counters) in memory for the life of the object.
     #[napi(constructor)]
     pub fn new(options_json: String) -> Result<NativeTools> {
-        threads_from_env();
+        dsh_search::set_search_threads_from_env();
         let options: Value = serde_json::from_str(&options_json)
             .map_err(|e| Error::from_reason(format!("Tools: options are not JSON: {e}")))?;
         let (workspace, tools) = guarded(|| make_tools(&options))?.map_err(Error::from_reason)?;

@@ -163,12 +163,25 @@ static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
 /// Set the engine's worker count for the whole process (1 to 64), instead
 /// of rg's (`hiargs.rs: threads`: the available parallelism, at most 12).
 /// The workers start at the first search: call this before it. The command
-/// line passes `DSH_SEARCH_THREADS` here; the library reads no variable.
+/// line and the Node binding pass `DSH_SEARCH_THREADS` through
+/// [`set_search_threads_from_env`]; no search reads the variable.
 ///
 /// Returns `false`, changing nothing, for a count out of range or once the
 /// count is fixed (by an earlier call or by the first search).
 pub fn set_search_threads(n: usize) -> bool {
     (1..=64).contains(&n) && THREADS.set(n).is_ok()
+}
+
+/// [`set_search_threads`] from `DSH_SEARCH_THREADS=<n>`, for the
+/// programs built on the library (the command line and its benches, the
+/// Node binding) to read the variable one way; the library's own searches
+/// never read it. A value that is not a count from 1 to 64 is ignored, as
+/// is a call once the count is fixed. Returns whether it set the count.
+pub fn set_search_threads_from_env() -> bool {
+    std::env::var("DSH_SEARCH_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(set_search_threads)
 }
 
 /// The worker count: the one [`set_search_threads`] set, else rg's, fixed

@@ -237,7 +237,8 @@ pub(crate) fn run() -> ExitCode {
     // an rg which dies with its parent (`backend::rg::orphan`).
     dsh_search::backend::rg::orphan::intercept();
     let cli = Cli::parse();
-    threads_from_env();
+    // DSH_SEARCH_THREADS=<n>: the engine's worker count for this process.
+    dsh_search::set_search_threads_from_env();
     cancel_on_signals(&cli.common.cancel);
     let code = match &cli.command {
         Command::Glob(a) if a.format == Format::Raw => raw::glob(&cli.common, a),
@@ -292,19 +293,6 @@ fn mcp(common: &Common) -> u8 {
 #[cfg(not(feature = "mcp"))]
 fn mcp(_common: &Common) -> u8 {
     fail("this dsh-search was built without the `mcp` feature")
-}
-
-/// `DSH_SEARCH_THREADS=<n>` (1 to 64): the engine's worker count for this
-/// process; any other value is ignored. Read here, at the edge (the Node
-/// binding and the benches read it the same way); the library takes the
-/// number ([`dsh_search::set_search_threads`]).
-fn threads_from_env() {
-    if let Some(n) = std::env::var("DSH_SEARCH_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-    {
-        dsh_search::set_search_threads(n);
-    }
 }
 
 /// Print a CLI-level failure (not a tool result) and return exit status 2.
