@@ -176,7 +176,8 @@ pub use fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs, TextFs};
 #[cfg(feature = "sftp")]
 pub use fs::{SftpBuilder, SftpFs};
 pub use workspace::{
-    FsSpec, ParseFsSpecError, SftpAddress, Workspace, WorkspaceError, WorkspaceOptions,
+    known_hosts_from_env, ssh_user_from_env, FsSpec, ParseFsSpecError, SftpAddress, Workspace,
+    WorkspaceError, WorkspaceOptions,
 };
 
 // rg's own argv, answered with rg's bytes.

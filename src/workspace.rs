@@ -427,6 +427,29 @@ impl WorkspaceOptions {
     }
 }
 
+/// The login `ssh` uses when an `sftp://` address names none, for the
+/// programs built on the library (the command line, the Node binding):
+/// `$USER`, or on Windows `%USERNAME%`.
+pub fn ssh_user_from_env() -> Option<String> {
+    std::env::var("USER").ok().or_else(|| {
+        cfg!(windows)
+            .then(|| std::env::var("USERNAME").ok())
+            .flatten()
+    })
+}
+
+/// The known-hosts file `ssh` checks by default, for the programs built on
+/// the library: `~/.ssh/known_hosts`, the home being `$HOME`, or on Windows
+/// `%USERPROFILE%` when `HOME` is unset. `None` without a home.
+pub fn known_hosts_from_env() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").or_else(|| {
+        cfg!(windows)
+            .then(|| std::env::var_os("USERPROFILE"))
+            .flatten()
+    })?;
+    Some(PathBuf::from(home).join(".ssh").join("known_hosts"))
+}
+
 /// `path`, when it is absolute.
 fn absolute<'a>(what: &'static str, path: &'a Path) -> Result<&'a Path, WorkspaceError> {
     if path.is_absolute() {

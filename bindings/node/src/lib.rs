@@ -560,11 +560,11 @@ fn make_tools(options: &Value) -> std::result::Result<(Workspace, Tools), String
     };
     let text = |key: &str| obj.get(key).and_then(Value::as_str).map(PathBuf::from);
     let remote = matches!(fs, FsSpec::Sftp(_));
-    // The SSH defaults, read here at the edge as the command line reads
-    // them: the login `$USER`, the known hosts `~/.ssh/known_hosts`.
+    // The SSH defaults, as the command line takes them: the login `$USER`,
+    // the known hosts `~/.ssh/known_hosts`.
     if let FsSpec::Sftp(address) = &mut fs {
         if address.user.is_none() {
-            address.user = std::env::var("USER").ok();
+            address.user = dsh_search::ssh_user_from_env();
         }
     }
     let mut o = WorkspaceOptions::new(fs);
@@ -586,10 +586,9 @@ fn make_tools(options: &Value) -> std::result::Result<(Workspace, Tools), String
             o.known_hosts(file);
         }
         None if remote => {
-            let home = std::env::var_os("HOME").ok_or(
+            o.known_hosts(dsh_search::known_hosts_from_env().ok_or(
                 "Tools: an sftp:// workspace needs knownHosts (there is no HOME to find ~/.ssh/known_hosts in)",
-            )?;
-            o.known_hosts(PathBuf::from(home).join(".ssh/known_hosts"));
+            )?);
         }
         None => {}
     }

@@ -32,7 +32,7 @@ pub(crate) fn open(common: &Common) -> Result<Workspace, String> {
                 );
             }
             if address.user.is_none() {
-                address.user = std::env::var("USER").ok();
+                address.user = dsh_search::ssh_user_from_env();
             }
         }
         FsSpec::Mem(Some(root)) => *root = absolute(root)?,
@@ -57,9 +57,10 @@ pub(crate) fn open(common: &Common) -> Result<Workspace, String> {
             options.known_hosts(file);
         }
         None if remote => {
-            let home = std::env::var_os("HOME")
-                .ok_or("no --known-hosts and no HOME to find ~/.ssh/known_hosts in")?;
-            options.known_hosts(PathBuf::from(home).join(".ssh/known_hosts"));
+            options.known_hosts(
+                dsh_search::known_hosts_from_env()
+                    .ok_or("no --known-hosts and no HOME to find ~/.ssh/known_hosts in")?,
+            );
         }
         None => {}
     }
