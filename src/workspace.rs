@@ -167,8 +167,9 @@ pub enum WorkspaceError {
     Sftp(io::Error),
     /// The configuration's spill root cannot be used.
     SpillRoot(io::Error),
-    /// `mem` or an overlay on Windows, where they are not available: they
-    /// hold `/`-separated Unix paths (`contract.md` §10), not drive paths.
+    /// `mem`, an overlay or `sftp://` on Windows, where they are not
+    /// available: they hold `/`-separated Unix paths (`contract.md` §10),
+    /// not drive paths.
     UnixPathsOnly,
 }
 
@@ -204,7 +205,7 @@ impl fmt::Display for WorkspaceError {
             WorkspaceError::Overlay(e) | WorkspaceError::Sftp(e) => write!(f, "{e}"),
             WorkspaceError::SpillRoot(e) => write!(f, "cannot use the spill root: {e}"),
             WorkspaceError::UnixPathsOnly => f.write_str(
-                "mem and overlay workspaces are not available on Windows: they hold `/`-separated Unix paths, not drive paths",
+                "mem, overlay and sftp:// workspaces are not available on Windows: they hold `/`-separated Unix paths, not drive paths",
             ),
         }
     }
@@ -354,14 +355,15 @@ impl WorkspaceOptions {
     }
 
     fn open_fs(&self) -> Result<Fs, WorkspaceError> {
+        let unix_paths = !matches!(self.fs, FsSpec::Local) || self.overlay.is_some();
+        if cfg!(windows) && unix_paths {
+            return Err(WorkspaceError::UnixPathsOnly);
+        }
         if let FsSpec::Sftp(address) = &self.fs {
             return self.open_sftp(address);
         }
         if self.identity.is_some() || self.known_hosts.is_some() {
             return Err(WorkspaceError::SftpOptionsWithoutSftp);
-        }
-        if cfg!(windows) && (matches!(self.fs, FsSpec::Mem(_)) || self.overlay.is_some()) {
-            return Err(WorkspaceError::UnixPathsOnly);
         }
         let local = Arc::new(LocalFs::new());
         let overlay = match self.overlay.as_deref() {
@@ -429,24 +431,15 @@ impl WorkspaceOptions {
 
 /// The login `ssh` uses when an `sftp://` address names none, for the
 /// programs built on the library (the command line, the Node binding):
-/// `$USER`, or on Windows `%USERNAME%`.
+/// `$USER`.
 pub fn ssh_user_from_env() -> Option<String> {
-    std::env::var("USER").ok().or_else(|| {
-        cfg!(windows)
-            .then(|| std::env::var("USERNAME").ok())
-            .flatten()
-    })
+    std::env::var("USER").ok()
 }
 
 /// The known-hosts file `ssh` checks by default, for the programs built on
-/// the library: `~/.ssh/known_hosts`, the home being `$HOME`, or on Windows
-/// `%USERPROFILE%` when `HOME` is unset. `None` without a home.
+/// the library: `~/.ssh/known_hosts`. `None` without a `HOME`.
 pub fn known_hosts_from_env() -> Option<PathBuf> {
-    let home = std::env::var_os("HOME").or_else(|| {
-        cfg!(windows)
-            .then(|| std::env::var_os("USERPROFILE"))
-            .flatten()
-    })?;
+    let home = std::env::var_os("HOME")?;
     Some(PathBuf::from(home).join(".ssh").join("known_hosts"))
 }
 

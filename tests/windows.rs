@@ -402,11 +402,12 @@ pub(crate) fn mcp_session() {
     }
 }
 
-/// `--fs mem` and `--overlay` hold `/`-separated Unix paths, so on Windows
-/// they are refused when the workspace opens, with one line that says so
-/// (`contract.md` §10), on every command; nothing is loaded or created.
+/// `--fs mem`, `--fs sftp://` and `--overlay` hold `/`-separated Unix
+/// paths, so on Windows they are refused when the workspace opens, with one
+/// line that says so (`contract.md` §10), on every command; nothing is
+/// loaded, created or connected.
 #[test]
-pub(crate) fn mem_and_overlay_refused() {
+pub(crate) fn unix_path_workspaces_refused() {
     let dir = served_tree();
     let overlay = dir.path().join("ov");
     let overlay = overlay.to_str().unwrap();
@@ -416,6 +417,8 @@ pub(crate) fn mem_and_overlay_refused() {
         &["--overlay", overlay, "grep", "needle"][..],
         &["--overlay", overlay, "read", "src\\a.rs"][..],
         &["--fs", "mem", "serve"][..],
+        &["--fs", "sftp://127.0.0.1:9", "glob", "*"][..],
+        &["--fs", "sftp://u@127.0.0.1:9", "grep", "x"][..],
     ] {
         let o = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-search"))
             .arg("--cwd")
@@ -429,8 +432,8 @@ pub(crate) fn mem_and_overlay_refused() {
         assert!(o.stdout.is_empty(), "{args:?}");
         assert_eq!(
             stderr,
-            "dsh-search: --fs mem and --overlay are not available on Windows: they hold \
-             `/`-separated Unix paths, not drive paths\n",
+            "dsh-search: --fs mem, --fs sftp:// and --overlay are not available on Windows: \
+             they hold `/`-separated Unix paths, not drive paths\n",
             "{args:?}"
         );
         assert!(!dir.path().join("ov").exists(), "{args:?}");

@@ -30,7 +30,7 @@ use dsh_search::config::Config;
 use dsh_search::tool::{CallContext, Tools};
 use dsh_search::{
     BackendKind, CancelToken, FsSpec, Invocation, NativeBackend, Sessions, Workspace,
-    WorkspaceOptions,
+    WorkspaceError, WorkspaceOptions,
 };
 use napi::bindgen_prelude::{Buffer, Object, ToNapiValue};
 use napi::{Env, Error, Result};
@@ -585,14 +585,18 @@ fn make_tools(options: &Value) -> std::result::Result<(Workspace, Tools), String
         Some(file) => {
             o.known_hosts(file);
         }
+        // Without a HOME there is none: the library refuses the workspace.
         None if remote => {
-            o.known_hosts(dsh_search::known_hosts_from_env().ok_or(
-                "Tools: an sftp:// workspace needs knownHosts (there is no HOME to find ~/.ssh/known_hosts in)",
-            )?);
+            if let Some(file) = dsh_search::known_hosts_from_env() {
+                o.known_hosts(file);
+            }
         }
         None => {}
     }
-    let workspace = o.open().map_err(|e| format!("Tools: {e}"))?;
+    let workspace = o.open().map_err(|e| match e {
+        WorkspaceError::NoKnownHosts => "Tools: an sftp:// workspace needs knownHosts (there is no HOME to find ~/.ssh/known_hosts in)".to_string(),
+        e => format!("Tools: {e}"),
+    })?;
     let tools = workspace
         .tools(config, Some(Arc::new(Sessions::in_memory())))
         .map_err(|e| format!("Tools: {e}"))?;

@@ -127,13 +127,14 @@ for (const backend of BACKENDS) {
 
 if (process.platform === 'win32') {
   // contract.md §10: they hold `/`-separated Unix paths, so Windows refuses them.
-  test('fs mem and an overlay are refused on Windows with one clear message', () => {
+  test('fs mem, sftp:// and an overlay are refused on Windows with one clear message', () => {
     const tree = h.buildTree(TREE)
     const overlay = path.join(tree.root, 'ov')
     try {
-      const refusal = /Tools: mem and overlay workspaces are not available on Windows: they hold `\/`-separated Unix paths, not drive paths$/
+      const refusal = /Tools: mem, overlay and sftp:\/\/ workspaces are not available on Windows: they hold `\/`-separated Unix paths, not drive paths$/
       assert.throws(() => new Tools({ fs: 'mem', root: tree.root }), refusal)
       assert.throws(() => new Tools({ overlay, root: tree.root }), refusal)
+      assert.throws(() => new Tools({ fs: 'sftp://u@127.0.0.1:9', knownHosts: path.join(tree.root, 'kh') }), refusal)
       assert.equal(fs.existsSync(overlay), false)
     } finally {
       tree.cleanup()

@@ -24,13 +24,6 @@ pub(crate) fn open(common: &Common) -> Result<Workspace, String> {
     let mut fs = common.fs.clone();
     match &mut fs {
         FsSpec::Sftp(address) => {
-            // `--cwd` names a remote directory: the local current
-            // directory means nothing there.
-            if !common.cwd.as_deref().is_some_and(Path::is_absolute) {
-                return Err(
-                    "--fs sftp:// needs --cwd with the remote workdir as an absolute path".into(),
-                );
-            }
             if address.user.is_none() {
                 address.user = dsh_search::ssh_user_from_env();
             }
@@ -56,15 +49,20 @@ pub(crate) fn open(common: &Common) -> Result<Workspace, String> {
         Some(file) => {
             options.known_hosts(file);
         }
+        // Without a HOME there is none: the library refuses the workspace.
         None if remote => {
-            options.known_hosts(
-                dsh_search::known_hosts_from_env()
-                    .ok_or("no --known-hosts and no HOME to find ~/.ssh/known_hosts in")?,
-            );
+            if let Some(file) = dsh_search::known_hosts_from_env() {
+                options.known_hosts(file);
+            }
         }
         None => {}
     }
     let workspace = options.open().map_err(describe)?;
+    // `--cwd` names a remote directory: the local current directory means
+    // nothing there.
+    if remote && !common.cwd.as_deref().is_some_and(Path::is_absolute) {
+        return Err("--fs sftp:// needs --cwd with the remote workdir as an absolute path".into());
+    }
     workspace.connect().map_err(describe)?;
     Ok(workspace)
 }
@@ -75,10 +73,13 @@ pub(crate) fn describe(e: WorkspaceError) -> String {
     match e {
         WorkspaceError::RgNeedsLocalDisk => "--backend rg searches the local disk only: it cannot be used with --fs mem, --fs sftp:// or --overlay".into(),
         WorkspaceError::OverlayOverSftp => "--overlay cannot be used with --fs sftp://".into(),
+        WorkspaceError::NoKnownHosts => {
+            "no --known-hosts and no HOME to find ~/.ssh/known_hosts in".into()
+        }
         WorkspaceError::SftpOptionsWithoutSftp => {
             "--identity and --known-hosts go with --fs sftp://".into()
         }
-        WorkspaceError::UnixPathsOnly => "--fs mem and --overlay are not available on Windows: they hold `/`-separated Unix paths, not drive paths".into(),
+        WorkspaceError::UnixPathsOnly => "--fs mem, --fs sftp:// and --overlay are not available on Windows: they hold `/`-separated Unix paths, not drive paths".into(),
         e => e.to_string(),
     }
 }
