@@ -72,7 +72,7 @@ use serde_json::Value;
 use super::decode::{self, Request, MAX_LINE_BYTES};
 #[cfg(doc)]
 use super::{decode::MAX_VALUES, MAX_BYTES_IN_FLIGHT, MAX_CALLS_IN_FLIGHT};
-use super::{Backlog, InFlight, MAX_BACKLOG, SIGNAL_DRAIN};
+use super::{Backlog, InFlight, MAX_BACKLOG};
 use crate::cli::Common;
 
 /// Calls run at once; further calls wait in a queue (their cancellation
@@ -93,22 +93,7 @@ pub(crate) fn run(common: &Common) -> u8 {
     };
     let session = super::connection_session(common, "serve");
     let server = Arc::new(Server::new(tools, workdir, session, Box::new(io::stdout())));
-    let on_stop = Arc::clone(&server);
-    let armed = super::on_signal(common, move |signal| {
-        // Counted as cancelled: a call answered a moment ago is no longer
-        // in flight, though its answer's bookkeeping may not be done.
-        let cancelled = on_stop.inflight.cancel_all();
-        log(format_args!(
-            "{signal}: cancelling {cancelled} call(s) in flight"
-        ));
-        on_stop.inflight.wait_idle(Some(SIGNAL_DRAIN));
-        std::process::exit(0);
-    });
-    if let Err(e) = armed {
-        log(format_args!(
-            "signals will not stop the calls in flight: {e}"
-        ));
-    }
+    super::drain_on_signal(common, Arc::clone(&server), |s| &s.inflight, log);
     server.serve(io::stdin().lock());
     0
 }

@@ -60,7 +60,7 @@ use super::decode::MAX_LINE_BYTES;
 use super::decode::MAX_VALUES;
 use super::jsonl::MAX_WORKERS;
 use super::mcp_decode::{error_line, mcp_line, McpLine};
-use super::{InFlight, MAX_BACKLOG, SIGNAL_DRAIN};
+use super::{InFlight, MAX_BACKLOG};
 #[cfg(doc)]
 use super::{MAX_BYTES_IN_FLIGHT, MAX_CALLS_IN_FLIGHT};
 use crate::cli::Common;
@@ -78,22 +78,7 @@ pub(crate) fn run(common: &Common) -> u8 {
         Ok(h) => h,
         Err(e) => return crate::cli::fail(e),
     };
-    let inflight = Arc::clone(&handler.inflight);
-    let armed = super::on_signal(common, move |signal| {
-        // Counted as cancelled: a call answered a moment ago is no longer
-        // in flight, though its answer's bookkeeping may not be done.
-        let cancelled = inflight.cancel_all();
-        log(format_args!(
-            "{signal}: cancelling {cancelled} call(s) in flight"
-        ));
-        inflight.wait_idle(Some(SIGNAL_DRAIN));
-        std::process::exit(0);
-    });
-    if let Err(e) = armed {
-        log(format_args!(
-            "signals will not stop the calls in flight: {e}"
-        ));
-    }
+    super::drain_on_signal(common, Arc::clone(&handler.inflight), |i| i, log);
     // The calls hold at most MAX_WORKERS blocking threads (`running`); a
     // thread that has just finished a call is not idle yet when the next
     // call starts, and Tokio would start another (hundreds, under a

@@ -278,6 +278,37 @@ impl<K: Eq + Hash> InFlight<K> {
     }
 }
 
+/// A server's stop on a signal ([`on_signal`]): cancel the calls in
+/// flight (`inflight` of `server`), wait up to [`SIGNAL_DRAIN`] for them
+/// to answer, exit 0; each step said through `log`. A server whose signals
+/// could not be armed runs on without them, and says so.
+pub(crate) fn drain_on_signal<S, K>(
+    common: &Common,
+    server: Arc<S>,
+    inflight: fn(&S) -> &InFlight<K>,
+    log: fn(std::fmt::Arguments<'_>),
+) where
+    S: Send + Sync + 'static,
+    K: Eq + Hash + 'static,
+{
+    let armed = on_signal(common, move |signal| {
+        let calls = inflight(&server);
+        // Counted as cancelled: a call answered a moment ago is no longer
+        // in flight, though its answer's bookkeeping may not be done.
+        let cancelled = calls.cancel_all();
+        log(format_args!(
+            "{signal}: cancelling {cancelled} call(s) in flight"
+        ));
+        calls.wait_idle(Some(SIGNAL_DRAIN));
+        std::process::exit(0);
+    });
+    if let Err(e) = armed {
+        log(format_args!(
+            "signals will not stop the calls in flight: {e}"
+        ));
+    }
+}
+
 /// Run `stop` on a thread of its own when SIGINT, SIGTERM or SIGHUP
 /// arrives (the first one only).
 ///
