@@ -1,0 +1,200 @@
+//! The file tools' state on Windows, through the binary, under Wine
+//! (`scripts/test-windows windows_session::`, README "Platforms"):
+//!
+//! - an atomic write over a target another process holds open without
+//!   delete sharing: retried until the holder lets go, else a clear error
+//!   with the old content whole and no staging left (`contract.md` §10);
+//! - the session store's lock across concurrent processes: no observation
+//!   is lost (`contract.md` §6);
+//! - the state directory under `%LOCALAPPDATA%` when `HOME` is unset, and
+//!   a spilled result in the user's temp directory read back (§8).
+
+use std::collections::BTreeSet;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::windows::fs::OpenOptionsExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::util::rg::dsh_search_exe;
+
+/// `FILE_SHARE_READ` alone: others may read, not write, rename or delete
+/// (https://learn.microsoft.com/windows/win32/api/fileapi/nf-fileapi-createfilew).
+const FILE_SHARE_READ: u32 = 0x1;
+
+/// The environment variables that choose the state and temp directories,
+/// cleared for every child so that each test sets exactly its own.
+const PLACE_VARS: [&str; 6] = [
+    "DSH_SEARCH_STATE_DIR",
+    "XDG_STATE_HOME",
+    "HOME",
+    "LOCALAPPDATA",
+    "TMP",
+    "TEMP",
+];
+
+/// `dsh-search <args>` in `cwd` with exactly the placement variables
+/// `env` (the others of [`PLACE_VARS`] removed), `stdin` as its input.
+fn run(cwd: &Path, args: &[&str], env: &[(&str, &Path)], stdin: &[u8]) -> Output {
+    let mut cmd = Command::new(dsh_search_exe());
+    cmd.current_dir(cwd)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for k in PLACE_VARS {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("dsh-search starts");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Whether a staging directory of the atomic write is in `dir` (the write
+/// has its content staged and is about to publish).
+fn staging_in(dir: &Path) -> bool {
+    names(dir)
+        .iter()
+        .any(|n| n.starts_with(".dsh-search-staging."))
+}
+
+/// `path` held open as most Windows programs open a file: reading, with
+/// read sharing only (no `FILE_SHARE_DELETE`), so that nobody can rename
+/// over it while the handle lives.
+fn hold(path: &Path) -> std::fs::File {
+    OpenOptions::new()
+        .read(true)
+        .share_mode(FILE_SHARE_READ)
+        .open(path)
+        .unwrap()
+}
+
+/// First, what the test rests on: under Wine as on Windows, a rename over
+/// a file held open without delete sharing is refused (MoveFileExW with
+/// MOVEFILE_REPLACE_EXISTING, which `std::fs::rename` falls back to, fails
+/// with ERROR_ACCESS_DENIED), and succeeds once the handle is closed.
+#[test]
+pub(crate) fn rename_over_a_held_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("t.txt");
+    let staged = dir.path().join("s.txt");
+    std::fs::write(&target, "old").unwrap();
+    std::fs::write(&staged, "new").unwrap();
+    let held = hold(&target);
+    let e = std::fs::rename(&staged, &target).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(5), "{e}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "old");
+    drop(held);
+    std::fs::rename(&staged, &target).unwrap();
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+}
+
+/// `edit` while another process holds the target open without delete
+/// sharing, released once the edit has staged its content (and ~300 ms
+/// more): the publish retries until the holder lets go, and the edit
+/// succeeds with the new content (`contract.md` §10).
+#[test]
+pub(crate) fn write_waits_for_a_holder_that_lets_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("held.txt");
+    std::fs::write(&target, "alpha beta\n").unwrap();
+    let held = hold(&target);
+    let watch = dir.path().to_path_buf();
+    let done = Arc::new(AtomicBool::new(false));
+    let over = Arc::clone(&done);
+    let releaser = std::thread::spawn(move || {
+        // Waits for the staging directory, not for a time: the edit has
+        // read the file and is at its publish step when it appears (or
+        // for the edit's end, should it fail before).
+        while !staging_in(&watch) && !over.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        drop(held);
+    });
+    let out = run(
+        dir.path(),
+        &["edit", "--old", "alpha", "--new", "gamma", "held.txt"],
+        &[],
+        b"",
+    );
+    done.store(true, Ordering::SeqCst);
+    releaser.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "gamma beta\n");
+    assert_eq!(names(dir.path()), BTreeSet::from(["held.txt".to_string()]));
+}
+
+/// A holder that never lets go: `edit` under a short `timeoutMs`, and
+/// `write` (whose stream has no timeout) after the retry limit, fail with
+/// an error that names the path and says another process holds it open;
+/// the old content is whole and no staging directory is left.
+#[test]
+pub(crate) fn write_over_a_held_file_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("held.txt");
+    std::fs::write(&target, "old content\n").unwrap();
+    let config = tempfile::tempdir().unwrap();
+    let config_file = config.path().join("c.json");
+    std::fs::write(&config_file, r#"{"timeoutMs": 1000}"#).unwrap();
+    let held = hold(&target);
+    let config_arg = config_file.to_str().unwrap();
+    let edit = run(
+        dir.path(),
+        &[
+            "--config", config_arg, "edit", "--old", "old", "--new", "new", "held.txt",
+        ],
+        &[],
+        b"",
+    );
+    let write = run(dir.path(), &["write", "held.txt"], &[], b"replaced\n");
+    for (what, out) in [("edit", &edit), ("write", &write)] {
+        assert_eq!(out.status.code(), Some(2), "{what}: {}", text(out));
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            said.contains("held.txt\": another process holds the file open"),
+            "{what}: {}",
+            text(out)
+        );
+        assert_eq!(
+            std::fs::read_to_string(&target).unwrap(),
+            "old content\n",
+            "{what}"
+        );
+        assert_eq!(
+            names(dir.path()),
+            BTreeSet::from(["held.txt".to_string()]),
+            "{what}"
+        );
+    }
+    drop(held);
+    // Once let go, the same write goes through.
+    let again = run(dir.path(), &["write", "held.txt"], &[], b"replaced\n");
+    assert!(again.status.success(), "{}", text(&again));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "replaced\n");
+}
