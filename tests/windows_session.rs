@@ -198,3 +198,81 @@ pub(crate) fn write_over_a_held_file_fails_clearly() {
     assert!(again.status.success(), "{}", text(&again));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "replaced\n");
 }
+
+/// The one session state file in `state` (`<state>\sessions\<hash>.json`),
+/// parsed: it must be valid JSON.
+fn state_file(state: &Path) -> serde_json::Value {
+    let sessions = state.join("sessions");
+    let files: Vec<_> = names(&sessions)
+        .into_iter()
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?} in {}", sessions.display());
+    let bytes = std::fs::read(sessions.join(&files[0])).unwrap();
+    serde_json::from_slice(&bytes)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&bytes)))
+}
+
+/// Eight processes at once, each a `read` then five `edit`s of its own
+/// file (one process per call), all in one session (`--session`, the state directory from
+/// `DSH_SEARCH_STATE_DIR`): the session's lock (its lock file held open
+/// without sharing, `session.rs: lock`) serializes their updates of the
+/// one state file, so none is lost. Each edit after the first needs the
+/// observation the one before recorded (the read-before-write policy
+/// refuses an unobserved or stale write), and the state file ends with all
+/// eight observations, valid JSON.
+#[test]
+pub(crate) fn session_lock_keeps_every_observation() {
+    const N: usize = 8;
+    const ROUNDS: usize = 5;
+    let work = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    for i in 0..N {
+        std::fs::write(work.path().join(format!("f{i}.txt")), format!("v0 {i}\n")).unwrap();
+    }
+    let workers: Vec<_> = (0..N)
+        .map(|i| {
+            let (work, state) = (work.path().to_path_buf(), state.path().to_path_buf());
+            std::thread::spawn(move || {
+                let file = format!("f{i}.txt");
+                let env = [("DSH_SEARCH_STATE_DIR", state.as_path())];
+                let read = run(&work, &["--session", "shared", "read", &file], &env, b"");
+                assert!(read.status.success(), "read {file}: {}", text(&read));
+                for round in 0..ROUNDS {
+                    let (old, new) = (format!("v{round}"), format!("v{}", round + 1));
+                    let args = [
+                        "--session",
+                        "shared",
+                        "edit",
+                        "--old",
+                        &old,
+                        "--new",
+                        &new,
+                        &file,
+                    ];
+                    let out = run(&work, &args, &env, b"");
+                    assert!(out.status.success(), "{args:?}: {}", text(&out));
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let doc = state_file(state.path());
+    assert_eq!(doc["session"], "shared", "{doc}");
+    let observations = doc["observations"].as_object().unwrap();
+    assert_eq!(observations.len(), N, "{doc}");
+    for i in 0..N {
+        let name = format!("f{i}.txt");
+        assert_eq!(
+            std::fs::read_to_string(work.path().join(&name)).unwrap(),
+            format!("v{ROUNDS} {i}\n")
+        );
+        let (_, seen) = observations
+            .iter()
+            .find(|(k, _)| k.ends_with(&name))
+            .unwrap_or_else(|| panic!("no observation of {name}: {doc}"));
+        assert_eq!(seen["state"], "present", "{doc}");
+    }
+}
