@@ -276,3 +276,92 @@ pub(crate) fn session_lock_keeps_every_observation() {
         assert_eq!(seen["state"], "present", "{doc}");
     }
 }
+
+/// With `HOME` unset (as on Windows) and no other state directory named,
+/// `--session` keeps its state in `%LOCALAPPDATA%\dsh-search`
+/// (`cli/setup.rs: state_dir_from_env`), and a `read` then an `edit` in
+/// two processes add up there. A grep over the cap spills its complete
+/// result into the user's temp directory (`%TMP%`, `std::env::temp_dir`,
+/// `spill.rs: LocalSpillStore`), and the footer's reference opens with
+/// `read` in a later process.
+#[test]
+pub(crate) fn state_and_spill_under_the_user_profile() {
+    let work = tempfile::tempdir().unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let local = profile.path().join("Local");
+    let temp = profile.path().join("Temp");
+    std::fs::create_dir_all(&local).unwrap();
+    std::fs::create_dir_all(&temp).unwrap();
+    let env = [
+        ("LOCALAPPDATA", local.as_path()),
+        ("TMP", temp.as_path()),
+        ("TEMP", temp.as_path()),
+    ];
+    std::fs::write(work.path().join("a.txt"), "alpha\n").unwrap();
+    let lines: String = (0..300).map(|i| format!("needle {i}\n")).collect();
+    std::fs::write(work.path().join("many.txt"), lines).unwrap();
+
+    let read = run(work.path(), &["--session", "s", "read", "a.txt"], &env, b"");
+    assert!(read.status.success(), "{}", text(&read));
+    let edit = run(
+        work.path(),
+        &[
+            "--session",
+            "s",
+            "edit",
+            "--old",
+            "alpha",
+            "--new",
+            "beta",
+            "a.txt",
+        ],
+        &env,
+        b"",
+    );
+    assert!(edit.status.success(), "{}", text(&edit));
+    assert_eq!(
+        std::fs::read_to_string(work.path().join("a.txt")).unwrap(),
+        "beta\n"
+    );
+    let doc = state_file(&local.join("dsh-search"));
+    assert_eq!(doc["session"], "s", "{doc}");
+    assert!(
+        doc["observations"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.ends_with("a.txt")),
+        "{doc}"
+    );
+
+    let grep = run(
+        work.path(),
+        &["--session", "s", "grep", "needle"],
+        &env,
+        b"",
+    );
+    assert!(grep.status.success(), "{}", text(&grep));
+    let said = String::from_utf8_lossy(&grep.stdout).into_owned();
+    let (_, after) = said
+        .split_once(" result stored at: ")
+        .unwrap_or_else(|| panic!("no spill footer: {said}"));
+    let (reference, _) = after.split_once(". Use read").unwrap();
+    let spilled = Path::new(reference);
+    assert!(
+        spilled.starts_with(&temp),
+        "{reference} not under {}",
+        temp.display()
+    );
+    let back = run(
+        work.path(),
+        &["--session", "s", "read", reference, "--limit", "400"],
+        &env,
+        b"",
+    );
+    assert!(back.status.success(), "{}", text(&back));
+    let shown = String::from_utf8_lossy(&back.stdout);
+    assert!(
+        shown.contains("Line 1: needle 0") && shown.contains("Line 300: needle 299"),
+        "{shown}"
+    );
+}
