@@ -115,6 +115,12 @@ mod harden_search;
 #[cfg(windows)]
 mod windows;
 
+// The file tools' state on Windows through the binary, under Wine: atomic
+// writes over a file another process holds open, the session lock across
+// processes, the state and spill directories under the user's profile.
+#[cfg(windows)]
+mod windows_session;
+
 // Remote workspaces over SFTP against a real OpenSSH sshd: conformance
 // against rg on the same tree, the agent session, faults.
 #[cfg(all(unix, feature = "sftp"))]

@@ -22,7 +22,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
 
-use publish::{DirLock, LockError, StageError, Staging};
+use publish::{DirLock, LockError, ReplaceError, StageError, Staging};
 
 use crate::cancel::CancelToken;
 use crate::fs::{WriteError, WriteGuard, Written};
@@ -101,7 +101,10 @@ pub(super) fn write_from(
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(WriteError::Exists),
             Err(e) => return Err(io_err(e)),
         },
-        _ => std::fs::rename(&tmp, &key).map_err(io_err)?,
+        _ => publish::replace(&tmp, &key, cancel).map_err(|e| match e {
+            ReplaceError::Cancelled => WriteError::Cancelled,
+            ReplaceError::Io(e) => io_err(e),
+        })?,
     }
     drop(staging);
     let metadata = std::fs::metadata(&key).map_err(io_err)?;

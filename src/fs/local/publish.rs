@@ -47,7 +47,9 @@
 //!
 //! On Unix all of the above. Elsewhere there is no `flock`: writers in one
 //! process exclude each other, other processes do not; owners are not
-//! copied; staging leftovers of a killed writer are never swept.
+//! copied; staging leftovers of a killed writer are never swept. On
+//! Windows the rename is retried while another process holds the target
+//! open without delete sharing, and then fails clearly ([`replace`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -107,9 +109,11 @@ pub(crate) enum StageError {
 /// value lives) and its content file; removed with both on drop.
 pub(crate) struct Staging {
     dir: PathBuf,
-    /// Holds the marker's `flock` while the write runs.
-    _marker: File,
-    file: File,
+    /// Holds the marker's `flock` while the write runs. Both files are
+    /// closed before the directory is removed (`None` only in `drop`):
+    /// Windows does not remove a directory while a file in it is open.
+    marker: Option<File>,
+    file: Option<File>,
 }
 
 impl Staging {
@@ -121,7 +125,7 @@ impl Staging {
         content: &mut dyn Read,
         cancel: &CancelToken,
     ) -> Result<Staging, StageError> {
-        let mut staging = Staging::create(parent).map_err(StageError::Io)?;
+        let staging = Staging::create(parent).map_err(StageError::Io)?;
         let mut buf = vec![0u8; COPY_CHUNK];
         loop {
             if cancel.is_cancelled() {
@@ -134,9 +138,12 @@ impl Staging {
                 Err(_) if cancel.is_cancelled() => return Err(StageError::Cancelled),
                 Err(e) => return Err(StageError::Source(e)),
             };
-            staging.file.write_all(&buf[..n]).map_err(StageError::Io)?;
+            staging
+                .file()
+                .write_all(&buf[..n])
+                .map_err(StageError::Io)?;
         }
-        staging.file.sync_all().map_err(StageError::Io)?;
+        staging.file().sync_all().map_err(StageError::Io)?;
         Ok(staging)
     }
 
@@ -162,9 +169,14 @@ impl Staging {
         let dir = cleanup.disarm();
         Ok(Staging {
             dir,
-            _marker: marker,
-            file,
+            marker: Some(marker),
+            file: Some(file),
         })
+    }
+
+    /// The staged content's open file.
+    fn file(&self) -> &File {
+        self.file.as_ref().expect("open until drop")
     }
 
     /// The staged content's path.
@@ -180,17 +192,17 @@ impl Staging {
         {
             let mut mode = mode & 0o7777;
             if let Some(old) = old {
-                let mine = self.file.metadata()?;
+                let mine = self.file().metadata()?;
                 if (mine.uid(), mine.gid()) != (old.uid(), old.gid()) {
                     // Root keeps both; an owner who is a member of the old
                     // group keeps the group. Any other failure is handled by
                     // the bits below.
-                    if std::os::unix::fs::fchown(&self.file, Some(old.uid()), Some(old.gid()))
+                    if std::os::unix::fs::fchown(self.file(), Some(old.uid()), Some(old.gid()))
                         .is_err()
                     {
-                        let _ = std::os::unix::fs::fchown(&self.file, None, Some(old.gid()));
+                        let _ = std::os::unix::fs::fchown(self.file(), None, Some(old.gid()));
                     }
-                    let now = self.file.metadata()?;
+                    let now = self.file().metadata()?;
                     if now.uid() != old.uid() {
                         mode &= !0o6000;
                     }
@@ -201,16 +213,16 @@ impl Staging {
             }
             // After the chown, which may clear set-id bits; and exactly, as
             // the open's mode passed through the umask.
-            self.file
+            self.file()
                 .set_permissions(std::fs::Permissions::from_mode(mode))?;
         }
         #[cfg(not(unix))]
         {
             let _ = old;
             if mode & 0o222 == 0 {
-                let mut p = self.file.metadata()?.permissions();
+                let mut p = self.file().metadata()?.permissions();
                 p.set_readonly(true);
-                self.file.set_permissions(p)?;
+                self.file().set_permissions(p)?;
             }
         }
         Ok(())
@@ -219,6 +231,8 @@ impl Staging {
 
 impl Drop for Staging {
     fn drop(&mut self) {
+        drop(self.file.take());
+        drop(self.marker.take());
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -362,6 +376,112 @@ impl DirLock {
             let _ = (dir, cancel);
             Ok(DirLock { _dir: None })
         }
+    }
+}
+
+/// Why the staged file was not renamed over its target.
+#[derive(Debug)]
+pub(crate) enum ReplaceError {
+    /// The call was cancelled while another process held the target open
+    /// (on Windows only: elsewhere the rename is one call, never retried).
+    #[cfg_attr(not(windows), allow(dead_code))]
+    Cancelled,
+    /// The rename failed (on Windows, after the retries for a target held
+    /// open elsewhere: then with [`io::ErrorKind::ResourceBusy`] and a
+    /// message that says so).
+    Io(io::Error),
+}
+
+/// How long a rename over a target that another process holds open is
+/// retried before the write fails (`contract.md` §10: the file tools'
+/// atomic writes on Windows). The call's cancellation or timeout ends it
+/// sooner.
+#[cfg(windows)]
+pub(crate) const HELD_RETRY_LIMIT: Duration = Duration::from_secs(5);
+
+/// The longest pause between two tries of such a rename; the first is
+/// 5 ms, and each doubles.
+#[cfg(windows)]
+const HELD_RETRY_MAX_PAUSE: Duration = Duration::from_millis(100);
+
+/// Rename the staged file `from` over `to` (create or replace).
+///
+/// # Platform behavior
+///
+/// On Unix one `rename(2)`: it replaces the name whoever has the old file
+/// open. On Windows a file that another process holds open without
+/// `FILE_SHARE_DELETE` (most programs open files so) cannot be replaced:
+/// the rename fails with `ERROR_ACCESS_DENIED` or
+/// `ERROR_SHARING_VIOLATION` for as long as it is held. Such a failure is
+/// retried, with a pause that grows from 5 ms to 100 ms, until the rename
+/// succeeds, the call is cancelled (its timeout included) or
+/// [`HELD_RETRY_LIMIT`] passes; then the write fails with an error that
+/// says another process holds the file open, the old file whole and the
+/// staged one removed by the caller. An access denial that is not a held
+/// file (a read-only target, an ACL) fails at once: the target is opened
+/// for `DELETE` with full sharing, and only a sharing violation there
+/// says that someone else holds it.
+pub(crate) fn replace(from: &Path, to: &Path, cancel: &CancelToken) -> Result<(), ReplaceError> {
+    #[cfg(not(windows))]
+    {
+        let _ = cancel;
+        std::fs::rename(from, to).map_err(ReplaceError::Io)
+    }
+    #[cfg(windows)]
+    {
+        let start = std::time::Instant::now();
+        let mut pause = Duration::from_millis(5);
+        loop {
+            let e = match std::fs::rename(from, to) {
+                Ok(()) => return Ok(()),
+                Err(e) if held_elsewhere(&e, to) => e,
+                Err(e) => return Err(ReplaceError::Io(e)),
+            };
+            // A timeout says why the write failed: the file is held; an
+            // explicit cancellation is only a cancellation.
+            if cancel.is_cancelled() && !cancel.timed_out() {
+                return Err(ReplaceError::Cancelled);
+            }
+            if cancel.is_cancelled() || start.elapsed() >= HELD_RETRY_LIMIT {
+                return Err(ReplaceError::Io(io::Error::new(
+                    io::ErrorKind::ResourceBusy,
+                    format!(
+                        "another process holds the file open, and Windows does not replace \
+                         a file that is open without delete sharing (tried for {} ms: {}); \
+                         close it there and try again",
+                        start.elapsed().as_millis(),
+                        crate::fs::error::io_message(&e),
+                    ),
+                )));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(HELD_RETRY_MAX_PAUSE);
+        }
+    }
+}
+
+/// Whether the failed rename over `to` failed because another process
+/// holds `to` open without delete sharing: a sharing violation, or an
+/// access denial while opening `to` for `DELETE` with full sharing is a
+/// sharing violation.
+#[cfg(windows)]
+fn held_elsewhere(e: &io::Error, to: &Path) -> bool {
+    use std::os::windows::fs::OpenOptionsExt;
+    // See: https://learn.microsoft.com/windows/win32/debug/system-error-codes--0-499-
+    const ERROR_ACCESS_DENIED: i32 = 5;
+    const ERROR_SHARING_VIOLATION: i32 = 32;
+    // See: https://learn.microsoft.com/windows/win32/secauthz/standard-access-rights
+    const DELETE: u32 = 0x0001_0000;
+    // FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE
+    const SHARE_ALL: u32 = 0x7;
+    match e.raw_os_error() {
+        Some(ERROR_SHARING_VIOLATION) => true,
+        Some(ERROR_ACCESS_DENIED) => OpenOptions::new()
+            .access_mode(DELETE)
+            .share_mode(SHARE_ALL)
+            .open(to)
+            .is_err_and(|p| p.raw_os_error() == Some(ERROR_SHARING_VIOLATION)),
+        _ => false,
     }
 }
 
