@@ -723,10 +723,16 @@ fn regex_compile_honours_the_deadline(backend: &str) {
             "the answer waited for the compile: threads {threads:?}"
         );
     }
-    // Without a deadline, the compile's own error is rg's, on both.
+    // With a deadline far off (the compile takes seconds, more on a busy
+    // machine), the compile's own error is rg's, on both.
     server.close();
     let _ = server.wait();
-    let o = dsh(backend, dir.path(), &["grep", "\\w{3000}", "a.txt"]);
+    std::fs::write(&config, r#"{"timeoutMs": 600000}"#).unwrap();
+    let o = dsh(
+        backend,
+        dir.path(),
+        &["--config", cfg, "grep", "\\w{3000}", "a.txt"],
+    );
     assert_eq!(
         text(&o),
         "Error: grep search failed (exit 2): rg: compiled regex exceeds size limit of 104857600\n"
