@@ -115,6 +115,12 @@ mod harden_search;
 #[cfg(windows)]
 mod windows;
 
+// The file tools and the guard on Windows under Wine: one file in any
+// letter case for the read-before-write policy and the session state, the
+// guard's closest names.
+#[cfg(windows)]
+mod windows_files;
+
 // Remote workspaces over SFTP against a real OpenSSH sshd: conformance
 // against rg on the same tree, the agent session, faults.
 #[cfg(all(unix, feature = "sftp"))]

@@ -27,10 +27,45 @@ impl ResolvedPath {
         self.display.to_string_lossy().into_owned()
     }
 
-    /// The key as text (lossy for a non-UTF-8 path).
+    /// The key as text (lossy for a non-UTF-8 path), as the observation
+    /// policy and the session state compare it: on Windows in the case
+    /// Windows compares names in ([`windows_upcase`]), so that `src\Main.rs`
+    /// and `SRC\main.rs` are one file there, even when it does not exist
+    /// yet (the missing suffix of a key is the path as typed). Elsewhere
+    /// the key itself: Linux names are case-sensitive; macOS is left as
+    /// Linux (README "Platforms": its default filesystem ignores case too,
+    /// so two spellings of one file are one only where the real path
+    /// gives both the case on disk).
     pub fn key_str(&self) -> String {
-        self.key.to_string_lossy().into_owned()
+        let key = self.key.to_string_lossy();
+        if cfg!(windows) {
+            windows_upcase(&key)
+        } else {
+            key.into_owned()
+        }
     }
+}
+
+/// `s` in the case NTFS compares names in: each UTF-16 unit mapped through
+/// the volume's upcase table, as `RtlUpcaseUnicodeString` does. That table
+/// is Unicode's simple uppercase mapping of the Basic Multilingual Plane,
+/// so: a character of the BMP whose uppercase is one character becomes
+/// that character; one whose uppercase is several (`ß`, `ŉ`) and one
+/// outside the BMP (no upcase entry: the table is indexed by one UTF-16
+/// unit) stay as they are. Pure, so that it is tested on every platform.
+pub(crate) fn windows_upcase(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.len_utf16() != 1 {
+                return c;
+            }
+            let mut up = c.to_uppercase();
+            match (up.next(), up.next()) {
+                (Some(u), None) if u.len_utf16() == 1 => u,
+                _ => c,
+            }
+        })
+        .collect()
 }
 
 /// Whether `path` has a `..` segment: between separators or at either end.
@@ -221,6 +256,45 @@ mod tests {
         assert!(has_dotdot_segment("../a"));
         assert!(!has_dotdot_segment("a..b/..c"));
         assert!(!has_dotdot_segment("..."));
+    }
+
+    #[test]
+    fn windows_upcase_is_the_simple_uppercase_of_the_bmp() {
+        assert_eq!(
+            windows_upcase(r"c:\Users\Me\src\Main.rs"),
+            r"C:\USERS\ME\SRC\MAIN.RS"
+        );
+        assert_eq!(windows_upcase("\u{e9}t\u{e9}.txt"), "\u{c9}T\u{c9}.TXT");
+        assert_eq!(windows_upcase("\u{3c3}\u{3c2}"), "\u{3a3}\u{3a3}");
+        assert_eq!(
+            windows_upcase("\u{444}\u{430}\u{439}\u{43b}"),
+            "\u{424}\u{410}\u{419}\u{41b}"
+        );
+        // Several characters in uppercase: kept (the simple mapping).
+        assert_eq!(windows_upcase("stra\u{df}e"), "STRA\u{df}E");
+        assert_eq!(windows_upcase("\u{149}"), "\u{149}");
+        // Outside the BMP: no entry in the upcase table.
+        assert_eq!(windows_upcase("\u{10428}"), "\u{10428}");
+        // Already upper, digits, separators: unchanged.
+        assert_eq!(windows_upcase(r"\\?\C:\A1_-.~"), r"\\?\C:\A1_-.~");
+    }
+
+    #[test]
+    fn key_str_folds_case_on_windows_only() {
+        let at = |key: &str| ResolvedPath {
+            display: PathBuf::from(key),
+            key: PathBuf::from(key),
+        };
+        let (a, b) = (at("/w/src/Main.rs"), at("/w/SRC/main.rs"));
+        assert_eq!(a.key_str() == b.key_str(), cfg!(windows));
+        assert_eq!(
+            a.key_str(),
+            if cfg!(windows) {
+                "/W/SRC/MAIN.RS"
+            } else {
+                "/w/src/Main.rs"
+            }
+        );
     }
 
     #[test]

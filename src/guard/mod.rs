@@ -242,7 +242,8 @@ fn path_arg<'a>(args: &'a Value, name: &str) -> Option<Option<&'a str>> {
 
 /// The target a grep counts against.
 struct Target {
-    /// Counter key: the lexical absolute path (`seed-reference.md` §6.1).
+    /// Counter key: the lexical absolute path (`seed-reference.md` §6.1),
+    /// in upper case on Windows.
     key: String,
     /// How the model writes it.
     display: String,
@@ -258,8 +259,16 @@ fn grep_target<'a>(
     let raw = path_arg(args, "path")?.unwrap_or(".");
     let wd = Workdir::usable(fs, &ctx.workdir)?;
     let p = wd.resolve(raw);
+    // On Windows `src` and `SRC` are one directory, so one target: the key
+    // in the case Windows compares names in, as the file tools' keys.
+    let key = p.to_string_lossy();
+    let key = if cfg!(windows) {
+        crate::fs::resolve::windows_upcase(&key)
+    } else {
+        key.into_owned()
+    };
     let target = Target {
-        key: p.to_string_lossy().into_owned(),
+        key,
         display: wd.display(&p),
     };
     Some((session, target))
