@@ -2,7 +2,9 @@
 //! (`scripts/test-windows windows_files::`, README "Platforms",
 //! `contract.md` §6 and §7): names in any letter case are one file for the
 //! read-before-write policy and the session state; the guard's closest
-//! names for a path typed in another case.
+//! names for a path typed in another case; device names (`NUL`,
+//! `src\aux.txt`) never opened by read, write or edit, and glob and grep
+//! on them equal to rg.exe.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,8 +16,9 @@ use dsh_search::{
 };
 use serde_json::{json, Value};
 
-use crate::util::rg;
 use crate::util::tools::retried;
+use crate::util::tree::{file, Tree};
+use crate::util::{glob, grep, rg, Case, Mode, Report};
 
 /// The tools as a harness runs them: the observation policy (in memory)
 /// and the guard, on `backend`.
@@ -433,4 +436,93 @@ fn closest_names_for_a_path_in_another_case() {
             "[{label}]"
         );
     }
+}
+
+/// The device names, as typed, and the name each error quotes.
+const DEVICES: &[(&str, &str)] = &[
+    ("NUL", "NUL"),
+    ("con", "con"),
+    ("Aux.txt", "Aux.txt"),
+    ("COM1", "COM1"),
+    ("lpt1.log", "lpt1.log"),
+    ("prn.tar.gz", "prn.tar.gz"),
+    ("nul.", "nul."),
+    ("NUL ", "NUL "),
+    ("con .txt", "con .txt"),
+    ("src\\nul.txt", "nul.txt"),
+    ("src/CoM3.rs", "CoM3.rs"),
+    ("src\\LPT9", "LPT9"),
+    ("CONOUT$", "CONOUT$"),
+];
+
+/// read, write and edit never open a device name as a file, in any case,
+/// with an extension, trailing dots or spaces, in any directory: each
+/// refuses it, saying the name is reserved on Windows (`contract.md` §6),
+/// with or without the guard, and nothing is created.
+#[test]
+fn device_names_refused_by_the_file_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join("src")).unwrap();
+    let guarded = tools(Arc::new(NativeBackend::new()));
+    let bare =
+        Tools::new(Config::default(), Arc::new(NativeBackend::new())).without_observation_policy();
+    for (typed, name) in DEVICES {
+        let p = shown(root, typed);
+        for (label, t) in [("guarded", &guarded), ("bare", &bare)] {
+            let calls = [
+                ("read", json!({ "file_path": typed })),
+                ("write", json!({"file_path": typed, "content": "x"})),
+                (
+                    "edit",
+                    json!({"file_path": typed, "old_string": "a", "new_string": "b"}),
+                ),
+            ];
+            for (tool, args) in calls {
+                let r = call(t, root, "d", tool, args);
+                let msg = format!(
+                    "Error: cannot {tool} \"{p}\": \"{name}\" is a reserved device name on Windows"
+                );
+                assert_eq!(
+                    err(&r),
+                    (msg.as_str(), Some("FS_NOT_REGULAR_FILE")),
+                    "[{label}] {tool} {typed:?}"
+                );
+            }
+        }
+    }
+    assert_eq!(listing(root), ["src"]);
+    assert!(listing(&root.join("src")).is_empty());
+}
+
+/// glob and grep on a device name stay equal to rg.exe, raw and at the
+/// tool level, on both backends (the conformance harness). Only names
+/// whose open cannot wait are searched: `NUL` (empty) and what is not a
+/// device; `CON` and `aux.txt` are only listed by glob (a stat).
+#[test]
+fn device_names_searched_as_rg_does() {
+    let Some(env) = rg::env() else { return };
+    let tree = Tree::build(&[
+        file("src/main.rs", "fn main() {}\n"),
+        file("notes.txt", "x marks\n"),
+    ]);
+    let mut cases: Vec<Case> = Vec::new();
+    for p in [
+        "NUL",
+        "nul",
+        "CON",
+        "aux.txt",
+        "src\\nul.txt",
+        "NUL.",
+        "COM1",
+        "lpt1.log",
+    ] {
+        cases.push(glob("*", Some(p)));
+    }
+    for p in ["NUL", "src\\NUL", "nul.txt"] {
+        cases.push(grep("x", Some(p), None));
+    }
+    let mut report = Report::new("windows_device_names");
+    report.run_all(env, &tree, &cases, Mode::InProcess);
+    report.finish();
 }
