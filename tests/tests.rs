@@ -117,7 +117,8 @@ mod windows;
 
 // The file tools and the guard on Windows under Wine: one file in any
 // letter case for the read-before-write policy and the session state, the
-// guard's closest names, device names (`NUL`, `src\aux.txt`).
+// guard's closest names, device names (`NUL`, `src\aux.txt`), CRLF and
+// BOM files.
 #[cfg(windows)]
 mod windows_files;
 

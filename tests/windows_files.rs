@@ -4,7 +4,9 @@
 //! read-before-write policy and the session state; the guard's closest
 //! names for a path typed in another case; device names (`NUL`,
 //! `src\aux.txt`) never opened by read, write or edit, and glob and grep
-//! on them equal to rg.exe.
+//! on them equal to rg.exe; CRLF and BOM files through read and edit, byte
+//! for byte as on Linux (`seed-reference.md` §6.1, §6.3;
+//! `src/tool/files/tests.rs`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -525,4 +527,142 @@ fn device_names_searched_as_rg_does() {
     let mut report = Report::new("windows_device_names");
     report.run_all(env, &tree, &cases, Mode::InProcess);
     report.finish();
+}
+
+/// CRLF and a UTF-8 BOM through read and edit, as on Linux
+/// (`src/tool/files/tests.rs`: `edit_crlf_bom_and_lone_cr`,
+/// `read_strips_bom`): read strips the BOM and one `\r` before each `\n`
+/// (`seed-reference.md` §6.1); edit keeps CRLF (every `\n` of a CRLF
+/// majority file written `\r\n`, a lone `\r` kept) and, like the seed's
+/// strict decoder, does not write the BOM back (§6.3).
+#[test]
+fn crlf_and_utf8_bom_through_read_and_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let t = tools(Arc::new(NativeBackend::new()));
+    let put = |name: &str, bytes: &[u8]| std::fs::write(root.join(name), bytes).unwrap();
+    let get = |name: &str| std::fs::read(root.join(name)).unwrap();
+
+    put("c.txt", b"\xEF\xBB\xBFa\r\nb\r\nc\nd\re\r\n");
+    let r = call(&t, root, "c", "read", json!({"file_path": "c.txt"}));
+    assert_eq!(
+        ok(&r),
+        envelope(
+            &shown(root, "c.txt"),
+            "1: a\n2: b\n3: c\n4: d\re\n\n(End of file - total 4 lines)"
+        )
+    );
+    let r = call(
+        &t,
+        root,
+        "c",
+        "edit",
+        json!({"file_path": "c.txt", "old_string": "b\r\nc", "new_string": "B\nC"}),
+    );
+    assert_eq!(
+        ok(&r),
+        format!(
+            "The file {} has been updated successfully.",
+            shown(root, "c.txt")
+        )
+    );
+    assert_eq!(get("c.txt"), b"a\r\nB\r\nC\r\nd\re\r\n");
+    assert_eq!(r.value.unwrap()["before"], json!("a\nb\nc\nd\re\n"));
+
+    // Plain CRLF, replace_all: CRLF kept, the other message.
+    put("w.txt", b"one\r\ntwo\r\ntwo\r\n");
+    ok(&call(&t, root, "c", "read", json!({"file_path": "w.txt"})));
+    let r = call(
+        &t,
+        root,
+        "c",
+        "edit",
+        json!({"file_path": "w.txt", "old_string": "two\n", "new_string": "three\n",
+               "replace_all": true}),
+    );
+    assert_eq!(
+        ok(&r),
+        format!(
+            "The file {} has been updated. All occurrences were successfully replaced.",
+            shown(root, "w.txt")
+        )
+    );
+    assert_eq!(get("w.txt"), b"one\r\nthree\r\nthree\r\n");
+
+    // An LF majority stays LF; the CRLF line in it stays as it was.
+    put("l.txt", b"\xEF\xBB\xBFx\ny\nz\r\n");
+    let r = call(&t, root, "c", "read", json!({"file_path": "l.txt"}));
+    assert_eq!(
+        ok(&r),
+        envelope(
+            &shown(root, "l.txt"),
+            "1: x\n2: y\n3: z\n\n(End of file - total 3 lines)"
+        )
+    );
+    ok(&call(
+        &t,
+        root,
+        "c",
+        "edit",
+        json!({"file_path": "l.txt", "old_string": "y", "new_string": "Y"}),
+    ));
+    assert_eq!(get("l.txt"), b"x\nY\nz\n");
+
+    // write converts nothing (`seed-reference.md` §6.2).
+    let r = call(
+        &t,
+        root,
+        "c",
+        "write",
+        json!({"file_path": "n.txt", "content": "\u{feff}p\r\nq"}),
+    );
+    assert_eq!(ok(&r), envelope(&shown(root, "n.txt"), "Created file"));
+    assert_eq!(get("n.txt"), b"\xEF\xBB\xBFp\r\nq");
+}
+
+/// UTF-16 files (a BOM of either order) are not UTF-8 text: read and edit
+/// refuse them and leave them untouched (`seed-reference.md` §6.1: a NUL
+/// in the first 8192 bytes is `binary file`, bytes that are not UTF-8 are
+/// `invalid UTF-8 text`; §6.3 the same for edit), though grep transcodes
+/// them as rg does (`rg-semantics.md`).
+#[test]
+fn utf16_bom_files_through_read_and_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let t = tools(Arc::new(NativeBackend::new()));
+    let bare =
+        Tools::new(Config::default(), Arc::new(NativeBackend::new())).without_observation_policy();
+    let files: [(&str, &[u8], &str); 3] = [
+        ("le.txt", b"\xFF\xFEa\x00\r\x00\n\x00", "binary file"),
+        ("be.txt", b"\xFE\xFF\x00a\x00\r\x00\n", "binary file"),
+        // U+4E2D U+6587 in UTF-16LE: no NUL, and not UTF-8.
+        ("cjk.txt", b"\xFF\xFE\x2D\x4E\x87\x65", "invalid UTF-8 text"),
+    ];
+    for (name, bytes, what) in files {
+        std::fs::write(root.join(name), bytes).unwrap();
+        let p = shown(root, name);
+        let r = call(&t, root, "u", "read", json!({ "file_path": name }));
+        let msg = format!("Error: cannot read \"{p}\": {what}");
+        assert_eq!(err(&r), (msg.as_str(), Some("FS_NOT_TEXT")), "{name}");
+        // The failed read recorded nothing: the edit is unobserved.
+        let args = json!({"file_path": name, "old_string": "a", "new_string": "b"});
+        let r = call(&t, root, "u", "edit", args.clone());
+        let msg = format!(
+            "Error: edit requires reading \"{p}\" first \u{2014} read the file, then retry"
+        );
+        assert_eq!(err(&r), (msg.as_str(), Some("FS_NOT_OBSERVED")), "{name}");
+        // Without the policy, edit's own decoder refuses it.
+        let r = call(&bare, root, "u", "edit", args);
+        let msg = format!("Error: cannot edit \"{p}\": {what}");
+        assert_eq!(err(&r), (msg.as_str(), Some("FS_NOT_TEXT")), "{name}");
+        assert_eq!(std::fs::read(root.join(name)).unwrap(), bytes, "{name}");
+    }
+    let r = call(
+        &t,
+        root,
+        "u",
+        "grep",
+        json!({"pattern": "a", "include": "le.txt"}),
+    );
+    assert_eq!(r.content, "Found 1 match\n\nle.txt\nLine 1: a");
 }
