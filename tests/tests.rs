@@ -121,6 +121,13 @@ mod windows;
 #[cfg(windows)]
 mod windows_session;
 
+// The file tools and the guard on Windows under Wine: one file in any
+// letter case for the read-before-write policy and the session state, the
+// guard's closest names, device names (`NUL`, `src\aux.txt`), CRLF and
+// BOM files.
+#[cfg(windows)]
+mod windows_files;
+
 // Remote workspaces over SFTP against a real OpenSSH sshd: conformance
 // against rg on the same tree, the agent session, faults.
 #[cfg(all(unix, feature = "sftp"))]

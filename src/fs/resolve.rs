@@ -27,10 +27,45 @@ impl ResolvedPath {
         self.display.to_string_lossy().into_owned()
     }
 
-    /// The key as text (lossy for a non-UTF-8 path).
+    /// The key as text (lossy for a non-UTF-8 path), as the observation
+    /// policy and the session state compare it: on Windows in the case
+    /// Windows compares names in ([`windows_upcase`]), so that `src\Main.rs`
+    /// and `SRC\main.rs` are one file there, even when it does not exist
+    /// yet (the missing suffix of a key is the path as typed). Elsewhere
+    /// the key itself: Linux names are case-sensitive; macOS is left as
+    /// Linux (README "Platforms": its default filesystem ignores case too,
+    /// so two spellings of one file are one only where the real path
+    /// gives both the case on disk).
     pub fn key_str(&self) -> String {
-        self.key.to_string_lossy().into_owned()
+        let key = self.key.to_string_lossy();
+        if cfg!(windows) {
+            windows_upcase(&key)
+        } else {
+            key.into_owned()
+        }
     }
+}
+
+/// `s` in the case NTFS compares names in: each UTF-16 unit mapped through
+/// the volume's upcase table, as `RtlUpcaseUnicodeString` does. That table
+/// is Unicode's simple uppercase mapping of the Basic Multilingual Plane,
+/// so: a character of the BMP whose uppercase is one character becomes
+/// that character; one whose uppercase is several (`ß`, `ŉ`) and one
+/// outside the BMP (no upcase entry: the table is indexed by one UTF-16
+/// unit) stay as they are. Pure, so that it is tested on every platform.
+pub(crate) fn windows_upcase(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.len_utf16() != 1 {
+                return c;
+            }
+            let mut up = c.to_uppercase();
+            match (up.next(), up.next()) {
+                (Some(u), None) if u.len_utf16() == 1 => u,
+                _ => c,
+            }
+        })
+        .collect()
 }
 
 /// Whether `path` has a `..` segment: between separators or at either end.
@@ -40,9 +75,20 @@ pub(crate) fn has_dotdot_segment(path: &str) -> bool {
         .any(|seg| seg == "..")
 }
 
-/// Resolve `path` against `cwd` on `fs`.
+/// Resolve `path` against `cwd` on `fs`; a failure says `cannot resolve`.
 pub(crate) fn resolve(
     fs: &dyn DynFileSystem,
+    path: &str,
+    cwd: &Path,
+) -> Result<ResolvedPath, FsError> {
+    resolve_for(fs, "resolve", path, cwd)
+}
+
+/// [`resolve`] for a tool that will `verb` (read, write, edit) the file:
+/// a path naming a Windows device is refused with that verb.
+pub(crate) fn resolve_for(
+    fs: &dyn DynFileSystem,
+    verb: &str,
     path: &str,
     cwd: &Path,
 ) -> Result<ResolvedPath, FsError> {
@@ -66,6 +112,14 @@ pub(crate) fn resolve(
             "the path contains a NUL byte",
         ));
     }
+    // Before any question to the filesystem: on Windows even the realpath
+    // of `src\nul.txt` opens the device NUL, and `con` waits on a console.
+    // The path as typed: what the model named, not the workdir above it.
+    if cfg!(windows) {
+        if let Some(name) = reserved_segment(path) {
+            return Err(reserved_error(verb, &shown, name));
+        }
+    }
     let key = real_key(fs, &display).map_err(|e| match e.kind() {
         io::ErrorKind::NotADirectory => FsError::cannot(
             FsErrorCode::NotFound,
@@ -76,6 +130,49 @@ pub(crate) fn resolve(
         _ => FsError::io("resolve", &shown, &e),
     })?;
     Ok(ResolvedPath { display, key })
+}
+
+/// The first segment of `path` (separated by `/` or `\`) that Windows
+/// takes for a device, whatever the directory it is in: `CON`, `PRN`, `AUX`, `NUL`, `COM0`–`COM9`,
+/// `LPT0`–`LPT9` (and `COM¹²³`, `LPT¹²³`), in any case, with or without an
+/// extension (`aux.txt`, `nul.tar.gz`), with trailing dots or spaces
+/// (`NUL.`, `nul .txt`): Windows cuts a name at its first `.` or `:` and
+/// drops the spaces before it (Microsoft's "Naming Files, Paths, and
+/// Namespaces"; `RtlIsDosDeviceName_U`); and `CONIN$`, `CONOUT$`, the
+/// console's own names. Pure, so that it is tested on every platform; only
+/// Windows refuses what it finds.
+pub(crate) fn reserved_segment(path: &str) -> Option<&str> {
+    path.split(['/', '\\']).find(|seg| is_reserved_name(seg))
+}
+
+/// Whether one file name is a Windows device name ([`reserved_segment`]).
+pub(crate) fn is_reserved_name(name: &str) -> bool {
+    let base = name.split(['.', ':']).next().unwrap_or("");
+    let base = base.trim_end_matches(' ').to_ascii_uppercase();
+    if ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"].contains(&base.as_str()) {
+        return true;
+    }
+    let Some(n) = base
+        .strip_prefix("COM")
+        .or_else(|| base.strip_prefix("LPT"))
+    else {
+        return false;
+    };
+    let mut digits = n.chars();
+    matches!(
+        (digits.next(), digits.next()),
+        (Some('0'..='9' | '\u{b9}' | '\u{b2}' | '\u{b3}'), None)
+    )
+}
+
+/// The file tools' refusal of a device name on Windows.
+pub(crate) fn reserved_error(verb: &str, shown: &str, name: &str) -> FsError {
+    FsError::cannot(
+        FsErrorCode::NotRegularFile,
+        verb,
+        shown,
+        &format!("\"{name}\" is a reserved device name on Windows"),
+    )
 }
 
 /// The display path of `path` in the absolute workdir `cwd`: the lexical
@@ -229,6 +326,104 @@ mod tests {
         assert!(has_dotdot_segment("../a"));
         assert!(!has_dotdot_segment("a..b/..c"));
         assert!(!has_dotdot_segment("..."));
+    }
+
+    #[test]
+    fn reserved_names_in_any_case_directory_and_form() {
+        for name in [
+            "CON",
+            "con",
+            "Prn",
+            "AUX",
+            "nul",
+            "NUL.",
+            "NUL..",
+            "NUL ",
+            "nul .txt",
+            "aux.txt",
+            "Nul.tar.gz",
+            "COM1",
+            "com9",
+            "COM0",
+            "LPT1.log",
+            "lpt5",
+            "COM\u{b9}",
+            "lpt\u{b3}.txt",
+            "CONIN$",
+            "conout$",
+            "nul:stream",
+        ] {
+            assert!(is_reserved_name(name), "{name:?}");
+        }
+        for name in [
+            "CONSOLE",
+            "nul_",
+            "xnul",
+            " NUL",
+            "COM",
+            "COM10",
+            "LPT",
+            "lpt1x",
+            "COM\u{b4}",
+            "null.txt",
+            "auxiliary",
+            ".nul",
+            "main.rs",
+            "",
+        ] {
+            assert!(!is_reserved_name(name), "{name:?}");
+        }
+        assert_eq!(reserved_segment(r"src\nul.txt"), Some("nul.txt"));
+        assert_eq!(reserved_segment("src/Aux.c"), Some("Aux.c"));
+        assert_eq!(reserved_segment(r"C:\w\CON\x.rs"), Some("CON"));
+        assert_eq!(reserved_segment(r"\\.\COM1"), Some("COM1"));
+        assert_eq!(reserved_segment(r"C:\w\src/main.rs"), None);
+        assert_eq!(reserved_segment(".."), None);
+        let e = reserved_error("read", "/w/src/nul.txt", "nul.txt");
+        assert_eq!(
+            e.message,
+            r#"cannot read "/w/src/nul.txt": "nul.txt" is a reserved device name on Windows"#
+        );
+        assert_eq!(e.code, FsErrorCode::NotRegularFile);
+    }
+
+    #[test]
+    fn windows_upcase_is_the_simple_uppercase_of_the_bmp() {
+        assert_eq!(
+            windows_upcase(r"c:\Users\Me\src\Main.rs"),
+            r"C:\USERS\ME\SRC\MAIN.RS"
+        );
+        assert_eq!(windows_upcase("\u{e9}t\u{e9}.txt"), "\u{c9}T\u{c9}.TXT");
+        assert_eq!(windows_upcase("\u{3c3}\u{3c2}"), "\u{3a3}\u{3a3}");
+        assert_eq!(
+            windows_upcase("\u{444}\u{430}\u{439}\u{43b}"),
+            "\u{424}\u{410}\u{419}\u{41b}"
+        );
+        // Several characters in uppercase: kept (the simple mapping).
+        assert_eq!(windows_upcase("stra\u{df}e"), "STRA\u{df}E");
+        assert_eq!(windows_upcase("\u{149}"), "\u{149}");
+        // Outside the BMP: no entry in the upcase table.
+        assert_eq!(windows_upcase("\u{10428}"), "\u{10428}");
+        // Already upper, digits, separators: unchanged.
+        assert_eq!(windows_upcase(r"\\?\C:\A1_-.~"), r"\\?\C:\A1_-.~");
+    }
+
+    #[test]
+    fn key_str_folds_case_on_windows_only() {
+        let at = |key: &str| ResolvedPath {
+            display: PathBuf::from(key),
+            key: PathBuf::from(key),
+        };
+        let (a, b) = (at("/w/src/Main.rs"), at("/w/SRC/main.rs"));
+        assert_eq!(a.key_str() == b.key_str(), cfg!(windows));
+        assert_eq!(
+            a.key_str(),
+            if cfg!(windows) {
+                "/W/SRC/MAIN.RS"
+            } else {
+                "/w/src/Main.rs"
+            }
+        );
     }
 
     #[test]

@@ -199,6 +199,17 @@ impl TextFs {
         resolve::resolve(&*self.fs, path, cwd)
     }
 
+    /// [`TextFs::resolve`] for a tool that will `verb` the file: its
+    /// errors say `cannot <verb>` where a path is refused by its form.
+    pub(crate) fn resolve_for(
+        &self,
+        verb: &str,
+        path: &str,
+        cwd: &Path,
+    ) -> Result<ResolvedPath, FsError> {
+        resolve::resolve_for(&*self.fs, verb, path, cwd)
+    }
+
     /// Stat the target, following symlinks; `None` when it does not exist.
     pub fn stat(&self, target: &ResolvedPath) -> Result<Option<Stat>, FsError> {
         match self.fs.metadata(&target.key) {

@@ -171,6 +171,9 @@ impl Guard {
             Some(_) => return None,
         };
         let wd = Workdir::usable(fs, &ctx.workdir)?;
+        if names_device(raw) {
+            return None;
+        }
         let path = wd.resolve(raw);
         let bytes = read_bytes(fs, &path, self.config.max_edit_bytes)?;
         // Exactly edit's decoder: a NUL anywhere is binary, strict UTF-8,
@@ -216,10 +219,21 @@ impl CallGuard for Guard {
 fn check_read(args: &Value, ctx: &CallContext, fs: &dyn DynFileSystem) -> Option<String> {
     let raw = path_arg(args, "file_path")??;
     let wd = Workdir::usable(fs, &ctx.workdir)?;
+    if names_device(raw) {
+        return None;
+    }
     match target::file_target(&wd, raw).1 {
         Presence::Absent => missing(&wd, "file_path", raw, &ctx.cancel),
         Presence::Exists | Presence::Unknown => None,
     }
+}
+
+/// Whether `path` names a Windows device (`NUL`, `src\\aux.txt`): the
+/// guard allows it without a look, which would open the device (a read of
+/// `CON` waits on the console), and the file tool refuses it with its own
+/// clear error (`contract.md` §6). Never on other platforms.
+fn names_device(path: &str) -> bool {
+    cfg!(windows) && crate::fs::resolve::reserved_segment(path).is_some()
 }
 
 /// The denial for `raw`, which does not exist; `None` (allow) when no
@@ -242,7 +256,8 @@ fn path_arg<'a>(args: &'a Value, name: &str) -> Option<Option<&'a str>> {
 
 /// The target a grep counts against.
 struct Target {
-    /// Counter key: the lexical absolute path (`seed-reference.md` §6.1).
+    /// Counter key: the lexical absolute path (`seed-reference.md` §6.1),
+    /// in upper case on Windows.
     key: String,
     /// How the model writes it.
     display: String,
@@ -258,8 +273,16 @@ fn grep_target<'a>(
     let raw = path_arg(args, "path")?.unwrap_or(".");
     let wd = Workdir::usable(fs, &ctx.workdir)?;
     let p = wd.resolve(raw);
+    // On Windows `src` and `SRC` are one directory, so one target: the key
+    // in the case Windows compares names in, as the file tools' keys.
+    let key = p.to_string_lossy();
+    let key = if cfg!(windows) {
+        crate::fs::resolve::windows_upcase(&key)
+    } else {
+        key.into_owned()
+    };
     let target = Target {
-        key: p.to_string_lossy().into_owned(),
+        key,
         display: wd.display(&p),
     };
     Some((session, target))

@@ -153,14 +153,7 @@ pub(crate) fn nearest(wd: &Workdir<'_>, resolved: &Path, cancel: &CancelToken) -
             let dir = wd.display(anc);
             let closest = closest_entries(wd.fs, anc, &name, cancel)
                 .into_iter()
-                .map(|(entry, is_dir)| {
-                    let slash = if is_dir { "/" } else { "" };
-                    match dir.as_str() {
-                        "." => format!("{entry}{slash}"),
-                        d if d.ends_with('/') => format!("{d}{entry}{slash}"),
-                        d => format!("{d}/{entry}{slash}"),
-                    }
-                })
+                .map(|(entry, is_dir)| join_entry(&dir, &entry, is_dir))
                 .collect();
             return Some(Nearest::Dir { dir, closest });
         }
@@ -171,6 +164,21 @@ pub(crate) fn nearest(wd: &Workdir<'_>, resolved: &Path, cancel: &CancelToken) -
         });
     }
     None
+}
+
+/// The display form of `entry` in the directory `dir` (display form), a
+/// directory with a trailing `/`. Joined with the platform's separator, as
+/// rg joins a walked name to its directory (`Path::join`): on Windows the
+/// suggestion is what `glob` prints for that directory (`SRC\main.rs`
+/// for a typed `SRC`), elsewhere `src/main.rs`.
+fn join_entry(dir: &str, entry: &str, is_dir: bool) -> String {
+    let slash = if is_dir { "/" } else { "" };
+    let sep = std::path::MAIN_SEPARATOR;
+    match dir {
+        "." => format!("{entry}{slash}"),
+        d if d.ends_with('/') || d.ends_with(sep) => format!("{d}{entry}{slash}"),
+        d => format!("{d}{sep}{entry}{slash}"),
+    }
 }
 
 /// How many edit-distance cells a denial computes at most (a cell is one
@@ -377,6 +385,27 @@ mod tests {
         let (found, _) = scan_closest(&fs, Path::new("/w"), "main.rs", &CancelToken::new());
         let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["Main.RS", "main.rs", "mian.rs"]);
+    }
+
+    #[test]
+    fn entries_join_their_directory_with_the_platform_separator() {
+        let sep = std::path::MAIN_SEPARATOR;
+        assert_eq!(join_entry(".", "main.rs", false), "main.rs");
+        assert_eq!(join_entry(".", "src", true), "src/");
+        assert_eq!(
+            join_entry("SRC", "main.rs", false),
+            format!("SRC{sep}main.rs")
+        );
+        assert_eq!(join_entry("src", "tool", true), format!("src{sep}tool/"));
+        assert_eq!(join_entry("/", "etc", true), "/etc/");
+        assert_eq!(
+            join_entry(r"C:\", "x", false),
+            if cfg!(windows) {
+                r"C:\x".to_string()
+            } else {
+                r"C:\/x".to_string()
+            }
+        );
     }
 
     #[test]

@@ -136,7 +136,7 @@ impl SearchBackend for Memo {
 
 /// `search()`, again when Wine failed to start rg
 /// ([`rg::is_wine_spawn_flake`]).
-fn retried<T>(search: impl Fn() -> Outcome<T>) -> Outcome<T> {
+pub fn retried<T>(search: impl Fn() -> Outcome<T>) -> Outcome<T> {
     let mut attempt = 0;
     loop {
         let outcome = search();

@@ -34,7 +34,9 @@ pub(crate) fn edit(
         return Err(ToolError::plain("old_string and new_string must differ"));
     }
     let owner = ctx.session_id.as_deref();
-    let target = fs.resolve(file_path, &ctx.workdir).map_err(fs_error)?;
+    let target = fs
+        .resolve_for("edit", file_path, &ctx.workdir)
+        .map_err(fs_error)?;
     refuse_directory_path("edit", file_path, &target)?;
     let guard = match policy {
         Some(policy) => policy

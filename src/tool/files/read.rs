@@ -25,7 +25,9 @@ pub(crate) fn read(
         )));
     }
     let owner = ctx.session_id.as_deref();
-    let target = fs.resolve(file_path, &ctx.workdir).map_err(fs_error)?;
+    let target = fs
+        .resolve_for("read", file_path, &ctx.workdir)
+        .map_err(fs_error)?;
     let p = target.display_str();
     // The one stat: existence, type, size routing and the version recorded
     // on success, taken before the content is read.

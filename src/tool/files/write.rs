@@ -82,7 +82,9 @@ fn prepare(
     file_path: &str,
     ctx: &CallContext,
 ) -> Result<(ResolvedPath, WriteGuard), ToolError> {
-    let target = fs.resolve(file_path, &ctx.workdir).map_err(fs_error)?;
+    let target = fs
+        .resolve_for("write", file_path, &ctx.workdir)
+        .map_err(fs_error)?;
     refuse_directory_path("write", file_path, &target)?;
     let intent = match policy {
         Some(policy) => policy
