@@ -29,7 +29,7 @@ impl ResolvedPath {
 
     /// The key as text (lossy for a non-UTF-8 path), as the observation
     /// policy and the session state compare it: on Windows in the case
-    /// Windows compares names in ([`windows_upcase`]), so that `src\Main.rs`
+    /// Windows compares names in (`windows_upcase`), so that `src\Main.rs`
     /// and `SRC\main.rs` are one file there, even when it does not exist
     /// yet (the missing suffix of a key is the path as typed). Elsewhere
     /// the key itself: Linux names are case-sensitive; macOS is left as
