@@ -308,8 +308,10 @@ fn seen(s: &Setup, overlay: Option<&str>, rel: &str) -> String {
 }
 
 /// Ten processes edit one file at once, on the disk and through a new
-/// overlay directory, for several rounds: every edit reports success and is
-/// in the file. Through the overlay, 1 to 7 of 10 survived: each process
+/// overlay directory, for several rounds: every edit that reports success
+/// is in the file, and one that does not was refused as stale (an edit
+/// reads, then publishes under the version it read: `seed-reference.md`
+/// §8.4, "concurrent writes → one is stale") and left nothing. Through the overlay, 1 to 7 of 10 survived: each process
 /// decided once, at its start, whether the upper layer was in use, and one
 /// that started before the first write checked its version against the
 /// workspace's file and published over the others' edits (and a process
@@ -317,7 +319,7 @@ fn seen(s: &Setup, overlay: Option<&str>, rel: &str) -> String {
 ///
 /// See: `issues show 20` (item 2).
 #[test]
-fn r20_2_ten_concurrent_edits_all_land() {
+fn r20_2_ten_concurrent_edits_each_success_lands() {
     const ROUNDS: usize = 4;
     const WRITERS: usize = 10;
     for round in 0..ROUNDS {
@@ -342,18 +344,26 @@ fn r20_2_ten_concurrent_edits_all_land() {
                         .unwrap()
                 })
                 .collect();
-            for child in children {
-                let out = child.wait_with_output().unwrap();
-                assert!(
-                    out.status.success(),
-                    "round {round}, overlay {through_overlay}: {out:?}"
-                );
-            }
+            let landed: Vec<bool> = children
+                .into_iter()
+                .map(|child| {
+                    let out = child.wait_with_output().unwrap();
+                    let stdout = String::from_utf8_lossy(&out.stdout);
+                    assert!(
+                        out.status.success() || stdout.contains("file changed since it was read"),
+                        "round {round}, overlay {through_overlay}: {out:?}"
+                    );
+                    out.status.success()
+                })
+                .collect();
+            assert!(landed.contains(&true), "round {round}: no edit landed");
             let text = seen(&s, overlay, "f.txt");
-            for n in 0..WRITERS {
-                assert!(
+            for (n, landed) in landed.into_iter().enumerate() {
+                assert_eq!(
                     text.contains(&format!(": p{n}\n")),
-                    "round {round}, overlay {through_overlay}: lost p{n}:\n{text}"
+                    landed,
+                    "round {round}, overlay {through_overlay}: p{n} reported {}:\n{text}",
+                    if landed { "success" } else { "stale" }
                 );
             }
             if through_overlay {
