@@ -295,7 +295,7 @@ fn r11_2_no_lost_update_between_state_directories() {
 /// The same through one overlay directory, new when the loops start: the
 /// overlay gives the disk's guarantee across processes and sessions. (Only
 /// the writers that start before the first write could lose an update
-/// here; `overlay_cli::r20_2_ten_concurrent_edits_all_land` races ten of
+/// here; `overlay_cli::r20_2_ten_concurrent_edits_each_success_lands` races ten of
 /// them.)
 ///
 /// See: `issues show 20` (item 2).
