@@ -264,24 +264,24 @@ pub(crate) fn run() -> ExitCode {
 /// # Platform behavior
 ///
 /// On Unix, SIGINT, SIGTERM and SIGHUP. On Windows, Ctrl-C and Ctrl-Break
-/// in the console (the C runtime's SIGINT and SIGBREAK): Windows sends no
-/// SIGTERM or SIGHUP, and a closed console or a killed process ends the
-/// call without a result.
+/// in the console, through `SetConsoleCtrlHandler` (the `ctrlc` crate; not
+/// the C runtime's `signal()`, see Cargo.toml): Windows sends no SIGTERM or
+/// SIGHUP, and a closed console or a killed process ends the call without
+/// a result.
 fn cancel_on_signals(cancel: &CancelToken) {
+    // Without a handler the default action ends the process, which is also
+    // fine; a failed registration loses nothing else.
     #[cfg(unix)]
-    let signals = {
+    {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        [SIGINT, SIGTERM, SIGHUP]
-    };
+        for signal in [SIGINT, SIGTERM, SIGHUP] {
+            let _ = signal_hook::flag::register(signal, cancel.flag());
+        }
+    }
     #[cfg(windows)]
-    let signals = {
-        use signal_hook::consts::{SIGBREAK, SIGINT};
-        [SIGINT, SIGBREAK]
-    };
-    for signal in signals {
-        // Without the handler the default action ends the process, which is
-        // also fine; a failed registration loses nothing else.
-        let _ = signal_hook::flag::register(signal, cancel.flag());
+    {
+        let cancel = cancel.clone();
+        let _ = ctrlc::set_handler(move || cancel.cancel());
     }
 }
 
