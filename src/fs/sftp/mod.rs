@@ -39,7 +39,7 @@ use bytes::Bytes;
 
 use self::conn::{Conn, Counters, Target};
 use self::proto::{Attrs, Reply};
-use super::bytes::{os_str, path_bytes};
+use super::names::{os_str, path_bytes};
 use super::seam::{
     errno, FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard, Written,
 };

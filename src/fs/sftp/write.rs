@@ -13,7 +13,7 @@ use super::conn::Conn;
 use super::proto::{self, Reply};
 use super::{expect_handle, expect_ok, join_all, staging, stat, SftpFs};
 use crate::cancel::CancelToken;
-use crate::fs::bytes::path_bytes;
+use crate::fs::names::path_bytes;
 use crate::fs::seam::{errno, FileType, Metadata, WriteError, WriteGuard, Written};
 
 pub(super) fn write(
