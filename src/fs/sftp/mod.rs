@@ -5,12 +5,12 @@
 //! The SSH layer is `russh` (pure Rust, `ring` for the cryptography). The
 //! SFTP client on top is the crate's own, for byte-exact file names: a name
 //! on the host is bytes, and the seam keeps it so (`bad\xffname.txt` is
-//! listed, opened and written back under its own bytes), where
-//! `russh-sftp` decodes names lossily into `String`s and takes `String`
-//! paths, so such a name could not round-trip. Pipelining is not the
-//! reason: `russh-sftp`'s raw session pipelines requests too. SFTP v3 is
-//! small (draft-ietf-secsh-filexfer-02), and the client is what the seam
-//! needs of it and no more.
+//! listed, then opened again, under its own bytes: the `odd_names`
+//! conformance table over SFTP), where `russh-sftp` decodes names lossily
+//! into `String`s and takes `String` paths, so such a name could not
+//! round-trip. Pipelining is not the reason: `russh-sftp`'s raw session
+//! pipelines requests too. SFTP v3 is small (draft-ietf-secsh-filexfer-02),
+//! and the client is what the seam needs of it and no more.
 //!
 //! What SFTP v3 does not carry, the filesystem does without: inodes and
 //! devices (a version token is `0:hash(path):size:mtime:0`), change times,

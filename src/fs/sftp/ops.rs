@@ -246,7 +246,8 @@ pub(super) enum Opened {
 
 /// Files up to this size are read whole when opened and served from
 /// memory (the engine checks them in place); larger ones are streamed
-/// ([`Stream`](super::stream::Stream)), so a search or a read holds a bounded part of any file.
+/// ([`Stream`](super::stream::Stream)), so a search or a read holds a
+/// bounded part of any file.
 const WHOLE_MAX: u64 = FILE_MAX;
 
 /// [`read_whole`], or, when `stream` and the file is larger than

@@ -14,13 +14,8 @@
 //! engine opens the directory; a listing the engine asked for starts its
 //! own subdirectories' as soon as it is in ([`Spec`]).
 //!
-//! Whatever is taken from here is exactly what the engine would have read
-//! or listed itself; what failed or never started, the engine then reads or
-//! lists itself, and reports what that finds.
-//!
-//! [`FileSystem::will_open`]: crate::fs::FileSystem::will_open
-//! [`FileSystem::will_list`]: crate::fs::FileSystem::will_list
-//! [`FileSystem::will_list_tree`]: crate::fs::FileSystem::will_list_tree
+//! What failed or never started, the engine reads or lists itself, and
+//! reports what that finds, exactly as without the work ahead.
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
@@ -41,6 +36,8 @@ use super::session::Session;
 use super::{join_name, SftpDir, SftpFs};
 use crate::fs::names::{os_str, path_bytes};
 use crate::fs::seam::{FileType, Listing};
+#[cfg(doc)]
+use crate::fs::FileSystem;
 
 /// Files read ahead at once: handles open on the server, and replies the
 /// searching threads have not taken yet.

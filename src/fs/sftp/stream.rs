@@ -30,7 +30,7 @@ const IN_FLIGHT: usize = 16;
 const POLL: Duration = Duration::from_millis(20);
 
 /// One `READ` on its way: where it reads, how much it asked for, and where
-/// its reply arrives (sent there by the connection's reader task).
+/// its reply arrives (sent there by the session's reader task).
 struct Pending {
     len: u64,
     reply: mpsc::Receiver<io::Result<Reply>>,
