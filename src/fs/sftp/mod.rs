@@ -32,7 +32,7 @@
 //!   or list ([`FileSystem::will_open`], [`FileSystem::will_list`]), read
 //!   and listed ahead of it in bounded windows;
 //! - [`stream`]: a large file read in bounded pieces as the engine pulls;
-//! - [`write`] and [`staging`]: a write staged next to its target and
+//! - [`mod@write`] and [`staging`]: a write staged next to its target and
 //!   published in one step;
 //! - [`runtime`]: the synchronous seam over the asynchronous client (the
 //!   Tokio runtime is private to each [`SftpFs`]: the seam stays
