@@ -5,7 +5,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::bytes;
+use super::names;
 use super::seam::{FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard, Written};
 use crate::cancel::CancelToken;
 
@@ -76,7 +76,7 @@ impl<F: FileSystem> DynFileSystem for F {
         let mut out = Vec::with_capacity(listing.len());
         for (name, kind) in listing.iter() {
             let kind = if kind == FileType::Unknown {
-                FileSystem::metadata_at(self, &dir, path, &bytes::os_str(name), false)
+                FileSystem::metadata_at(self, &dir, path, &names::os_str(name), false)
                     .map_or(FileType::Unknown, |m| m.kind)
             } else {
                 kind

@@ -466,7 +466,7 @@ impl TextFs {
         let mut out: Vec<DirEntry> = listed
             .into_iter()
             .map(|(name, kind)| {
-                let name = super::bytes::os_str(&name).into_owned();
+                let name = super::names::os_str(&name).into_owned();
                 let kind = match kind {
                     FileType::Symlink | FileType::Unknown => self
                         .fs

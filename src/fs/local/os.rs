@@ -353,7 +353,7 @@ impl FileSystem for LocalFs {
         {
             let abs = std::path::absolute(workdir)?;
             std::fs::metadata(&abs)?;
-            Ok(crate::fs::bytes::trim_trailing_separators(abs))
+            Ok(crate::fs::names::trim_trailing_separators(abs))
         }
         #[cfg(not(windows))]
         std::fs::canonicalize(workdir)
@@ -417,7 +417,7 @@ impl FileSystem for LocalFs {
                             // (`Unknown` makes it stat the entry).
                             let kind = e.file_type().map_or(FileType::Unknown, kind_of_std);
                             let name = e.file_name();
-                            let name = crate::fs::bytes::os_bytes(&name);
+                            let name = crate::fs::names::os_bytes(&name);
                             if super::is_staging(name, kind) {
                                 continue;
                             }

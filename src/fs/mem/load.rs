@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use super::tree::{lookup, Body, DirBody, Errno, FileBody, Node, State};
 use super::MemFs;
-use crate::fs::bytes;
 use crate::fs::local::{from_std, LocalDir, LocalFs};
+use crate::fs::names;
 use crate::fs::seam::{errno, FileSystem, FileType, Listing, Metadata};
 
 /// The errno stored for an error that carries none.
@@ -97,7 +97,7 @@ impl MemFs {
             let mut dir = Arc::clone(&self.root);
             for comp in ancestor.components() {
                 if let Component::Normal(name) = comp {
-                    dir = lookup(&dir, bytes::os_bytes(name))?;
+                    dir = lookup(&dir, names::os_bytes(name))?;
                 }
             }
             for name in [".gitignore", ".ignore", ".rgignore", ".git"] {
@@ -164,10 +164,10 @@ impl MemFs {
                     let path = real.join(name);
                     let m = std::fs::symlink_metadata(&path)?;
                     let meta = from_std(&m);
-                    let name = bytes::os_bytes(name);
+                    let name = names::os_bytes(name);
                     if m.file_type().is_symlink() {
                         let target = std::fs::read_link(&path)?;
-                        let body = Body::Symlink(bytes::path_bytes(&target).into());
+                        let body = Body::Symlink(names::path_bytes(&target).into());
                         self.adopt(&node, name, || {
                             Node::new(self.ino(), FileType::Symlink, self.state_of(&meta, body))
                         })?;
@@ -277,7 +277,7 @@ impl MemFs {
                     let dir = Arc::new(dir);
                     disk.list(&dir, &mut listing);
                     for (name, listed) in listing.iter() {
-                        let name = bytes::os_str(name);
+                        let name = names::os_str(name);
                         let child =
                             self.load_entry(&disk, &dir, &path, &node, &name, listed, budget)?;
                         if child.is_dir() {
@@ -287,7 +287,7 @@ impl MemFs {
                                 node: Arc::clone(&child),
                             });
                         }
-                        entries.push((Box::<[u8]>::from(bytes::os_bytes(&name)), child));
+                        entries.push((Box::<[u8]>::from(names::os_bytes(&name)), child));
                     }
                     let list_err = listing.take_error().map(|e| errno_of(&e));
                     (None, list_err)
@@ -332,7 +332,7 @@ impl MemFs {
                 })?)
             }
             FileType::Symlink => match disk.read_link_at(dir, dir_path, name) {
-                Ok(t) => Body::Symlink(bytes::path_bytes(&t).into()),
+                Ok(t) => Body::Symlink(names::path_bytes(&t).into()),
                 Err(e) => return Ok(Node::refused(self.ino(), listed, errno_of(&e))),
             },
             _ => Body::Special,

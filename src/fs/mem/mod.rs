@@ -24,7 +24,7 @@ use self::tree::{
     lookup, os_error, Body, DirBody, FileBody, Node, State, Walk, DIR_LEN, NAME_MAX, PATH_MAX,
 };
 use crate::cancel::CancelToken;
-use crate::fs::bytes;
+use crate::fs::names;
 use crate::fs::seam::{
     errno, FileSystem, FileType, Listing, Metadata, Timestamp, WriteError, WriteGuard, Written,
 };
@@ -196,7 +196,7 @@ fn timestamp_ns(t: Timestamp) -> u64 {
 /// A path argument's bytes, refused as std refuses it before any system
 /// call (a NUL) or as the kernel does (`ENAMETOOLONG`).
 fn path_arg(path: &Path) -> io::Result<&[u8]> {
-    let b = bytes::path_bytes(path);
+    let b = names::path_bytes(path);
     if b.contains(&0) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -212,7 +212,7 @@ fn path_arg(path: &Path) -> io::Result<&[u8]> {
 /// A name passed to an `*_at` method: a NUL is `EINVAL`, as rustix gives
 /// it to the local disk's descriptor path.
 fn name_arg(name: &OsStr) -> io::Result<&[u8]> {
-    let b = bytes::os_bytes(name);
+    let b = names::os_bytes(name);
     if b.contains(&0) {
         return Err(errno::invalid());
     }
@@ -685,7 +685,7 @@ impl FileSystem for MemFs {
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         let p = path_arg(path)?;
         let real = Walk::new(&self.root).canonical(p)?;
-        Ok(bytes::path_buf(real))
+        Ok(names::path_buf(real))
     }
 
     fn metadata(&self, path: &Path) -> io::Result<Metadata> {
@@ -699,7 +699,7 @@ impl FileSystem for MemFs {
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         let node = self.node(path_arg(path)?, false)?;
         match node.link_target() {
-            Some(target) => Ok(bytes::path_buf(target.into_vec())),
+            Some(target) => Ok(names::path_buf(target.into_vec())),
             None => Err(errno::invalid()),
         }
     }

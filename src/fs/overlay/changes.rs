@@ -23,8 +23,9 @@ use similar::TextDiff;
 
 use super::{absent, is_staging, OverlayFs};
 use crate::cancel::CancelToken;
+use crate::fs::names::{os_str, path_bytes};
 use crate::fs::seam::{FileSystem, FileType, Listing};
-use crate::fs::{bytes, BINARY_SNIFF_BYTES};
+use crate::fs::BINARY_SNIFF_BYTES;
 use crate::tool::names;
 
 /// One file an overlay changed.
@@ -110,7 +111,7 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
                 return Err(context(&path, e));
             }
             for (raw, kind) in listing.iter() {
-                let name = bytes::os_str(raw);
+                let name = os_str(raw);
                 let kind = match kind {
                     FileType::Unknown => {
                         self.upper
@@ -131,7 +132,7 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
                 }
             }
         }
-        files.sort_by(|a, b| bytes::path_bytes(a).cmp(bytes::path_bytes(b)));
+        files.sort_by(|a, b| path_bytes(a).cmp(path_bytes(b)));
         Ok(files)
     }
 

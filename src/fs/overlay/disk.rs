@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::OverlayFs;
-use crate::fs::bytes;
+use crate::fs::names;
 use crate::fs::seam::FileSystem;
 use crate::fs::LocalFs;
 
@@ -129,7 +129,7 @@ fn prepare(root: &Path, dir: &Path) -> io::Result<PathBuf> {
             root.display()
         )));
     }
-    let mut want = bytes::path_bytes(root).to_vec();
+    let mut want = names::path_bytes(root).to_vec();
     want.push(b'\n');
     let record = dir.join(WORKSPACE);
     // The newline that ends the record is optional: a record written by

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::*;
-use crate::fs::{bytes, LocalDir, LocalFile, Version};
+use crate::fs::{names, LocalDir, LocalFile, Version};
 
 /// A lower tree, a directory outside it, and a place for the upper layer.
 struct Tree {
@@ -186,7 +186,7 @@ fn dump_dir<F: FileSystem>(fs: &F, dir: &F::Dir, path: &Path, out: &mut String) 
     fs.list(dir, &mut listing);
     writeln!(out, "{}: {:?}", path.display(), listing.error().map(err)).unwrap();
     for (name, kind) in listing.iter() {
-        let name = bytes::os_str(name);
+        let name = names::os_str(name);
         let lstat = show(fs.metadata_at(dir, path, &name, false));
         let stat = show(fs.metadata_at(dir, path, &name, true));
         writeln!(out, "  {name:?} {kind:?}\n    {lstat}\n    {stat}").unwrap();

@@ -17,7 +17,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use super::{Layer, OverlayFs};
-use crate::fs::bytes;
+use crate::fs::names;
 use crate::fs::seam::{errno, FileSystem, FileType, Metadata};
 
 /// Linux's `MAXSYMLINKS` and glibc's `__eloop_threshold`: a resolution may
@@ -237,7 +237,7 @@ fn push_segments(path: &Path, resolved: &mut PathBuf, pending: &mut Vec<Seg>) {
 /// Whether `path` ends so that it names a directory: with a separator or
 /// with a `.` component, which `Path::components` drops.
 fn must_be_dir(path: &Path) -> bool {
-    let b = bytes::path_bytes(path);
+    let b = names::path_bytes(path);
     let sep = |c: u8| c == b'/' || (cfg!(windows) && c == b'\\');
     match b {
         [.., c] if sep(*c) => true,

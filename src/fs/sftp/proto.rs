@@ -1,8 +1,17 @@
 //! SFTP version 3 on the wire (draft-ietf-secsh-filexfer-02, the version
 //! OpenSSH's `sftp-server` speaks, with the extensions it announces in
-//! `SSH_FXP_VERSION`): packets built and parsed, nothing more.
+//! `SSH_FXP_VERSION`): packets built and parsed, and a reply read as what
+//! its request expects (a handle, attributes, a name, a status of success)
+//! or as the error the disk would have reported.
 
 use std::io;
+
+use bytes::Bytes;
+
+use crate::fs::seam::{errno, FileType, Metadata};
+
+/// The protocol version spoken, sent in `SSH_FXP_INIT` and required back.
+pub(crate) const VERSION: u32 = 3;
 
 pub(crate) const FXP_INIT: u8 = 1;
 pub(crate) const FXP_VERSION: u8 = 2;
@@ -32,6 +41,8 @@ pub(crate) const FX_OK: u32 = 0;
 pub(crate) const FX_EOF: u32 = 1;
 pub(crate) const FX_NO_SUCH_FILE: u32 = 2;
 pub(crate) const FX_PERMISSION_DENIED: u32 = 3;
+/// `SSH_FX_OP_UNSUPPORTED` (draft-ietf-secsh-filexfer-02 §7).
+pub(crate) const FX_OP_UNSUPPORTED: u32 = 8;
 
 pub(crate) const FXF_READ: u32 = 0x01;
 pub(crate) const FXF_WRITE: u32 = 0x02;
@@ -154,6 +165,9 @@ impl<'a> In<'a> {
     }
 }
 
+/// An `SSH_FXP_NAME` reply's (filename, attributes) pairs.
+pub(crate) type Names = Vec<(Vec<u8>, Attrs)>;
+
 /// A reply, by type: what a request waits for.
 #[derive(Debug)]
 pub(crate) enum Reply {
@@ -161,16 +175,15 @@ pub(crate) enum Reply {
     Status(u32, String),
     Handle(Vec<u8>),
     /// A slice of the buffer the reply came in.
-    Data(bytes::Bytes),
-    /// `SSH_FXP_NAME`: (filename, attributes) pairs.
-    Name(Vec<(Vec<u8>, Attrs)>),
+    Data(Bytes),
+    Name(Names),
     Attrs(Attrs),
     Extended(Vec<u8>),
 }
 
 impl Reply {
     /// Parse the body of a reply of type `kind` (after its id).
-    pub(crate) fn parse(kind: u8, body: bytes::Bytes) -> io::Result<Reply> {
+    pub(crate) fn parse(kind: u8, body: Bytes) -> io::Result<Reply> {
         let mut r = In(&body);
         Ok(match kind {
             FXP_STATUS => {
@@ -198,4 +211,123 @@ impl Reply {
             _ => return Err(short()),
         })
     }
+}
+
+/// The replies a request may get, read as what it expects: any other reply
+/// is the error a status stands for, or an unexpected reply.
+impl Reply {
+    /// The error of a reply that is not the one expected.
+    pub(crate) fn into_error(self) -> io::Error {
+        match self {
+            Reply::Status(c, m) => status_error(c, &m),
+            _ => unexpected(),
+        }
+    }
+
+    /// A status of success.
+    pub(crate) fn into_ok(self) -> io::Result<()> {
+        match self {
+            Reply::Status(FX_OK, _) => Ok(()),
+            r => Err(r.into_error()),
+        }
+    }
+
+    /// A handle.
+    pub(crate) fn into_handle(self) -> io::Result<Vec<u8>> {
+        match self {
+            Reply::Handle(h) => Ok(h),
+            r => Err(r.into_error()),
+        }
+    }
+
+    /// Attributes.
+    pub(crate) fn into_attrs(self) -> io::Result<Attrs> {
+        match self {
+            Reply::Attrs(a) => Ok(a),
+            r => Err(r.into_error()),
+        }
+    }
+
+    /// The first name of a `NAME` reply (`REALPATH`, `READLINK`).
+    pub(crate) fn into_name(self) -> io::Result<Vec<u8>> {
+        match self {
+            Reply::Name(mut n) if !n.is_empty() => Ok(n.swap_remove(0).0),
+            r => Err(r.into_error()),
+        }
+    }
+
+    /// A `READ`'s bytes, or `None` at the end of the file.
+    pub(crate) fn into_data(self) -> io::Result<Option<Bytes>> {
+        match self {
+            Reply::Data(d) => Ok(Some(d)),
+            Reply::Status(FX_EOF, _) => Ok(None),
+            r => Err(r.into_error()),
+        }
+    }
+
+    /// A `READDIR`'s names, or `None` at the end of the directory.
+    pub(crate) fn into_names(self) -> io::Result<Option<Names>> {
+        match self {
+            Reply::Name(names) => Ok(Some(names)),
+            Reply::Status(FX_EOF, _) => Ok(None),
+            r => Err(r.into_error()),
+        }
+    }
+}
+
+/// The error a status reply stands for, with the errno the disk would
+/// have reported where SFTP v3 has a code for it.
+pub(crate) fn status_error(code: u32, msg: &str) -> io::Error {
+    match code {
+        FX_NO_SUCH_FILE => errno::not_found(),
+        FX_PERMISSION_DENIED => errno::permission_denied(),
+        FX_EOF => io::Error::from(io::ErrorKind::UnexpectedEof),
+        FX_OP_UNSUPPORTED => io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("operation unsupported by the server: {msg}"),
+        ),
+        _ if msg.is_empty() => io::Error::other("the server failed the request"),
+        _ => io::Error::other(msg.to_string()),
+    }
+}
+
+/// A reply of a type its request never gets.
+pub(crate) fn unexpected() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, "unexpected SFTP reply")
+}
+
+impl Attrs {
+    /// The kind the permission bits' `S_IFMT` names.
+    pub(crate) fn kind(&self) -> FileType {
+        match self.perm.map(|p| p & 0o170_000) {
+            Some(0o100_000) => FileType::File,
+            Some(0o040_000) => FileType::Dir,
+            Some(0o120_000) => FileType::Symlink,
+            Some(0o010_000) => FileType::Fifo,
+            Some(0o140_000) => FileType::Socket,
+            Some(0o020_000) | Some(0o060_000) => FileType::Device,
+            _ => FileType::Unknown,
+        }
+    }
+
+    /// The seam's metadata of the file at `path` with these attributes.
+    pub(crate) fn metadata(&self, path: &[u8]) -> Metadata {
+        Metadata {
+            kind: self.kind(),
+            len: self.size.unwrap_or(0),
+            mtime: self.mtime.map(|s| (i64::from(s), 0)),
+            mode: self.perm.unwrap_or(0) & 0o7777,
+            dev: 0,
+            ino: path_id(path),
+            ctime: None,
+        }
+    }
+}
+
+/// FNV-1a of the path: SFTP v3 has no inode, and the version token needs
+/// a number that names the file.
+fn path_id(path: &[u8]) -> u64 {
+    path.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }

@@ -14,9 +14,9 @@
 
 use std::sync::Arc;
 
-use super::conn::Conn;
+use super::ops::Closing;
 use super::proto::{self, Attrs, Reply};
-use super::{expect_handle, Closing};
+use super::session::Session;
 
 /// The suffix of a staged file's name.
 const SUFFIX: &[u8] = b".dsh-staged";
@@ -55,16 +55,20 @@ pub(super) fn is_staged(name: &[u8]) -> bool {
 /// for [`STALE`] before `ours` (the file this write staged, just created)
 /// was modified. Failures are ignored: the sweep is housekeeping, never a
 /// reason for a write to fail.
-pub(super) async fn sweep(conn: &Arc<Conn>, dir: &[u8], ours: Attrs) {
+pub(super) async fn sweep(session: &Arc<Session>, dir: &[u8], ours: Attrs) {
     let (Some(now), Some(owner)) = (ours.mtime, ours.uid) else {
         return;
     };
-    let Ok(handle) = expect_handle(conn.call(proto::FXP_OPENDIR, |o| o.bytes(dir)).await) else {
+    let Ok(handle) = session
+        .call(proto::FXP_OPENDIR, |o| o.bytes(dir))
+        .await
+        .and_then(Reply::into_handle)
+    else {
         return;
     };
-    let handle = Closing { conn, handle };
+    let handle = Closing { session, handle };
     let mut stale = Vec::new();
-    while let Ok(Reply::Name(names)) = conn
+    while let Ok(Reply::Name(names)) = session
         .call(proto::FXP_READDIR, |o| o.bytes(&handle.handle))
         .await
     {
@@ -85,7 +89,7 @@ pub(super) async fn sweep(conn: &Arc<Conn>, dir: &[u8], ours: Attrs) {
             path.push(b'/');
         }
         path.extend_from_slice(&name);
-        let _ = conn.call(proto::FXP_REMOVE, |o| o.bytes(&path)).await;
+        let _ = session.call(proto::FXP_REMOVE, |o| o.bytes(&path)).await;
     }
 }
 

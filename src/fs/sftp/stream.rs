@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::conn::Conn;
 use super::proto::{self, Reply};
+use super::runtime::cancelled;
+use super::session::Session;
 use crate::cancel::CancelToken;
 
 /// `READ`s in flight per streamed file: with OpenSSH's 255 KiB reads, about
@@ -29,7 +30,7 @@ const IN_FLIGHT: usize = 16;
 const POLL: Duration = Duration::from_millis(20);
 
 /// One `READ` on its way: where it reads, how much it asked for, and where
-/// its reply arrives (sent there by the connection's reader task).
+/// its reply arrives (sent there by the session's reader task).
 struct Pending {
     len: u64,
     reply: mpsc::Receiver<io::Result<Reply>>,
@@ -37,7 +38,7 @@ struct Pending {
 
 /// An open remote file read in order from its start.
 pub(super) struct Stream {
-    conn: Arc<Conn>,
+    session: Arc<Session>,
     handle: Vec<u8>,
     chunk: u64,
     /// Where the next `READ` reads.
@@ -62,16 +63,16 @@ impl Stream {
     /// bytes; its first `READ`s leave now. The handle is closed when the
     /// stream is dropped.
     pub(super) fn new(
-        conn: Arc<Conn>,
+        session: Arc<Session>,
         handle: Vec<u8>,
         size: u64,
         timeout: Duration,
         url: String,
         cancel: Option<CancelToken>,
     ) -> io::Result<Stream> {
-        let chunk = u64::from(conn.max_read.load(Ordering::Relaxed));
+        let chunk = u64::from(session.max_read.load(Ordering::Relaxed));
         let mut s = Stream {
-            conn,
+            session,
             handle,
             chunk,
             next: 0,
@@ -102,12 +103,12 @@ impl Stream {
             let len = self.chunk.min(self.limit - self.next);
             let (tx, rx) = mpsc::sync_channel(1);
             let (at, handle) = (self.next, &self.handle);
-            self.conn.send_then(
+            self.session.send_then(
                 proto::FXP_READ,
                 |o| o.bytes(handle).u64(at).u32(len as u32),
-                move |conn, reply| {
+                move |session, reply| {
                     if let Ok(Reply::Data(d)) = &reply {
-                        conn.count_read(d.len());
+                        session.count_read(d.len());
                     }
                     // The stream may be gone (dropped early): the reply is.
                     let _ = tx.send(reply);
@@ -126,17 +127,15 @@ impl Stream {
             self.eof = true;
             return Ok(());
         };
-        match self.wait(&front.reply)? {
-            Reply::Data(d) => {
+        match self.wait(&front.reply)?.into_data()? {
+            Some(d) => {
                 if (d.len() as u64) < front.len {
                     self.end();
                 }
                 self.data = d;
                 self.pos = 0;
             }
-            Reply::Status(proto::FX_EOF, _) => self.end(),
-            Reply::Status(c, m) => return Err(super::status_error(c, &m)),
-            _ => return Err(super::unexpected()),
+            None => self.end(),
         }
         // The next `READ` leaves before the engine works on this one.
         self.top_up()
@@ -155,7 +154,7 @@ impl Stream {
         let deadline = Instant::now() + self.timeout;
         loop {
             if self.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
-                return Err(super::cancelled());
+                return Err(cancelled());
             }
             let now = Instant::now();
             if now >= deadline {
@@ -209,7 +208,7 @@ impl Drop for Stream {
     fn drop(&mut self) {
         // Sent after the `READ`s still on their way, which the server
         // answers first.
-        self.conn.close_later(std::mem::take(&mut self.handle));
+        self.session.close_later(std::mem::take(&mut self.handle));
     }
 }
 

@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::conn::Conn;
+use super::ops::{join_all, stat};
 use super::proto::{self, Reply};
-use super::{expect_handle, expect_ok, join_all, staging, stat, SftpFs};
+use super::session::Session;
+use super::{staging, SftpFs};
 use crate::cancel::CancelToken;
-use crate::fs::bytes::path_bytes;
+use crate::fs::names::path_bytes;
 use crate::fs::seam::{errno, FileType, Metadata, WriteError, WriteGuard, Written};
 
 pub(super) fn write(
@@ -38,8 +39,8 @@ pub(super) fn write(
     }
 }
 
-async fn lookup(conn: &Conn, path: &[u8]) -> io::Result<Option<Metadata>> {
-    match stat(conn, path, true).await {
+async fn lookup(session: &Session, path: &[u8]) -> io::Result<Option<Metadata>> {
+    match stat(session, path, true).await {
         Ok(m) => Ok(Some(m)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
@@ -48,12 +49,12 @@ async fn lookup(conn: &Conn, path: &[u8]) -> io::Result<Option<Metadata>> {
 
 /// `mkdir -p` of `dir`: the missing ancestors created, top down; a
 /// component that is not a directory is [`WriteError::NotDirectory`].
-async fn make_dirs(conn: &Conn, dir: &Path) -> Result<(), WriteError> {
+async fn make_dirs(session: &Session, dir: &Path) -> Result<(), WriteError> {
     let io_err = |e: io::Error| WriteError::Io(dir.to_path_buf(), e);
     let mut missing: Vec<PathBuf> = Vec::new();
     let mut at = Some(dir);
     while let Some(d) = at {
-        match lookup(conn, path_bytes(d)).await.map_err(io_err)? {
+        match lookup(session, path_bytes(d)).await.map_err(io_err)? {
             Some(m) if m.kind.is_dir() => break,
             Some(_) => return Err(WriteError::NotDirectory(d.to_path_buf())),
             None => missing.push(d.to_path_buf()),
@@ -61,14 +62,14 @@ async fn make_dirs(conn: &Conn, dir: &Path) -> Result<(), WriteError> {
         at = d.parent();
     }
     for d in missing.iter().rev() {
-        let r = conn
+        let r = session
             .call(proto::FXP_MKDIR, |o| {
                 o.bytes(path_bytes(d)).perm(Some(0o777))
             })
             .await;
-        if let Err(e) = expect_ok(r) {
+        if let Err(e) = r.and_then(Reply::into_ok) {
             // Created meanwhile by another writer: fine.
-            match lookup(conn, path_bytes(d)).await {
+            match lookup(session, path_bytes(d)).await {
                 Ok(Some(m)) if m.kind.is_dir() => {}
                 _ => return Err(WriteError::Io(d.clone(), e)),
             }
@@ -78,18 +79,18 @@ async fn make_dirs(conn: &Conn, dir: &Path) -> Result<(), WriteError> {
 }
 
 async fn publish(
-    conn: &Arc<Conn>,
+    session: &Arc<Session>,
     path: &Path,
     content: &[u8],
     guard: &WriteGuard,
     cancel: &CancelToken,
 ) -> io::Result<Result<Written, WriteError>> {
     let target = path_bytes(path);
-    let old = lookup(conn, target).await?;
+    let old = lookup(session, target).await?;
     // A dangling symlink is not a regular file: `STAT` follows it to
     // nothing, and publishing would replace the link with a file.
     if old.is_none()
-        && stat(conn, target, false)
+        && stat(session, target, false)
             .await
             .is_ok_and(|m| m.kind.is_symlink())
     {
@@ -102,7 +103,7 @@ async fn publish(
         return Ok(Err(WriteError::Cancelled));
     }
     let parent = path.parent().unwrap_or(Path::new("/"));
-    if let Err(e) = make_dirs(conn, parent).await {
+    if let Err(e) = make_dirs(session, parent).await {
         return Ok(Err(e));
     }
     let mode = old.as_ref().map_or(0o600, |m| m.mode);
@@ -118,25 +119,28 @@ async fn publish(
     tmp.extend_from_slice(&staging::staged_name(name, u64::from_le_bytes(nonce)));
     let staged = &tmp[..];
     let flags = proto::FXF_WRITE | proto::FXF_CREAT | proto::FXF_EXCL;
-    let handle = expect_handle(
-        conn.call(proto::FXP_OPEN, |o| {
+    let handle = session
+        .call(proto::FXP_OPEN, |o| {
             o.bytes(staged).u32(flags).perm(Some(0o600))
         })
-        .await,
-    )?;
+        .await
+        .and_then(Reply::into_handle)?;
     // The leftovers of killed writers in the same directory are swept
     // while the content goes out (`staging::sweep`), against the server's
     // clock as our fresh staged file shows it.
     let sweep = async {
-        if let Ok(Reply::Attrs(ours)) = conn.call(proto::FXP_LSTAT, |o| o.bytes(staged)).await {
-            staging::sweep(conn, path_bytes(parent), ours).await;
+        if let Ok(Reply::Attrs(ours)) = session.call(proto::FXP_LSTAT, |o| o.bytes(staged)).await {
+            staging::sweep(session, path_bytes(parent), ours).await;
         }
     };
-    let (result, ()) = tokio::join!(stage(conn, &handle, staged, content, mode), sweep);
-    let closed = expect_ok(conn.call(proto::FXP_CLOSE, |o| o.bytes(&handle)).await);
+    let (result, ()) = tokio::join!(stage(session, &handle, staged, content, mode), sweep);
+    let closed = session
+        .call(proto::FXP_CLOSE, |o| o.bytes(&handle))
+        .await
+        .and_then(Reply::into_ok);
     let staged_ok = result.and(closed);
     let remove = || async {
-        let _ = conn.call(proto::FXP_REMOVE, |o| o.bytes(staged)).await;
+        let _ = session.call(proto::FXP_REMOVE, |o| o.bytes(staged)).await;
     };
     if let Err(e) = staged_ok {
         remove().await;
@@ -148,44 +152,47 @@ async fn publish(
     }
     let published = match guard {
         WriteGuard::CreateIfAbsent => {
-            let r = expect_ok(
-                conn.call(proto::FXP_RENAME, |o| o.bytes(staged).bytes(target))
-                    .await,
-            );
+            let r = session
+                .call(proto::FXP_RENAME, |o| o.bytes(staged).bytes(target))
+                .await
+                .and_then(Reply::into_ok);
             if let Err(e) = r {
                 remove().await;
-                if lookup(conn, target).await.ok().flatten().is_some() {
+                if lookup(session, target).await.ok().flatten().is_some() {
                     return Ok(Err(WriteError::Exists));
                 }
                 return Err(e);
             }
             Ok(())
         }
-        _ if conn.ext.posix_rename => expect_ok(
-            conn.call(proto::FXP_EXTENDED, |o| {
+        _ if session.ext.posix_rename => session
+            .call(proto::FXP_EXTENDED, |o| {
                 o.bytes(b"posix-rename@openssh.com")
                     .bytes(staged)
                     .bytes(target)
             })
-            .await,
-        ),
+            .await
+            .and_then(Reply::into_ok),
         _ => {
             // No atomic replace offered: remove, then rename (a reader
             // may see the file missing in between).
             if old.is_some() {
-                expect_ok(conn.call(proto::FXP_REMOVE, |o| o.bytes(target)).await)?;
+                session
+                    .call(proto::FXP_REMOVE, |o| o.bytes(target))
+                    .await
+                    .and_then(Reply::into_ok)?;
             }
-            expect_ok(
-                conn.call(proto::FXP_RENAME, |o| o.bytes(staged).bytes(target))
-                    .await,
-            )
+            session
+                .call(proto::FXP_RENAME, |o| o.bytes(staged).bytes(target))
+                .await
+                .and_then(Reply::into_ok)
         }
     };
     if let Err(e) = published {
         remove().await;
         return Err(e);
     }
-    let metadata = stat(conn, target, true).await?;
+    let metadata = stat(session, target, true).await?;
     Ok(Ok(Written {
         replaced: old.is_some(),
         metadata,
@@ -196,13 +203,13 @@ async fn publish(
 /// at once, the mode set exactly (the server's umask applied to the
 /// open's), and `fsync@openssh.com` where offered.
 async fn stage(
-    conn: &Arc<Conn>,
+    session: &Arc<Session>,
     handle: &[u8],
     staged: &[u8],
     content: &[u8],
     mode: u32,
 ) -> io::Result<()> {
-    let chunk = conn.max_write.load(Ordering::Relaxed) as usize;
+    let chunk = session.max_write.load(Ordering::Relaxed) as usize;
     for wave in content.chunks(chunk * 16) {
         let base = wave.as_ptr() as usize - content.as_ptr() as usize;
         let writes = wave
@@ -210,30 +217,30 @@ async fn stage(
             .enumerate()
             .map(|(i, piece)| {
                 let at = (base + i * chunk) as u64;
-                conn.call(proto::FXP_WRITE, move |o| {
+                session.call(proto::FXP_WRITE, move |o| {
                     o.bytes(handle).u64(at).bytes(piece)
                 })
             })
             .collect();
         for r in join_all(writes).await {
-            expect_ok(r)?;
+            r.and_then(Reply::into_ok)?;
         }
     }
     if mode != 0o600 {
-        expect_ok(
-            conn.call(proto::FXP_SETSTAT, |o| o.bytes(staged).perm(Some(mode)))
-                .await,
-        )?;
+        session
+            .call(proto::FXP_SETSTAT, |o| o.bytes(staged).perm(Some(mode)))
+            .await
+            .and_then(Reply::into_ok)?;
     }
-    if conn.ext.fsync {
-        let r = conn
+    if session.ext.fsync {
+        let r = session
             .call(proto::FXP_EXTENDED, |o| {
                 o.bytes(b"fsync@openssh.com").bytes(handle)
             })
             .await;
         match r? {
             Reply::Status(proto::FX_OK, _) => {}
-            Reply::Status(c, m) => return Err(super::status_error(c, &m)),
+            Reply::Status(c, m) => return Err(proto::status_error(c, &m)),
             _ => return Err(errno::invalid()),
         }
     }

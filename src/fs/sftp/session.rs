@@ -1,39 +1,29 @@
-//! One SSH connection and the SFTP sessions on it: the host key checked
-//! against `known_hosts`, key authentication (a key file or the agent), and
-//! in each session requests multiplexed by id so that any number are in
-//! flight at once (`docs/contract.md` §11).
+//! One SFTP session: a channel of the SSH connection running the `sftp`
+//! subsystem (its own `sftp-server` on the host), its requests multiplexed
+//! by id so that any number are in flight at once (`docs/contract.md`
+//! §11): a request is queued for the writer task, which sends all that
+//! accumulated as one channel write, and its reply is dispatched by the
+//! reader task to the task waiting for it or to a continuation.
 
 use std::collections::HashMap;
 use std::io;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use russh::client::{self, Handle, Msg};
-use russh::keys::{self, PrivateKeyWithHashAlg, PublicKeyOrCertificate};
+use russh::client::Msg;
 use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
 use tokio::sync::{oneshot, Notify};
 
-use super::known_hosts::{self, Verdict};
+use super::connect::Ssh;
 use super::proto::{self, Out, Reply};
 
-/// Where and as whom to connect.
-#[derive(Clone, Debug)]
-pub(crate) struct Target {
-    pub(crate) host: String,
-    pub(crate) port: u16,
-    pub(crate) user: String,
-    pub(crate) identity: Option<PathBuf>,
-    pub(crate) known_hosts: PathBuf,
-}
-
-impl Target {
-    /// `sftp://USER@HOST:PORT`, how errors name the host.
-    pub(crate) fn url(&self) -> String {
-        format!("sftp://{}@{}:{}", self.user, self.host, self.port)
-    }
-}
+/// The largest read and write every server serves whole
+/// (draft-ietf-secsh-filexfer-02 §3: servers serve at least 32 KiB).
+const SERVED_AT_LEAST: u32 = 32 * 1024;
+/// The largest read and write asked for, whatever the server announces:
+/// OpenSSH's own (`limits@openssh.com` says 255 KiB).
+const SERVED_AT_MOST: u32 = 255 * 1024;
 
 /// The extensions the server announced that the filesystem uses.
 #[derive(Clone, Copy, Debug, Default)]
@@ -56,7 +46,7 @@ pub(crate) struct Counters {
 }
 
 /// A continuation: what to do with a reply, on the reader task.
-type Then = Box<dyn FnOnce(&Arc<Conn>, io::Result<Reply>) + Send>;
+type Then = Box<dyn FnOnce(&Arc<Session>, io::Result<Reply>) + Send>;
 
 /// What a reply goes to: a task waiting for it, or a continuation run
 /// by the reader as soon as it comes (which may send the next request
@@ -67,12 +57,12 @@ enum Waiter {
 }
 
 impl Waiter {
-    fn answer(self, conn: &Arc<Conn>, reply: io::Result<Reply>) {
+    fn answer(self, session: &Arc<Session>, reply: io::Result<Reply>) {
         match self {
             Waiter::Task(tx) => {
                 let _ = tx.send(reply);
             }
-            Waiter::Then(f) => f(conn, reply),
+            Waiter::Then(f) => f(session, reply),
         }
     }
 }
@@ -88,9 +78,9 @@ struct Pending {
 
 /// One SFTP session (one `sftp-server` on the host) over an SSH
 /// connection that may carry others.
-pub(crate) struct Conn {
+pub(crate) struct Session {
     /// The connection, which lives as long as its sessions.
-    ssh: Arc<Handle<Checker>>,
+    ssh: Arc<Ssh>,
     /// Requests not yet handed to the channel, whole packets end to end:
     /// the writer task sends all that accumulated as one channel write, so
     /// that the requests issued together travel in one SSH packet (one
@@ -108,141 +98,19 @@ pub(crate) struct Conn {
     url: String,
 }
 
-/// The connection's handler: checks the server's key strictly against
-/// `known_hosts` and remembers why it refused one.
-pub(crate) struct Checker {
-    host: String,
-    port: u16,
-    known_hosts: PathBuf,
-    refusal: Arc<Mutex<Option<String>>>,
-}
-
-impl client::Handler for Checker {
-    type Error = russh::Error;
-
-    async fn check_server_key(
-        &mut self,
-        key: &PublicKeyOrCertificate,
-    ) -> Result<bool, Self::Error> {
-        let key = match key {
-            PublicKeyOrCertificate::PublicKey { key, .. } => key,
-            PublicKeyOrCertificate::Certificate(_) => {
-                *self.refusal.lock().unwrap() =
-                    Some("the server presented a host certificate, which is not supported".into());
-                return Ok(false);
-            }
-        };
-        let shown = self.known_hosts.display();
-        let text = match std::fs::read(&self.known_hosts) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => {
-                *self.refusal.lock().unwrap() = Some(format!(
-                    "cannot check the host key against {shown}: {}",
-                    super::io_text(&e)
-                ));
-                return Ok(false);
-            }
-        };
-        let name = known_hosts::host_name(&self.host, self.port);
-        let alg = key.algorithm();
-        let verdict = match known_hosts::check(&text, &self.host, self.port, key) {
-            Verdict::Trusted => return Ok(true),
-            Verdict::Revoked(line) => format!(
-                "host key revoked: the server's {alg} key is marked @revoked in {shown} line {line}"
-            ),
-            Verdict::Changed(line) => format!(
-                "host key changed: the server's {alg} key differs from the one in {shown} line {line}"
-            ),
-            Verdict::Unknown {
-                cert_authority: Some(line),
-            } => format!(
-                "host key not known: {name} is named only by the @cert-authority line {line} of \
-                 {shown}, and host certificates are not supported (add the host's key with \
-                 ssh-keyscan)"
-            ),
-            Verdict::Unknown {
-                cert_authority: None,
-            } => format!(
-                "host key not known: no {alg} key for {name} in {shown} (add it with ssh-keyscan)"
-            ),
-        };
-        *self.refusal.lock().unwrap() = Some(verdict);
-        Ok(false)
-    }
-}
-
 /// The session ended: an error of the whole workspace, reported once.
 fn lost(url: &str, why: &str) -> io::Error {
     crate::fs::unavailable(io::ErrorKind::ConnectionAborted, format!("{url}: {why}"))
 }
 
-/// Connect and authenticate: a connection that carries the sessions of
-/// [`Conn::start`].
-pub(crate) async fn connect(
-    target: &Target,
-    counters: &Counters,
-) -> io::Result<Arc<Handle<Checker>>> {
-    let url = target.url();
-    let fail = |what: String| io::Error::other(format!("{url}: {what}"));
-    let config = Arc::new(client::Config {
-        nodelay: true,
-        // The SFTP window: reads of 255 KiB several at once.
-        window_size: 16 * 1024 * 1024,
-        maximum_packet_size: 64 * 1024,
-        // AES-GCM first: with the processor's AES instructions it
-        // costs both ends a fraction of ChaCha20-Poly1305 (russh's
-        // first choice) per byte, and a search moves every byte it
-        // reads. The rest of the list is russh's own.
-        preferred: russh::Preferred {
-            cipher: std::borrow::Cow::Borrowed(&[
-                russh::cipher::AES_128_GCM,
-                russh::cipher::AES_256_GCM,
-                russh::cipher::CHACHA20_POLY1305,
-                russh::cipher::AES_256_CTR,
-                russh::cipher::AES_192_CTR,
-                russh::cipher::AES_128_CTR,
-            ]),
-            ..Default::default()
-        },
-        ..Default::default()
-    });
-    let refusal = Arc::new(Mutex::new(None));
-    let checker = Checker {
-        host: target.host.clone(),
-        port: target.port,
-        known_hosts: target.known_hosts.clone(),
-        refusal: refusal.clone(),
-    };
-    let addr = (target.host.as_str(), target.port);
-    let mut ssh = match client::connect(config, addr, checker).await {
-        Ok(h) => h,
-        Err(e) => {
-            if let Some(why) = refusal.lock().unwrap().take() {
-                return Err(io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    format!("{url}: {why}"),
-                ));
-            }
-            return Err(match e {
-                russh::Error::IO(io) => fail(format!("cannot connect: {}", super::io_text(&io))),
-                e => fail(format!("cannot connect: {e}")),
-            });
-        }
-    };
-    authenticate(&mut ssh, target, &url).await?;
-    counters.connects.fetch_add(1, Ordering::Relaxed);
-    Ok(Arc::new(ssh))
-}
-
-impl Conn {
+impl Session {
     /// Start an SFTP session on `ssh` (a channel running the subsystem,
     /// its own `sftp-server` on the host) and negotiate version 3.
     pub(crate) async fn start(
-        ssh: &Arc<Handle<Checker>>,
+        ssh: &Arc<Ssh>,
         url: &str,
         counters: Arc<Counters>,
-    ) -> io::Result<Arc<Conn>> {
+    ) -> io::Result<Arc<Session>> {
         let fail = |what: String| io::Error::other(format!("{url}: {what}"));
         let channel = ssh
             .channel_open_session()
@@ -253,7 +121,9 @@ impl Conn {
             .await
             .map_err(|e| fail(format!("cannot start the sftp subsystem: {e}")))?;
         let (mut read, write) = channel.split();
-        let init = Out(vec![0, 0, 0, 0, proto::FXP_INIT]).u32(3).finish();
+        let init = Out(vec![0, 0, 0, 0, proto::FXP_INIT])
+            .u32(proto::VERSION)
+            .finish();
         write
             .data_bytes(init)
             .await
@@ -277,8 +147,11 @@ impl Conn {
         }
         let mut r = proto::In(&version[1..]);
         let v = r.u32()?;
-        if v != 3 {
-            return Err(fail(format!("the server speaks SFTP version {v}, not 3")));
+        if v != proto::VERSION {
+            return Err(fail(format!(
+                "the server speaks SFTP version {v}, not {}",
+                proto::VERSION
+            )));
         }
         let mut ext = Extensions::default();
         while let (Ok(name), Ok(_)) = (r.bytes(), r.bytes()) {
@@ -289,7 +162,7 @@ impl Conn {
                 _ => {}
             }
         }
-        let conn = Arc::new(Conn {
+        let session = Arc::new(Session {
             ssh: ssh.clone(),
             outbox: Mutex::new(Vec::new()),
             flush: Notify::new(),
@@ -300,29 +173,30 @@ impl Conn {
             }),
             next_id: AtomicU32::new(1),
             ext,
-            // draft-ietf-secsh-filexfer-02 §3: servers serve at least 32 KiB.
-            max_read: AtomicU32::new(32 * 1024),
-            max_write: AtomicU32::new(32 * 1024),
+            max_read: AtomicU32::new(SERVED_AT_LEAST),
+            max_write: AtomicU32::new(SERVED_AT_LEAST),
             counters,
             url: url.to_string(),
         });
-        tokio::spawn(reader(read, buf, conn.clone()));
-        tokio::spawn(writer(write, conn.clone()));
+        tokio::spawn(reader(read, buf, session.clone()));
+        tokio::spawn(writer(write, session.clone()));
         if ext.limits {
             // limits@openssh.com: max-packet, max-read, max-write, max-open.
-            if let Ok(Reply::Extended(body)) = conn
+            if let Ok(Reply::Extended(body)) = session
                 .call(proto::FXP_EXTENDED, |o| o.bytes(b"limits@openssh.com"))
                 .await
             {
                 let mut r = proto::In(&body);
                 if let (Ok(_), Ok(rd), Ok(wr)) = (r.u64(), r.u64(), r.u64()) {
-                    let clamp = |n: u64| n.clamp(32 * 1024, 255 * 1024) as u32;
-                    conn.max_read.store(clamp(rd), Ordering::Relaxed);
-                    conn.max_write.store(clamp(wr), Ordering::Relaxed);
+                    let clamp = |n: u64| {
+                        n.clamp(u64::from(SERVED_AT_LEAST), u64::from(SERVED_AT_MOST)) as u32
+                    };
+                    session.max_read.store(clamp(rd), Ordering::Relaxed);
+                    session.max_write.store(clamp(wr), Ordering::Relaxed);
                 }
             }
         }
-        Ok(conn)
+        Ok(session)
     }
 
     /// End the connection this session is on, and so its other sessions
@@ -382,7 +256,7 @@ impl Conn {
         let id = self.send(kind, body, Some(Waiter::Task(tx)))?;
         // Abandoned (the caller's future dropped on a timeout or a
         // cancellation): the reply is dropped when it comes.
-        let guard = Abandon { conn: self, id };
+        let guard = Abandon { session: self, id };
         let reply = rx.await.map_err(|_| lost(&self.url, "connection lost"))?;
         std::mem::forget(guard);
         if let Ok(Reply::Data(d)) = &reply {
@@ -399,7 +273,7 @@ impl Conn {
         &self,
         kind: u8,
         body: impl FnOnce(Out) -> Out,
-        then: impl FnOnce(&Arc<Conn>, io::Result<Reply>) + Send + 'static,
+        then: impl FnOnce(&Arc<Session>, io::Result<Reply>) + Send + 'static,
     ) -> io::Result<()> {
         self.send(kind, body, Some(Waiter::Then(Box::new(then))))
             .map(|_| ())
@@ -418,7 +292,7 @@ impl Conn {
         let _ = self.send(proto::FXP_CLOSE, |o| o.bytes(&handle), None);
     }
 
-    fn kill(self: &Arc<Conn>, why: &str) {
+    fn kill(self: &Arc<Session>, why: &str) {
         let waiters = {
             let mut p = self.pending.lock().unwrap();
             p.dead.get_or_insert_with(|| why.to_string());
@@ -437,13 +311,18 @@ impl Conn {
 }
 
 struct Abandon<'c> {
-    conn: &'c Conn,
+    session: &'c Session,
     id: u32,
 }
 
 impl Drop for Abandon<'_> {
     fn drop(&mut self) {
-        self.conn.pending.lock().unwrap().waiters.remove(&self.id);
+        self.session
+            .pending
+            .lock()
+            .unwrap()
+            .waiters
+            .remove(&self.id);
     }
 }
 
@@ -459,20 +338,20 @@ fn take_packet(buf: &mut Vec<u8>) -> Option<Vec<u8>> {
 }
 
 /// Send what the outbox holds, as it accumulates, until the session ends.
-async fn writer(write: ChannelWriteHalf<Msg>, conn: Arc<Conn>) {
+async fn writer(write: ChannelWriteHalf<Msg>, session: Arc<Session>) {
     loop {
-        conn.flush.notified().await;
+        session.flush.notified().await;
         loop {
-            let out = std::mem::take(&mut *conn.outbox.lock().unwrap());
+            let out = std::mem::take(&mut *session.outbox.lock().unwrap());
             if out.is_empty() {
                 break;
             }
             if let Err(e) = write.data_bytes(out).await {
-                conn.kill(&format!("connection lost ({e})"));
+                session.kill(&format!("connection lost ({e})"));
                 return;
             }
         }
-        if conn.is_dead() {
+        if session.is_dead() {
             return;
         }
     }
@@ -498,7 +377,7 @@ fn packets(chunk: &Bytes) -> (Vec<Bytes>, usize) {
 /// every waiter, and every later request, with the reason. A reply's bytes
 /// stay in the buffer the channel delivered them in: a `DATA` reply is a
 /// slice of it, not a copy.
-async fn reader(mut read: ChannelReadHalf, mut partial: Vec<u8>, conn: Arc<Conn>) {
+async fn reader(mut read: ChannelReadHalf, mut partial: Vec<u8>, session: Arc<Session>) {
     let mut chunk = Bytes::from(std::mem::take(&mut partial));
     let why = loop {
         let (replies, used) = packets(&chunk);
@@ -506,10 +385,11 @@ async fn reader(mut read: ChannelReadHalf, mut partial: Vec<u8>, conn: Arc<Conn>
         if !replies.is_empty() {
             // Every reply in the chunk came in together: none of their
             // requests is waiting any more, whatever the dispatch sends.
-            let mut p = conn.pending.lock().unwrap();
+            let mut p = session.pending.lock().unwrap();
             let answered = p.in_flight.min(replies.len());
             p.in_flight -= answered;
-            conn.counters
+            session
+                .counters
                 .in_flight
                 .fetch_sub(answered as u64, Ordering::Relaxed);
         }
@@ -519,12 +399,12 @@ async fn reader(mut read: ChannelReadHalf, mut partial: Vec<u8>, conn: Arc<Conn>
             }
             let id = u32::from_be_bytes(packet[1..5].try_into().unwrap());
             let reply = Reply::parse(packet[0], packet.slice(5..));
-            let waiter = conn.pending.lock().unwrap().waiters.remove(&id);
+            let waiter = session.pending.lock().unwrap().waiters.remove(&id);
             match (waiter, reply) {
-                (Some(w), reply) => w.answer(&conn, reply),
+                (Some(w), reply) => w.answer(&session, reply),
                 // A handle opened for a request that was abandoned: close
                 // it, or the server keeps it open for the session's life.
-                (None, Ok(Reply::Handle(h))) => conn.close_later(h),
+                (None, Ok(Reply::Handle(h))) => session.close_later(h),
                 (None, _) => {}
             }
         }
@@ -544,97 +424,5 @@ async fn reader(mut read: ChannelReadHalf, mut partial: Vec<u8>, conn: Arc<Conn>
             Some(_) => chunk = Bytes::new(),
         }
     };
-    conn.kill(why);
-}
-
-/// Authenticate with the identity file, else with each of the agent's keys.
-async fn authenticate(ssh: &mut Handle<Checker>, target: &Target, url: &str) -> io::Result<()> {
-    let denied =
-        |what: String| io::Error::new(io::ErrorKind::PermissionDenied, format!("{url}: {what}"));
-    if let Some(path) = &target.identity {
-        let key = keys::load_secret_key(path, None).map_err(|e| {
-            io::Error::other(format!(
-                "{url}: cannot load the identity {}: {e}",
-                path.display()
-            ))
-        })?;
-        let hash = if key.algorithm().is_rsa() {
-            ssh.best_supported_rsa_hash().await.ok().flatten().flatten()
-        } else {
-            None
-        };
-        let result = ssh
-            .authenticate_publickey(
-                &target.user,
-                PrivateKeyWithHashAlg::new(Arc::new(key), hash),
-            )
-            .await
-            .map_err(|e| io::Error::other(format!("{url}: authentication failed: {e}")))?;
-        if result.success() {
-            return Ok(());
-        }
-        return Err(denied(format!(
-            "the server refused the key {} for user {}",
-            path.display(),
-            target.user
-        )));
-    }
-    let mut agent = connect_agent().await.map_err(|e| {
-        denied(format!(
-            "no --identity and no usable SSH agent ({AGENT_PLACE}): {e}"
-        ))
-    })?;
-    let identities = agent
-        .request_identities()
-        .await
-        .map_err(|e| denied(format!("the SSH agent cannot list its keys: {e}")))?;
-    for id in &identities {
-        let key = id.public_key().into_owned();
-        let hash = if key.algorithm().is_rsa() {
-            ssh.best_supported_rsa_hash().await.ok().flatten().flatten()
-        } else {
-            None
-        };
-        if let Ok(r) = ssh
-            .authenticate_publickey_with(&target.user, key, hash, &mut agent)
-            .await
-        {
-            if r.success() {
-                return Ok(());
-            }
-        }
-    }
-    Err(denied(format!(
-        "the server refused the SSH agent's {} key(s) for user {}",
-        identities.len(),
-        target.user
-    )))
-}
-
-/// Where the SSH agent is looked for, as errors name it.
-#[cfg(unix)]
-const AGENT_PLACE: &str = "SSH_AUTH_SOCK";
-/// Where the SSH agent is looked for, as errors name it.
-#[cfg(windows)]
-const AGENT_PLACE: &str = r"SSH_AUTH_SOCK, or the pipe \\.\pipe\openssh-ssh-agent";
-
-/// The SSH agent as OpenSSH's `ssh` finds it: on Unix the socket named by
-/// `SSH_AUTH_SOCK`; on Windows the named pipe `SSH_AUTH_SOCK` names, or
-/// else the Windows OpenSSH agent's own pipe (OpenSSH-for-Windows'
-/// `ssh_get_authentication_socket` default).
-async fn connect_agent() -> Result<
-    keys::agent::client::AgentClient<Box<dyn keys::agent::client::AgentStream + Send + Unpin>>,
-    keys::Error,
-> {
-    use keys::agent::client::AgentClient;
-    #[cfg(unix)]
-    let client = AgentClient::connect_env().await?;
-    #[cfg(windows)]
-    let client = {
-        let pipe = std::env::var_os("SSH_AUTH_SOCK")
-            .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| r"\\.\pipe\openssh-ssh-agent".into());
-        AgentClient::connect_named_pipe(pipe).await?
-    };
-    Ok(AgentClient::connect(client.into_inner()))
+    session.kill(why);
 }
