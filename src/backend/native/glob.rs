@@ -5,10 +5,10 @@ use crate::fs::FileSystem;
 use crate::outcome::{GlobResults, Outcome, Status};
 use crate::request::GlobRequest;
 
-use super::messages::Messages;
-use super::parwalk::{self, dir_error};
+use super::messages::{dir_error, Messages};
+use super::overrides::GlobFilter;
+use super::parallel_walk;
 use super::paths::Root;
-use super::walk::GlobFilter;
 use super::{canonical_workdir, exit_code, nul_launch_failure, Budget};
 
 /// One walk, whatever the root: walkdir stats a root following links
@@ -50,7 +50,7 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GlobRequest) -> Outcome<GlobResul
             Vec::new()
         }
         Ok(m) if m.kind.is_dir() => {
-            let (files, errors) = parwalk::walk(fs, &root, &filter, &budget);
+            let (files, errors) = parallel_walk::walk(fs, &root, &filter, &budget);
             for (e, unavailable) in &errors {
                 if *unavailable {
                     msgs.unavailable(e);

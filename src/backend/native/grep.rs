@@ -15,18 +15,17 @@ use crate::fs::{FileSystem, FileType};
 use crate::outcome::{d2_order, GrepResults, Outcome, Status};
 use crate::request::GrepRequest;
 
-use super::dirwalk::{self, Dir, Haystack};
 use super::explicit;
 use super::matcher;
-use super::messages::{Messages, NOTHING_SEARCHED};
-use super::parwalk::dir_error;
+use super::messages::{dir_error, Messages, NOTHING_SEARCHED};
+use super::overrides::overrides;
 use super::paths::{PathForm, Root};
 use super::reader::{cancelled, is_clean_miss, preloadable, FileReader, Preload, PRELOAD_KEEP};
 use super::rgignore::RgIgnore;
+use super::serial_walk::{self, Dir, Haystack};
 #[cfg(doc)]
 use super::set_helper_delay;
 use super::sink::{FileBlock, JsonSink};
-use super::walk::overrides;
 use super::{canonical_workdir, exit_code, nul_launch_failure, Budget};
 
 /// Everything one call shares between its threads.
@@ -315,7 +314,7 @@ fn search_pooled<F: FileSystem>(
             msgs: Messages::default(),
             searched: false,
         };
-        let ignore_rules = dirwalk::walk(
+        let ignore_rules = serial_walk::walk(
             ctx.fs,
             &ctx.root,
             real_workdir,
@@ -353,7 +352,7 @@ impl<'r, 's: 'r, F: FileSystem> Batcher<'r, 's, F> {
     }
 }
 
-impl<'r, 's: 'r, F: FileSystem> dirwalk::Output<F> for Batcher<'r, 's, F> {
+impl<'r, 's: 'r, F: FileSystem> serial_walk::Output<F> for Batcher<'r, 's, F> {
     fn file(&mut self, file: Haystack<F>) {
         self.searched = true;
         self.batch.push(file);
@@ -838,8 +837,8 @@ impl<'a, F: FileSystem> Worker<'a, F> {
             searcher.search_reader(&*matcher, file, &mut sink)?;
             sink
         } else {
-            if source.path_form() == PathForm::Rg && dirwalk::too_long_for_rg(path) {
-                return Err(dirwalk::name_too_long());
+            if source.path_form() == PathForm::Rg && super::paths::too_long_for_rg(path) {
+                return Err(super::paths::name_too_long());
             }
             let open = || match source {
                 Source::InDir(dir, name) => fs.open_at(dir.handle(), dir.path(), name),
@@ -916,7 +915,7 @@ mod tests {
     /// A walk's haystacks, as the walk yields them.
     struct Collect<F: FileSystem>(Vec<Haystack<F>>);
 
-    impl<F: FileSystem> dirwalk::Output<F> for Collect<F> {
+    impl<F: FileSystem> serial_walk::Output<F> for Collect<F> {
         fn file(&mut self, file: Haystack<F>) {
             self.0.push(file);
         }
@@ -974,7 +973,7 @@ mod tests {
         let haystacks = || {
             let mut out = Collect(Vec::new());
             let live = std::sync::Arc::new(AtomicUsize::new(0));
-            dirwalk::walk(
+            serial_walk::walk(
                 &fs,
                 &ctx.root,
                 workdir,

@@ -30,20 +30,20 @@
 //!   events).
 //! - `messages`: rg's stderr texts, and which of them make it exit 2.
 
-mod dirwalk;
 mod explicit;
+mod serial_walk;
 
 mod glob;
 mod globstack;
 mod grep;
 mod matcher;
 mod messages;
-mod parwalk;
+mod overrides;
+mod parallel_walk;
 mod paths;
 mod reader;
 mod rgignore;
 mod sink;
-mod walk;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

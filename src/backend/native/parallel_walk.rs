@@ -28,10 +28,11 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::walk::GlobFilter;
+use super::overrides::GlobFilter;
 use crate::fs::bytes::{join_needs_sep, os_str, path, path_buf, path_bytes, JOIN_SEP};
 use crate::fs::{FileSystem, FileType, Listing};
 
+use super::messages::dir_error;
 use super::paths::Root;
 use super::Budget;
 
@@ -150,13 +151,6 @@ fn position_cmp(a: &ListedFile, b: &ListedFile) -> std::cmp::Ordering {
         .cmp(b.dir.iter().chain(std::iter::once(&b.idx)))
 }
 
-/// walkdir's error for a directory it could not read (`error.rs`), wrapped
-/// by ignore's `Error::from_walkdir` (`WithPath`).
-pub(crate) fn dir_error(root: &Root, path: &Path, io: &std::io::Error) -> String {
-    let shown = root.unwalk(path).display().to_string();
-    format!("{shown}: IO error for operation on {shown}: {io}")
-}
-
 thread_local! {
     /// The listing buffers of the thread's last directory, reused.
     static LISTING: RefCell<Listing> = RefCell::new(Listing::new());
@@ -198,13 +192,13 @@ fn visit<'s, F: FileSystem>(
     // tasks hold descriptors (queued ones may be many). walkdir lists by
     // rg's own (relative) path: past `PATH_MAX` that fails as rg fails,
     // and a longer absolute path of ours must not fail before it.
-    let opened = if super::dirwalk::too_long_for_rg(&ctx.root.unwalk(&path)) {
-        Err(super::dirwalk::name_too_long())
+    let opened = if super::paths::too_long_for_rg(&ctx.root.unwalk(&path)) {
+        Err(super::paths::name_too_long())
     } else if let Some(dir) = ahead {
         Ok(dir)
     } else {
         match ctx.fs.open_dir(&path) {
-            Err(e) if super::dirwalk::is_name_too_long(&e) => open_dir_stepwise(ctx, &path),
+            Err(e) if super::paths::is_name_too_long(&e) => open_dir_stepwise(ctx, &path),
             other => other,
         }
     };
@@ -331,7 +325,7 @@ fn open_dir_stepwise<F: FileSystem>(ctx: &GlobWalk<'_, F>, path: &Path) -> std::
     let root = ctx.root.walk_path();
     let rest = path
         .strip_prefix(root)
-        .map_err(|_| super::dirwalk::name_too_long())?;
+        .map_err(|_| super::paths::name_too_long())?;
     let mut dir = ctx.fs.open_dir(root)?;
     let mut at = root.to_path_buf();
     for name in rest.iter() {
