@@ -43,6 +43,7 @@ mod parallel_walk;
 mod paths;
 mod reader;
 mod rgignore;
+mod schedule;
 mod sink;
 
 use std::path::{Path, PathBuf};

@@ -36,7 +36,7 @@ use super::rgignore::{NamesPresent, Node, RgIgnore};
 /// whose files wait in queued batches or are being searched, and those on
 /// the walk's stack) before the walk opens another: past it, the walking
 /// thread searches queued files itself, or waits for the threads searching
-/// theirs ([`Output::relieve`]). The walk must not run the process out of
+/// theirs ([`Output::release_dirs`]). The walk must not run the process out of
 /// descriptors, however far ahead of the searching threads it gets and
 /// however many there are; only its own stack of parents can take it past
 /// the bound.
@@ -123,7 +123,7 @@ pub(crate) trait Output<F: FileSystem> {
     /// Let go of some directories' descriptors (search files that hold
     /// them, or wait for the threads searching them); false when nothing
     /// but the walk itself holds them.
-    fn relieve(&mut self) -> bool;
+    fn release_dirs(&mut self) -> bool;
 }
 
 /// A directory still to list.
@@ -216,7 +216,7 @@ pub(crate) fn walk<F: FileSystem>(
         if out.stopped() {
             break;
         }
-        while live.load(Ordering::Relaxed) >= MAX_LIVE_DIRS && out.relieve() {}
+        while live.load(Ordering::Relaxed) >= MAX_LIVE_DIRS && out.release_dirs() {}
         if too_long_for_rg(&p.rg_dir) {
             out.error(path_error(name_too_long(), &p.abs, p.depth));
             continue;
