@@ -15,7 +15,7 @@ use super::{canonical_workdir, exit_code, nul_launch_failure, Budget};
 /// (`DirEntry::from_path` with `follow_root_links`), reports an error
 /// there as `IO error for operation on <root>`, yields a root that is not a
 /// directory as the one entry (never filtered at depth 0), and walks a
-/// directory (`parwalk`).
+/// directory (`parallel_walk`).
 pub(crate) fn run<F: FileSystem>(fs: &F, req: &GlobRequest) -> Outcome<GlobResults> {
     let fail = |why: String| Outcome {
         status: Status::LaunchFailed(why),
