@@ -1,5 +1,7 @@
 //! `rg --json --regexp=<p> [--glob=<include>] [-- <path>]` (`main.rs: search`
-//! and `search_parallel`, `search.rs: SearchWorker::search`).
+//! and `search_parallel`, `search.rs: SearchWorker::search`): the call, its
+//! state shared between threads, and the search of one file ([`Worker`]).
+//! How a directory's files are shared out between threads is [`schedule`]'s.
 
 use std::io;
 use std::path::Path;

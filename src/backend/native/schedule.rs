@@ -1,11 +1,13 @@
 //! How a grep of a directory shares its files between threads.
 //!
-//! The calling thread walks ([`serial_walk`]): the walk is one thread's,
-//! as rg's ignore decisions need each directory's rules before its
-//! children's, and it never waits for work. What the walk finds goes into
-//! batches of [`BATCH`] files, queued ([`Queue`]): a pool job per file
-//! would cost more than checking most files, and a batch is small enough
-//! that the end of a walk still spreads over every thread.
+//! The calling thread walks ([`serial_walk`]: depth-first, each directory
+//! listed once) and never waits for work; the pool's threads only search.
+//! What the walk finds goes into batches of [`BATCH`] files, queued
+//! ([`Queue`]): a batch, not a file, is what passes between threads, since
+//! each hand-off costs a lock and maybe a wake-up, and a batch is small
+//! enough that the end of a walk still spreads over every thread. Files
+//! the walking thread gives back are the exception: one at a time, so
+//! that every thread can take some.
 //!
 //! Who hands what to whom:
 //!
