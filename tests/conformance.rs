@@ -850,7 +850,7 @@ pub(crate) fn mtime_ties_many_dirs() {
 /// Many directories of one file each, searched with few descriptors: rg
 /// keeps a handful open; the engine's walk holds a directory's descriptor
 /// until its files are searched, so it must bound how many it keeps when
-/// the walk runs ahead of the searching threads (`native/dirwalk.rs:
+/// the walk runs ahead of the searching threads (`native/serial_walk.rs:
 /// MAX_LIVE_DIRS`). Without that bound this group fails with "Too many open
 /// files".
 // Unix: names that are not UTF-8 or hold `\n`, `\\`, `"`; symlinks, FIFOs and

@@ -217,7 +217,7 @@ fn ladder<T>(
 }
 
 /// Run glob on `backend`. `cancel` is the call's own token (handed to the
-/// backend); `caller` is the caller's.
+/// backend); `ctx.cancel` is the caller's.
 pub(super) fn run_glob(
     backend: &dyn SearchBackend,
     args: &GlobArgs,

@@ -5,17 +5,17 @@ use crate::fs::FileSystem;
 use crate::outcome::{GlobResults, Outcome, Status};
 use crate::request::GlobRequest;
 
-use super::messages::Messages;
-use super::parwalk::{self, dir_error};
+use super::messages::{dir_error, Messages};
+use super::overrides::GlobFilter;
+use super::parallel_walk;
 use super::paths::Root;
-use super::walk::GlobFilter;
 use super::{canonical_workdir, exit_code, nul_launch_failure, Budget};
 
 /// One walk, whatever the root: walkdir stats a root following links
 /// (`DirEntry::from_path` with `follow_root_links`), reports an error
 /// there as `IO error for operation on <root>`, yields a root that is not a
 /// directory as the one entry (never filtered at depth 0), and walks a
-/// directory (`parwalk`).
+/// directory (`parallel_walk`).
 pub(crate) fn run<F: FileSystem>(fs: &F, req: &GlobRequest) -> Outcome<GlobResults> {
     let fail = |why: String| Outcome {
         status: Status::LaunchFailed(why),
@@ -50,7 +50,7 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GlobRequest) -> Outcome<GlobResul
             Vec::new()
         }
         Ok(m) if m.kind.is_dir() => {
-            let (files, errors) = parwalk::walk(fs, &root, &filter, &budget);
+            let (files, errors) = parallel_walk::walk(fs, &root, &filter, &budget);
             for (e, unavailable) in &errors {
                 if *unavailable {
                     msgs.unavailable(e);

@@ -34,12 +34,12 @@ const COMPILE_POLL: std::time::Duration = std::time::Duration::from_millis(2);
 /// The `(` and `[` a pattern compiled on the calling thread may hold. The
 /// parser's heap stack keeps nesting off the thread's stack, but the NFA
 /// compiler recurses once per nested group or class (up to regex-syntax's
-/// nest limit, 248 groups): 60 of them overflowed a 256 KiB stack in a
+/// nest limit, 248 groups): 60 of them overflow a 256 KiB stack in a
 /// debug build. A pattern that could nest deeper compiles on a thread of
 /// its own, with [`COMPILE_STACK`].
 const INLINE_NESTING: usize = 16;
 
-/// The stack of a compile on its own thread: the nest limit's depth took
+/// The stack of a compile on its own thread: the nest limit's depth needs
 /// under 2 MiB in a debug build.
 const COMPILE_STACK: usize = 8 << 20;
 
@@ -71,7 +71,7 @@ pub(crate) fn build_cancellable(
             let _ = tx.send(build(&owned));
         });
     if spawned.is_err() {
-        // No thread to be had: compile here, as before.
+        // No thread to be had: compile here, as a cheap pattern is.
         return build(pattern).map_err(Some);
     }
     loop {

@@ -172,6 +172,13 @@ fn fmt_error(err: &ignore::Error, root: &Root, out: &mut String) {
     }
 }
 
+/// walkdir's error for a directory it could not read (`error.rs`), wrapped
+/// by ignore's `Error::from_walkdir` (`WithPath`).
+pub(crate) fn dir_error(root: &Root, path: &Path, io: &std::io::Error) -> String {
+    let shown = root.unwalk(path).display().to_string();
+    format!("{shown}: IO error for operation on {shown}: {io}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,36 +14,43 @@
 //!
 //! The modules, in the order a call goes through them:
 //!
-//! - `paths`: the typed path, the absolute path walked for it, and what rg
-//!   prints for each entry; `walk`: the override globs of both invocations
-//!   and glob's filter; `globstack`: a stack deep enough to compile any
-//!   glob on.
-//! - glob: `glob` (the invocation, one walk whatever the root) over
-//!   `parwalk` (directories walked in parallel, files sorted into rg's
-//!   `--sort=modified` order).
-//! - grep: `grep` (the invocation, one walk whatever the root: threads,
-//!   batches, workers) over `dirwalk` (the walk, each directory listed once)
-//!   and `rgignore` (rg's ignore decisions on rg's path strings); then
-//!   `reader` (reading a file, and the whole-file check that spares most
-//!   files the searcher), `matcher` (the regex and the searcher as rg
-//!   configures them) and `sink` (the searcher's results as typed `--json`
-//!   events).
+//! - Both invocations: `paths` (the typed path, the absolute path walked
+//!   for it, and what rg prints for each entry), `overrides` (the override
+//!   globs of both invocations, and glob's filter on them) and `globstack`
+//!   (a stack deep enough to compile any glob on).
+//! - glob: `glob` (the invocation: one walk whatever the root) over
+//!   `parallel_walk` (every directory below the root listed in parallel on
+//!   the engine's pool, then the files sorted into rg's `--sort=modified`
+//!   order).
+//! - grep: `grep` (the invocation: one walk whatever the root, and the
+//!   search of one file), `schedule` (a directory's files shared out in
+//!   batches between the walking thread and the pool's), over `serial_walk`
+//!   (the tree walked depth-first on the calling thread, each directory
+//!   listed once) and `rgignore` (rg's ignore decisions on rg's path
+//!   strings); then `reader` (reading a file, and the whole-file check that
+//!   spares most files the searcher), `explicit` (the one explicit file,
+//!   searched as rg searches its memory map), `matcher` (the regex and the
+//!   searcher as rg configures them) and `sink` (the searcher's results as
+//!   typed `--json` events).
 //! - `messages`: rg's stderr texts, and which of them make it exit 2.
 
-mod dirwalk;
-mod explicit;
+mod globstack;
+mod overrides;
+mod paths;
 
 mod glob;
-mod globstack;
+mod parallel_walk;
+
+mod explicit;
 mod grep;
 mod matcher;
-mod messages;
-mod parwalk;
-mod paths;
 mod reader;
 mod rgignore;
+mod schedule;
+mod serial_walk;
 mod sink;
-mod walk;
+
+mod messages;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -205,10 +212,9 @@ static HELPER_DELAY_US: AtomicU64 = AtomicU64::new(500);
 ///
 /// A thread asleep in the pool can take hundreds of microseconds to start
 /// on a virtual machine, and a call waits for every thread it started,
-/// even one that arrives when all is done: a 100-file workspace took
-/// 345–373 µs with a helper after a pause, 298–312 µs without, while half
-/// a millisecond alone costs a large tree a quarter of a millisecond
-/// (BENCHMARKS.md). The results never depend on it.
+/// even one that arrives when all is done: a small workspace is searched
+/// sooner alone, while a large tree loses little by starting alone
+/// (BENCHMARKS.md, "Tiny workspace"). The results never depend on it.
 pub fn set_helper_delay(delay: std::time::Duration) {
     let us = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
     HELPER_DELAY_US.store(us, Ordering::Relaxed);
@@ -293,9 +299,9 @@ impl Budget {
 
     /// [`Budget::stopped`] for the `i`-th step of a loop of short steps
     /// (a directory's entries, a file's matches): the budget at every step,
-    /// the cancellation every [`CANCEL_EVERY`] steps. A call with a deadline
-    /// reads the clock each time it asks (`CancelToken::is_cancelled`), and
-    /// twice per match or listed file was 3% of a grep over the raw budget.
+    /// the cancellation every [`CANCEL_EVERY`] steps: a call with a deadline
+    /// reads the clock each time it asks (`CancelToken::is_cancelled`),
+    /// which costs more than most steps.
     pub(crate) fn stopped_at(&self, i: usize) -> bool {
         self.over.load(Ordering::Relaxed)
             || (i.is_multiple_of(CANCEL_EVERY) && self.cancel.is_cancelled())

@@ -189,6 +189,52 @@ pub(crate) enum PathForm {
     Rg,
 }
 
+/// Linux's `PATH_MAX`, counting the terminating NUL: rg opens and lists by
+/// path (`std::fs::read_dir`, `File::open` of the path it walks), so a path
+/// of 4,096 bytes or more fails there with `ENAMETOOLONG`, where the
+/// engine's descriptor-relative walk would go on. Elsewhere the engine does
+/// not reproduce the limit.
+#[cfg(target_os = "linux")]
+const RG_PATH_MAX: usize = 4096;
+
+/// Whether rg's `open(2)` of its path `rg_path` fails as too long.
+pub(crate) fn too_long_for_rg(rg_path: &Path) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        rg_path.as_os_str().len() >= RG_PATH_MAX
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = rg_path;
+        false
+    }
+}
+
+/// Whether `err` is `ENAMETOOLONG`.
+pub(crate) fn is_name_too_long(err: &std::io::Error) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        err.raw_os_error() == Some(36)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = err;
+        false
+    }
+}
+
+/// The error rg gets for such a path: `File name too long (os error 36)`.
+pub(crate) fn name_too_long() -> std::io::Error {
+    #[cfg(target_os = "linux")]
+    {
+        std::io::Error::from_raw_os_error(36)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        std::io::Error::other("File name too long")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,8 +62,8 @@ const PRELOAD: usize = 64 * 1024;
 const PRELOAD_STEP: usize = 256 * 1024;
 
 /// The longest line [`FileReader::preload_miss`] holds to check it; a
-/// longer one is left to the searcher. (Half of the Linux tree's bytes are
-/// in files over 64 KiB; checked as they are read, they are copied once and
+/// longer one is left to the searcher. (Files over 64 KiB hold much of a
+/// source tree's bytes; checked as they are read, they are copied once and
 /// never line-counted.)
 const PRELOAD_MAX: usize = 8 << 20;
 
@@ -77,9 +77,8 @@ pub(crate) fn preloadable(data: &[u8], nul_free: bool) -> bool {
 }
 
 /// A preload buffer larger than this is not kept for the next call: it is
-/// freed, and the allocator hands the memory out again (shrinking it in
-/// place instead made every call fault its pages in anew: 5 times the page
-/// faults on the Linux tree).
+/// freed, and the allocator hands the memory out again (a buffer shrunk in
+/// place would have every call fault its pages in anew).
 pub(crate) const PRELOAD_KEEP: usize = 1 << 20;
 
 /// What [`FileReader::preload_miss`] found.

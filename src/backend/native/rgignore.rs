@@ -295,7 +295,7 @@ impl Rules {
 ///
 /// rg's parallel walker looks up only the names of the listing it has just
 /// read (ignore 0.4.29 `dir.rs: add_child_with_entries`). The engine's
-/// own walk (`dirwalk`) notes them while listing a directory; for the
+/// own walk (`serial_walk`) notes them while listing a directory; for the
 /// parents and the crate's walker (a symlinked root) one listing of the
 /// directory (`open`, two `getdents64`, `close`) answers all five. A name
 /// the listing holds is then looked up; when the listing cannot be read,

@@ -41,8 +41,8 @@ enum OpenFile {
     /// A regular file of a directory whose filesystem ends a read short
     /// only at the end of the file ([`fast::DirFd::reads_whole`]): once a
     /// read came back short, the file is known to have ended, and the
-    /// `read(2)` that would answer 0 is not made. (One such read per file
-    /// was a tenth of the system calls of a search of the Linux tree.)
+    /// `read(2)` that would answer 0 is not made: one system call per file
+    /// spared (BENCHMARKS.md, "What changed").
     #[cfg(target_os = "linux")]
     Whole { file: File, ended: bool },
     /// A FIFO named explicitly, read so that cancellation ends the wait.

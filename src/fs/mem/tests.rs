@@ -543,7 +543,7 @@ fn guarded_writes() {
     let exists = write(&fs, "/w/file", "x", &WriteGuard::CreateIfAbsent);
     assert!(matches!(exists, Err(WriteError::Exists)), "{exists:?}");
     // A dangling symlink is neither written through nor replaced, whatever
-    // the guard (issue 11, item 11: one rule for a bare and a session write).
+    // the guard (one rule for a bare and a session write, as on the disk).
     for guard in [WriteGuard::CreateIfAbsent, WriteGuard::None] {
         let dangling = write(&fs, "/w/dangling", "x", &guard);
         assert!(

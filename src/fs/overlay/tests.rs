@@ -759,8 +759,8 @@ fn lower_symlinks_lead_into_upper_only_files() {
     );
     assert!(!t.upper.join("link_dir").exists());
     // A dangling lower link is never written through, nor replaced (the
-    // local disk's rule, issue 11 item 11); it comes to life once its target
-    // is written.
+    // local disk's rule, the same for a bare and a session write); it comes
+    // to life once its target is written.
     assert!(fs.metadata(&t.root.join("dangling")).is_err());
     let through = fs.write(&t.root.join("dangling"), b"x", &WriteGuard::None, &none());
     assert!(

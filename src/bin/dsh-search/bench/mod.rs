@@ -1,6 +1,6 @@
 //! `dsh-search bench`: the same calls through both backends on the same tree,
 //! in the same run, alternating, reported as medians and native/rg ratios
-//! (issue 6). Speed targets live here, never in tests.
+//! (BENCHMARKS.md). Speed targets live here, never in tests.
 
 pub(crate) mod corpus;
 pub(crate) mod measure;

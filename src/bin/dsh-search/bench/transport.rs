@@ -1,6 +1,6 @@
 //! `dsh-search bench --transports`: what a call costs through each server
 //! against the same call in process and against spawning `rg` for the same
-//! search (issue 12).
+//! search (BENCHMARKS.md, "Transports").
 //!
 //! One grep on the 100-file workspace (the tiny workload), called the same
 //! number of times on each side, round-robin in one run (each round starts

@@ -28,10 +28,11 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::walk::GlobFilter;
+use super::overrides::GlobFilter;
 use crate::fs::bytes::{join_needs_sep, os_str, path, path_buf, path_bytes, JOIN_SEP};
-use crate::fs::{FileSystem, FileType, Listing};
+use crate::fs::{FileSystem, FileType, Listing, Metadata};
 
+use super::messages::dir_error;
 use super::paths::Root;
 use super::Budget;
 
@@ -150,13 +151,6 @@ fn position_cmp(a: &ListedFile, b: &ListedFile) -> std::cmp::Ordering {
         .cmp(b.dir.iter().chain(std::iter::once(&b.idx)))
 }
 
-/// walkdir's error for a directory it could not read (`error.rs`), wrapped
-/// by ignore's `Error::from_walkdir` (`WithPath`).
-pub(crate) fn dir_error(root: &Root, path: &Path, io: &std::io::Error) -> String {
-    let shown = root.unwalk(path).display().to_string();
-    format!("{shown}: IO error for operation on {shown}: {io}")
-}
-
 thread_local! {
     /// The listing buffers of the thread's last directory, reused.
     static LISTING: RefCell<Listing> = RefCell::new(Listing::new());
@@ -180,9 +174,8 @@ fn printed_dir(root: &Root, dir: &Path) -> Vec<u8> {
 }
 
 /// Read one directory (`pos` is its position path; `printed` what its
-/// entries are printed under, [`printed_dir`]), list its files and spawn a
-/// task per subdirectory. The directory is opened by the task itself so
-/// that only running tasks hold descriptors.
+/// entries are printed under, [`printed_dir`]; `ahead` its handle when it
+/// was opened ahead), list its files and spawn a task per subdirectory.
 fn visit<'s, F: FileSystem>(
     s: &rayon::Scope<'s>,
     ctx: &'s GlobWalk<'s, F>,
@@ -194,21 +187,7 @@ fn visit<'s, F: FileSystem>(
     if ctx.budget.stopped() {
         return;
     }
-    // Opened by the task itself, by its whole path, so that only running
-    // tasks hold descriptors (queued ones may be many). walkdir lists by
-    // rg's own (relative) path: past `PATH_MAX` that fails as rg fails,
-    // and a longer absolute path of ours must not fail before it.
-    let opened = if super::dirwalk::too_long_for_rg(&ctx.root.unwalk(&path)) {
-        Err(super::dirwalk::name_too_long())
-    } else if let Some(dir) = ahead {
-        Ok(dir)
-    } else {
-        match ctx.fs.open_dir(&path) {
-            Err(e) if super::dirwalk::is_name_too_long(&e) => open_dir_stepwise(ctx, &path),
-            other => other,
-        }
-    };
-    let handle = match opened {
+    let handle = match open_visited(ctx, &path, ahead) {
         Ok(h) => h,
         Err(e) => {
             let err = WalkError::at(pos.to_vec(), ctx.root, &path, &e);
@@ -219,108 +198,202 @@ fn visit<'s, F: FileSystem>(
     };
     let mut listing = LISTING.with(|l| std::mem::take(&mut *l.borrow_mut()));
     ctx.fs.list(&handle, &mut listing);
-    let handle = &handle;
-    let path = &path;
-    let mut files = Vec::new();
-    let mut errors = Vec::new();
+    let mut dir = DirVisit::new(ctx, &handle, &path, &printed, &pos);
     let mut idx: u32 = 0;
-    // `path.join(name)` for each entry, built in one buffer.
-    let mut child = path_bytes(path).to_vec();
-    if join_needs_sep(&child) {
-        child.push(JOIN_SEP);
-    }
-    let base = child.len();
-    for (n, (bytes, kind)) in listing.iter().enumerate() {
+    for (n, (name, kind)) in listing.iter().enumerate() {
         if ctx.budget.stopped_at(n) {
             break;
         }
         let i = idx;
         idx += 1;
-        child.truncate(base);
-        child.extend_from_slice(bytes);
-        let child_path = path_of(&child);
-        let name = os_str(bytes);
-        let mut kind = kind;
-        if kind == FileType::Unknown {
-            // `std::fs::DirEntry::file_type` falls back to `lstat`.
-            match ctx.fs.metadata_at(handle, path, &name, false) {
-                Ok(m) => kind = m.kind,
-                Err(e) => {
-                    errors.push(WalkError::at(
-                        pos.iter().copied().chain([i]).collect(),
-                        ctx.root,
-                        &child_path,
-                        &e,
-                    ));
-                    continue;
-                }
+        dir.child.truncate(dir.base);
+        dir.child.extend_from_slice(name);
+        let kind = if kind == FileType::Unknown {
+            match dir.unknown_kind(i, name) {
+                Some(kind) => kind,
+                None => continue,
             }
+        } else {
+            kind
+        };
+        let within_budget = match kind {
+            FileType::Dir => {
+                dir.subdirectory(s, i, name);
+                true
+            }
+            FileType::File => dir.file(i, name, listing.metadata(n)),
+            // Symlinks below the root and special files are never listed
+            // (`Haystack::is_explicit` is only for the root).
+            _ => true,
+        };
+        if !within_budget {
+            break;
         }
-        if kind == FileType::Dir {
-            if ctx.override_set.ignored(&child_path, true) {
-                continue;
-            }
-            let sub: Arc<[u32]> = pos.iter().copied().chain([i]).collect();
-            let mut sub_printed = Vec::with_capacity(printed.len() + bytes.len() + 1);
-            sub_printed.extend_from_slice(&printed);
-            sub_printed.extend_from_slice(bytes);
-            sub_printed.push(JOIN_SEP);
-            let sub_path = path_buf(child.clone());
-            // A filesystem whose handles hold no descriptor and whose
-            // listings are slow to come starts listing it now, and below
-            // it: glob lists every directory but the VCS ones.
-            let ahead = if ctx.fs.lists_ahead() {
-                ctx.fs.will_list_tree(handle, path, &name);
-                ctx.fs.open_dir_at(handle, path, &name).ok()
-            } else {
-                None
-            };
-            s.spawn(move |s| visit(s, ctx, sub_path, sub_printed, sub, ahead));
-        } else if kind == FileType::File {
-            if ctx.override_set.ignored(&child_path, false) {
-                continue;
-            }
-            let mut entry = Vec::with_capacity(printed.len() + bytes.len());
-            entry.extend_from_slice(&printed);
-            entry.extend_from_slice(bytes);
-            let printed = entry;
-            debug_assert_eq!(printed, ctx.root.display(&child_path));
-            // `Path::metadata` follows symlinks; a regular file is no link,
-            // so the metadata it was listed with, if any, is the same.
-            let mtime = match listing.metadata(n) {
-                Some(m) => m.mtime,
-                None => ctx
-                    .fs
-                    .metadata_at(handle, path, &name, true)
-                    .ok()
-                    .and_then(|m| m.mtime),
-            };
-            if !ctx.budget.spend(printed.len() as u64 + 1) {
-                break;
-            }
-            files.push(ListedFile {
-                mtime,
-                dir: pos.clone(),
-                idx: i,
-                printed,
-            });
-        }
-        // Symlinks below the root and special files are never listed
-        // (`Haystack::is_explicit` is only for the root).
     }
     if let Some(e) = listing.take_error() {
-        errors.push(WalkError::at(
+        dir.errors.push(WalkError::at(
             pos.iter().copied().chain([idx]).collect(),
             ctx.root,
-            path,
+            &path,
             &e,
         ));
     }
     LISTING.with(|l| *l.borrow_mut() = listing);
-    if !files.is_empty() || !errors.is_empty() {
-        let mut found = ctx.found.lock().unwrap_or_else(|e| e.into_inner());
-        found.files.append(&mut files);
-        found.errors.append(&mut errors);
+    dir.report();
+}
+
+/// The handle of a directory to visit. It is opened by the task that lists
+/// it, by its whole path, so that only running tasks hold descriptors
+/// (queued ones may be many), unless the filesystem opened it `ahead`.
+/// walkdir lists by rg's own (relative) path: past `PATH_MAX` that fails
+/// as rg fails, and a longer absolute path of ours must not fail before it.
+fn open_visited<F: FileSystem>(
+    ctx: &GlobWalk<'_, F>,
+    path: &Path,
+    ahead: Option<F::Dir>,
+) -> std::io::Result<F::Dir> {
+    if super::paths::too_long_for_rg(&ctx.root.unwalk(path)) {
+        Err(super::paths::name_too_long())
+    } else if let Some(dir) = ahead {
+        Ok(dir)
+    } else {
+        match ctx.fs.open_dir(path) {
+            Err(e) if super::paths::is_name_too_long(&e) => open_dir_stepwise(ctx, path),
+            other => other,
+        }
+    }
+}
+
+/// One directory being listed ([`visit`]): where it is, the entry at hand,
+/// and what its entries gave.
+struct DirVisit<'s, 'v, F: FileSystem> {
+    ctx: &'s GlobWalk<'s, F>,
+    handle: &'v F::Dir,
+    path: &'v Path,
+    printed: &'v [u8],
+    pos: &'v Arc<[u32]>,
+    /// `path.join(name)` of the entry at hand, built in one buffer: the
+    /// directory's path and a separator are its first `base` bytes.
+    child: Vec<u8>,
+    base: usize,
+    files: Vec<ListedFile>,
+    errors: Vec<WalkError>,
+}
+
+impl<'s, 'v, F: FileSystem> DirVisit<'s, 'v, F> {
+    fn new(
+        ctx: &'s GlobWalk<'s, F>,
+        handle: &'v F::Dir,
+        path: &'v Path,
+        printed: &'v [u8],
+        pos: &'v Arc<[u32]>,
+    ) -> DirVisit<'s, 'v, F> {
+        let mut child = path_bytes(path).to_vec();
+        if join_needs_sep(&child) {
+            child.push(JOIN_SEP);
+        }
+        DirVisit {
+            ctx,
+            handle,
+            path,
+            printed,
+            pos,
+            base: child.len(),
+            child,
+            files: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// The kind of the `i`-th entry, `name`, listed without one:
+    /// `std::fs::DirEntry::file_type` falls back to `lstat`. `None`, with
+    /// the error noted, when that fails.
+    fn unknown_kind(&mut self, i: u32, name: &[u8]) -> Option<FileType> {
+        match self
+            .ctx
+            .fs
+            .metadata_at(self.handle, self.path, &os_str(name), false)
+        {
+            Ok(m) => Some(m.kind),
+            Err(e) => {
+                self.errors.push(WalkError::at(
+                    self.pos.iter().copied().chain([i]).collect(),
+                    self.ctx.root,
+                    &path_of(&self.child),
+                    &e,
+                ));
+                None
+            }
+        }
+    }
+
+    /// The `i`-th entry, `name`, a directory: spawn its visit unless the
+    /// globs leave it out.
+    fn subdirectory(&mut self, s: &rayon::Scope<'s>, i: u32, name: &[u8]) {
+        let ctx = self.ctx;
+        if ctx.override_set.ignored(&path_of(&self.child), true) {
+            return;
+        }
+        let sub: Arc<[u32]> = self.pos.iter().copied().chain([i]).collect();
+        let mut sub_printed = Vec::with_capacity(self.printed.len() + name.len() + 1);
+        sub_printed.extend_from_slice(self.printed);
+        sub_printed.extend_from_slice(name);
+        sub_printed.push(JOIN_SEP);
+        let sub_path = path_buf(self.child.clone());
+        // A filesystem whose handles hold no descriptor and whose
+        // listings are slow to come starts listing it now, and below
+        // it: glob lists every directory but the VCS ones.
+        let ahead = if ctx.fs.lists_ahead() {
+            let name = os_str(name);
+            ctx.fs.will_list_tree(self.handle, self.path, &name);
+            ctx.fs.open_dir_at(self.handle, self.path, &name).ok()
+        } else {
+            None
+        };
+        s.spawn(move |s| visit(s, ctx, sub_path, sub_printed, sub, ahead));
+    }
+
+    /// The `i`-th entry, `name`, a regular file listed with `listed`
+    /// metadata, if any: listed unless the globs leave it out. False when
+    /// printing it crosses the raw budget.
+    fn file(&mut self, i: u32, name: &[u8], listed: Option<&Metadata>) -> bool {
+        let ctx = self.ctx;
+        if ctx.override_set.ignored(&path_of(&self.child), false) {
+            return true;
+        }
+        let mut printed = Vec::with_capacity(self.printed.len() + name.len());
+        printed.extend_from_slice(self.printed);
+        printed.extend_from_slice(name);
+        debug_assert_eq!(printed, ctx.root.display(&path_of(&self.child)));
+        // `Path::metadata` follows symlinks; a regular file is no link,
+        // so the metadata it was listed with, if any, is the same.
+        let mtime = match listed {
+            Some(m) => m.mtime,
+            None => ctx
+                .fs
+                .metadata_at(self.handle, self.path, &os_str(name), true)
+                .ok()
+                .and_then(|m| m.mtime),
+        };
+        if !ctx.budget.spend(printed.len() as u64 + 1) {
+            return false;
+        }
+        self.files.push(ListedFile {
+            mtime,
+            dir: self.pos.clone(),
+            idx: i,
+            printed,
+        });
+        true
+    }
+
+    /// Add what the directory's entries gave to the walk's findings.
+    fn report(mut self) {
+        if !self.files.is_empty() || !self.errors.is_empty() {
+            let mut found = self.ctx.found.lock().unwrap_or_else(|e| e.into_inner());
+            found.files.append(&mut self.files);
+            found.errors.append(&mut self.errors);
+        }
     }
 }
 
@@ -331,7 +404,7 @@ fn open_dir_stepwise<F: FileSystem>(ctx: &GlobWalk<'_, F>, path: &Path) -> std::
     let root = ctx.root.walk_path();
     let rest = path
         .strip_prefix(root)
-        .map_err(|_| super::dirwalk::name_too_long())?;
+        .map_err(|_| super::paths::name_too_long())?;
     let mut dir = ctx.fs.open_dir(root)?;
     let mut at = root.to_path_buf();
     for name in rest.iter() {

@@ -29,14 +29,14 @@ use crate::fs::bytes::{join_needs_sep, os_str, path_buf, path_bytes, JOIN_SEP};
 use crate::fs::{FileSystem, FileType, Listing};
 
 use super::messages::at_path;
-use super::paths::Root;
+use super::paths::{name_too_long, too_long_for_rg, Root};
 use super::rgignore::{NamesPresent, Node, RgIgnore};
 
 /// How many listed directories may hold a descriptor at once (directories
 /// whose files wait in queued batches or are being searched, and those on
 /// the walk's stack) before the walk opens another: past it, the walking
 /// thread searches queued files itself, or waits for the threads searching
-/// theirs ([`Output::relieve`]). The walk must not run the process out of
+/// theirs ([`Output::release_dirs`]). The walk must not run the process out of
 /// descriptors, however far ahead of the searching threads it gets and
 /// however many there are; only its own stack of parents can take it past
 /// the bound.
@@ -123,7 +123,7 @@ pub(crate) trait Output<F: FileSystem> {
     /// Let go of some directories' descriptors (search files that hold
     /// them, or wait for the threads searching them); false when nothing
     /// but the walk itself holds them.
-    fn relieve(&mut self) -> bool;
+    fn release_dirs(&mut self) -> bool;
 }
 
 /// A directory still to list.
@@ -147,52 +147,6 @@ fn note_names(listing: &Listing) -> NamesPresent {
 }
 
 /// rg's error for `path` (`Error::from(err).with_path(path).with_depth(depth)`).
-/// Linux's `PATH_MAX`, counting the terminating NUL: rg opens and lists by
-/// path (`std::fs::read_dir`, `File::open` of the path it walks), so a path
-/// of 4,096 bytes or more fails there with `ENAMETOOLONG`, where the
-/// engine's descriptor-relative walk would go on. Elsewhere the engine does
-/// not reproduce the limit.
-#[cfg(target_os = "linux")]
-const RG_PATH_MAX: usize = 4096;
-
-/// Whether rg's `open(2)` of its path `rg_path` fails as too long.
-pub(crate) fn too_long_for_rg(rg_path: &Path) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        rg_path.as_os_str().len() >= RG_PATH_MAX
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = rg_path;
-        false
-    }
-}
-
-/// Whether `err` is `ENAMETOOLONG`.
-pub(crate) fn is_name_too_long(err: &std::io::Error) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        err.raw_os_error() == Some(36)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = err;
-        false
-    }
-}
-
-/// The error rg gets for such a path: `File name too long (os error 36)`.
-pub(crate) fn name_too_long() -> std::io::Error {
-    #[cfg(target_os = "linux")]
-    {
-        std::io::Error::from_raw_os_error(36)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        std::io::Error::other("File name too long")
-    }
-}
-
 fn path_error(err: std::io::Error, path: &Path, depth: usize) -> Error {
     Error::WithDepth {
         depth,
@@ -262,7 +216,7 @@ pub(crate) fn walk<F: FileSystem>(
         if out.stopped() {
             break;
         }
-        while live.load(Ordering::Relaxed) >= MAX_LIVE_DIRS && out.relieve() {}
+        while live.load(Ordering::Relaxed) >= MAX_LIVE_DIRS && out.release_dirs() {}
         if too_long_for_rg(&p.rg_dir) {
             out.error(path_error(name_too_long(), &p.abs, p.depth));
             continue;
