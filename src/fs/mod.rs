@@ -14,9 +14,6 @@
 //!   new filesystem implements the seam and gets the tools' semantics.
 
 pub(crate) mod names;
-/// The former name of [`names`], for the uses in `backend::native` and
-/// `guard` until they say `names` too.
-pub(crate) use names as bytes;
 #[cfg(all(fuzzing, feature = "sftp"))]
 pub(crate) use sftp::{fuzz_known_hosts, fuzz_sftp_reply};
 mod decode;

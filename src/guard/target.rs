@@ -256,7 +256,7 @@ fn scan_closest(
             let is_dir = match kind {
                 FileType::Dir => true,
                 FileType::Symlink | FileType::Unknown => fs
-                    .metadata(&dir.join(crate::fs::bytes::os_str(&raw)))
+                    .metadata(&dir.join(crate::fs::names::os_str(&raw)))
                     .is_ok_and(|m| m.kind.is_dir()),
                 _ => false,
             };

@@ -7,7 +7,7 @@ use ignore::overrides::{Override, OverrideBuilder};
 
 use super::globstack::{nesting_bound, too_deep, with_stack_for, MAX_NESTING};
 use super::paths::Root;
-use crate::fs::bytes::{is_sep, path_bytes};
+use crate::fs::names::{is_sep, path_bytes};
 use crate::request::{vcs_exclude_globs, VCS_DIRS};
 
 /// `hiargs.rs: globs`: one `OverrideBuilder` rooted at the CWD, the

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::overrides::GlobFilter;
-use crate::fs::bytes::{join_needs_sep, os_str, path, path_buf, path_bytes, JOIN_SEP};
+use crate::fs::names::{join_needs_sep, os_str, path, path_buf, path_bytes, JOIN_SEP};
 use crate::fs::{FileSystem, FileType, Listing, Metadata};
 
 use super::messages::dir_error;

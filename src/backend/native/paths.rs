@@ -11,7 +11,7 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use crate::fs::bytes::{ends_with_sep, os_str, path_buf, path_bytes, JOIN_SEP};
+use crate::fs::names::{ends_with_sep, os_str, path_buf, path_bytes, JOIN_SEP};
 
 /// One search root: what the user typed and the absolute path walked for it.
 #[derive(Clone, Debug)]

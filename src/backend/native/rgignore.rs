@@ -24,7 +24,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::overrides::Override;
 use ignore::{Error, Match};
 
-use crate::fs::bytes::{path as bytes_path, path_bytes};
+use crate::fs::names::{path as bytes_path, path_bytes};
 use crate::fs::{FileSystem, Listing};
 
 use super::globstack::{nesting_bound, nesting_bound_lines, with_stack_for, MAX_NESTING, TOO_DEEP};

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use ignore::overrides::Override;
 use ignore::Error;
 
-use crate::fs::bytes::{join_needs_sep, os_str, path_buf, path_bytes, JOIN_SEP};
+use crate::fs::names::{join_needs_sep, os_str, path_buf, path_bytes, JOIN_SEP};
 use crate::fs::{FileSystem, FileType, Listing};
 
 use super::messages::at_path;
