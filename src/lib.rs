@@ -148,6 +148,8 @@ mod outcome;
 mod request;
 mod session;
 mod spill;
+// Locks that outlive a panic (the crate, its binary and its Node binding).
+pub mod sync;
 pub mod tool;
 
 mod workspace;

@@ -1,3 +1,4 @@
+use crate::sync::RecoverPoison;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
@@ -114,7 +115,7 @@ impl Sessions {
         cancel: &CancelToken,
         f: impl FnOnce(&mut SessionState) -> R,
     ) -> io::Result<R> {
-        let mut memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+        let mut memory = self.memory.lock().recover_poison();
         let Some(dir) = &self.dir else {
             return Ok(f(memory.entry(id.to_string()).or_default()));
         };

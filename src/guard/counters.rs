@@ -1,5 +1,6 @@
 //! Where the zero-result counters live: per session, per target.
 
+use crate::sync::RecoverPoison;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -29,7 +30,7 @@ pub struct MemoryCounters(Mutex<BTreeMap<String, BTreeMap<String, u32>>>);
 
 impl MemoryCounters {
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, BTreeMap<String, u32>>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.0.lock().recover_poison()
     }
 }
 

@@ -21,6 +21,7 @@
 //! thread keeps turning; a panic becomes a rejected promise, not a dead
 //! Node process.
 
+use dsh_search::sync::RecoverPoison;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -196,7 +197,7 @@ pub fn rg_tail<'e>(
         move || {
             let stdout = Mutex::new(Tail::new(stdout_max));
             let run = invocation.run_streaming(&NativeBackend::new(), &|bytes: &[u8]| {
-                stdout.lock().unwrap_or_else(|e| e.into_inner()).push(bytes)
+                stdout.lock().recover_poison().push(bytes)
             });
             let Some(code) = run.exit_code() else {
                 return Err(Error::from_reason(format!(
@@ -206,7 +207,7 @@ pub fn rg_tail<'e>(
             };
             let mut stderr = Tail::new(stderr_max);
             stderr.push(&run.stderr);
-            let stdout = stdout.into_inner().unwrap_or_else(|e| e.into_inner());
+            let stdout = stdout.into_inner().recover_poison();
             Ok((stdout.finish(), stderr.finish(), code))
         },
         |((stdout, stdout_total), (stderr, stderr_total), exit_code)| {
@@ -259,7 +260,7 @@ where
         .spawn(move || {
             let result = guarded(work).and_then(|r| r);
             drop(registered);
-            let Some(deferred) = theirs.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+            let Some(deferred) = theirs.lock().recover_poison().take() else {
                 return;
             };
             match result {
@@ -268,7 +269,7 @@ where
             }
         });
     if let Err(e) = started {
-        if let Some(deferred) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(deferred) = slot.lock().recover_poison().take() {
             deferred.reject(Error::from_reason(format!(
                 "{who}: no thread could be started for the call: {e}"
             )));
@@ -291,6 +292,7 @@ mod in_flight {
     use std::sync::{Arc, Condvar, Mutex, MutexGuard};
     use std::time::{Duration, Instant};
 
+    use dsh_search::sync::RecoverPoison;
     use dsh_search::CancelToken;
     use napi::{Env, Result};
 
@@ -315,7 +317,7 @@ mod in_flight {
     static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
     fn calls() -> MutexGuard<'static, Option<Table>> {
-        CALLS.lock().unwrap_or_else(|e| e.into_inner())
+        CALLS.lock().recover_poison()
     }
 
     /// A call's place in the table; dropped when the call's work is done.
@@ -330,7 +332,7 @@ mod in_flight {
             if let Some(env) = calls().as_mut().and_then(|t| t.get_mut(&self.env)) {
                 env.remove(&self.id);
             }
-            *self.done.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            *self.done.done.lock().recover_poison() = true;
             self.done.changed.notify_all();
         }
     }
@@ -376,16 +378,12 @@ mod in_flight {
         }
         let deadline = Instant::now() + STOP_WAIT;
         for (_, done) in &gone {
-            let mut finished = done.done.lock().unwrap_or_else(|e| e.into_inner());
+            let mut finished = done.done.lock().recover_poison();
             while !*finished {
                 let Some(left) = deadline.checked_duration_since(Instant::now()) else {
                     return;
                 };
-                finished = done
-                    .changed
-                    .wait_timeout(finished, left)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
+                finished = done.changed.wait_timeout(finished, left).recover_poison().0;
             }
         }
     }

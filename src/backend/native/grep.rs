@@ -3,6 +3,7 @@
 //! state shared between threads, and the search of one file ([`Worker`]).
 //! How a directory's files are shared out between threads is [`schedule`]'s.
 
+use crate::sync::RecoverPoison;
 use std::io;
 use std::path::Path;
 use std::sync::Mutex;
@@ -74,11 +75,7 @@ impl<F: FileSystem> GrepCall<'_, F> {
     }
 
     fn take_tools(&self) -> SearchTools {
-        let taken = self
-            .tools_slot()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let taken = self.tools_slot().lock().recover_poison().take();
         taken.unwrap_or_else(|| SearchTools {
             matcher: self.matcher.clone(),
             searcher: matcher::searcher(false),
@@ -87,7 +84,7 @@ impl<F: FileSystem> GrepCall<'_, F> {
     }
 
     fn return_tools(&self, tools: SearchTools) {
-        *self.tools_slot().lock().unwrap_or_else(|e| e.into_inner()) = Some(tools);
+        *self.tools_slot().lock().recover_poison() = Some(tools);
     }
 }
 
@@ -114,10 +111,7 @@ const MAX_SPARE_BUFFERS: usize = 16;
 
 impl Buffers {
     fn take() -> Buffers {
-        let spare = SPARE_BUFFERS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop();
+        let spare = SPARE_BUFFERS.lock().recover_poison().pop();
         spare.unwrap_or_else(|| Buffers {
             scratch: Vec::with_capacity(4096),
             readbuf: Vec::new(),
@@ -128,7 +122,7 @@ impl Buffers {
         if self.readbuf.len() > PRELOAD_KEEP {
             self.readbuf = Vec::new();
         }
-        let mut spare = SPARE_BUFFERS.lock().unwrap_or_else(|e| e.into_inner());
+        let mut spare = SPARE_BUFFERS.lock().recover_poison();
         if spare.len() < MAX_SPARE_BUFFERS {
             spare.push(self);
         }
@@ -138,7 +132,7 @@ impl Buffers {
 impl<F: FileSystem> Drop for GrepCall<'_, F> {
     fn drop(&mut self) {
         for slot in &self.tools {
-            let tools = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let tools = slot.lock().recover_poison().take();
             if let Some(tools) = tools {
                 tools.bufs.give_back();
             }
@@ -253,7 +247,7 @@ fn run_with<F: FileSystem>(
     match meta {
         Err(e) => {
             // The sequential walker's error for its root (walkdir's wording).
-            let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+            let mut shared = ctx.shared.lock().recover_poison();
             shared
                 .msgs
                 .io_error(&e, || dir_error(&ctx.root, ctx.root.walk_path(), &e));
@@ -304,7 +298,7 @@ fn finish<F: FileSystem>(ctx: GrepCall<'_, F>, started: Instant) -> Outcome<Grep
         stats: unmatched,
         mut msgs,
         searched,
-    } = std::mem::take(&mut *ctx.shared.lock().unwrap_or_else(|e| e.into_inner()));
+    } = std::mem::take(&mut *ctx.shared.lock().recover_poison());
     if ctx.root.is_implicit() && !searched {
         msgs.error(NOTHING_SEARCHED);
     }
@@ -414,7 +408,7 @@ impl<'a, F: FileSystem> Worker<'a, F> {
         for e in &block.events {
             e.write_json(&mut lines);
         }
-        let mut shared = self.ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let mut shared = self.ctx.shared.lock().recover_poison();
         out(&lines);
         shared.stats.add(&block.stats);
         shared.matched |= block.stats.searches_with_match > 0;
@@ -541,7 +535,7 @@ impl<F: FileSystem> Drop for Worker<'_, F> {
         if let Some(tools) = self.tools.take() {
             self.ctx.return_tools(tools);
         }
-        let mut shared = self.ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let mut shared = self.ctx.shared.lock().recover_poison();
         shared.blocks.append(&mut self.blocks);
         shared.stats.add(&self.stats);
         shared.msgs.extend(std::mem::take(&mut self.msgs));

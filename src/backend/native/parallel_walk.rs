@@ -24,6 +24,7 @@
 //! The root is a directory (or a symlink to one: walkdir follows root
 //! links); an error opening it is reported as walkdir reports it.
 
+use crate::sync::RecoverPoison;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -119,7 +120,7 @@ pub(crate) fn walk<F: FileSystem>(
     let Found {
         mut files,
         mut errors,
-    } = ctx.found.into_inner().unwrap_or_else(|e| e.into_inner());
+    } = ctx.found.into_inner().recover_poison();
     // One global sort; unreadable metadata last (`hiargs.rs: sort`), ties in
     // walk order. Position paths are unique, so an unstable sort is exact;
     // it runs on the pool's threads too.
@@ -191,7 +192,7 @@ fn visit<'s, F: FileSystem>(
         Ok(h) => h,
         Err(e) => {
             let err = WalkError::at(pos.to_vec(), ctx.root, &path, &e);
-            let mut found = ctx.found.lock().unwrap_or_else(|e| e.into_inner());
+            let mut found = ctx.found.lock().recover_poison();
             found.errors.push(err);
             return;
         }
@@ -390,7 +391,7 @@ impl<'s, 'v, F: FileSystem> DirVisit<'s, 'v, F> {
     /// Add what the directory's entries gave to the walk's findings.
     fn report(mut self) {
         if !self.files.is_empty() || !self.errors.is_empty() {
-            let mut found = self.ctx.found.lock().unwrap_or_else(|e| e.into_inner());
+            let mut found = self.ctx.found.lock().recover_poison();
             found.files.append(&mut self.files);
             found.errors.append(&mut self.errors);
         }

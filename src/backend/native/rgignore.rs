@@ -16,6 +16,7 @@
 //! `WalkBuilder::filter_entry`, with matchers built by the crate's public
 //! `GitignoreBuilder` on rg's strings and files read at their absolute paths.
 
+use crate::sync::RecoverPoison;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -459,7 +460,7 @@ impl RgIgnore {
 
     /// The messages to print: (text, whether it makes rg exit 2).
     pub(crate) fn take_messages(&self) -> Vec<(String, bool)> {
-        std::mem::take(&mut *self.messages.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut *self.messages.lock().recover_poison())
     }
 
     /// A directory's ignore-file errors, as one message that does not
@@ -467,10 +468,7 @@ impl RgIgnore {
     fn report(&self, errs: Vec<Error>) {
         if let Some(e) = combine(errs) {
             let msg = walk_error(&e, &self.root);
-            self.messages
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((msg, false));
+            self.messages.lock().recover_poison().push((msg, false));
         }
     }
 

@@ -41,6 +41,7 @@
 //! the blocks by path at the end (D2), and a streaming call hands them on
 //! in the order they end.
 
+use crate::sync::RecoverPoison;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -58,7 +59,7 @@ use super::{set_helper_delay, Budget};
 /// The messages the walk's ignore decisions collected (ignore-file errors,
 /// walk errors), into the call's stderr.
 fn report_ignore_messages<F: FileSystem>(ctx: &GrepCall<'_, F>, ignore_rules: &RgIgnore) {
-    let mut shared = ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+    let mut shared = ctx.shared.lock().recover_poison();
     for (msg, errored) in ignore_rules.take_messages() {
         if errored {
             shared.msgs.error(&msg);
@@ -210,7 +211,7 @@ impl<F: FileSystem> Drop for Batcher<'_, '_, F> {
         }
         // Also when the walk unwinds: the scope waits for the helpers.
         self.queue.walk_done();
-        let mut shared = self.ctx.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let mut shared = self.ctx.shared.lock().recover_poison();
         shared.msgs.extend(std::mem::take(&mut self.msgs));
         shared.searched |= self.searched;
     }
@@ -279,7 +280,7 @@ impl<F: FileSystem> Queue<F> {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, QueueState<F>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().recover_poison()
     }
 
     fn push(&self, batch: Vec<Haystack<F>>) {
@@ -340,7 +341,7 @@ impl<F: FileSystem> Queue<F> {
                         return;
                     }
                     self.waiting.fetch_add(1, Ordering::Relaxed);
-                    state = self.ready.wait(state).unwrap_or_else(|e| e.into_inner());
+                    state = self.ready.wait(state).recover_poison();
                     self.waiting.fetch_sub(1, Ordering::Relaxed);
                 }
             };

@@ -17,6 +17,7 @@ pub(crate) use os::from_std;
 pub use os::{LocalDir, LocalFile};
 pub(crate) use publish::is_staging;
 
+use crate::sync::RecoverPoison;
 use std::collections::HashSet;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -164,7 +165,7 @@ struct LockTable {
 
 impl LockTable {
     fn acquire(&self, key: &Path, cancel: &CancelToken) -> Result<(), LockError> {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self.held.lock().recover_poison();
         while held.contains(key) {
             if cancel.is_cancelled() {
                 return Err(LockError::Cancelled);
@@ -172,7 +173,7 @@ impl LockTable {
             held = self
                 .freed
                 .wait_timeout(held, publish::IN_PROCESS_POLL)
-                .unwrap_or_else(|e| e.into_inner())
+                .recover_poison()
                 .0;
         }
         held.insert(key.to_path_buf());
@@ -180,7 +181,7 @@ impl LockTable {
     }
 
     fn release(&self, key: &Path) {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self.held.lock().recover_poison();
         held.remove(key);
         self.freed.notify_all();
     }

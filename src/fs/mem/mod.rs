@@ -12,12 +12,13 @@ mod load;
 mod parity;
 mod tree;
 
+use crate::sync::RecoverPoison;
 use std::ffi::OsStr;
 use std::fmt;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use self::tree::{
@@ -421,7 +422,7 @@ impl MemFs {
     }
 
     fn changing(&self) -> MutexGuard<'_, ()> {
-        self.changes.lock().unwrap_or_else(PoisonError::into_inner)
+        self.changes.lock().recover_poison()
     }
 
     fn ino(&self) -> u64 {

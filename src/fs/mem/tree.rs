@@ -15,8 +15,9 @@
 //! one node's lock at a time. A handle is an `Arc` of its node, so it stays
 //! valid whatever happens to the tree.
 
+use crate::sync::RecoverPoison;
 use std::io;
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 use crate::fs::seam::{errno, FileType, Metadata, Timestamp};
 
@@ -265,11 +266,11 @@ impl Node {
     }
 
     pub(super) fn read(&self) -> RwLockReadGuard<'_, State> {
-        self.state.read().unwrap_or_else(PoisonError::into_inner)
+        self.state.read().recover_poison()
     }
 
     pub(super) fn write(&self) -> RwLockWriteGuard<'_, State> {
-        self.state.write().unwrap_or_else(PoisonError::into_inner)
+        self.state.write().recover_poison()
     }
 
     pub(super) fn is_dir(&self) -> bool {

@@ -50,6 +50,7 @@ mod walk;
 
 pub use changes::{Change, ChangeKind};
 
+use crate::sync::RecoverPoison;
 use std::any::Any;
 use std::ffi::OsStr;
 use std::fmt;
@@ -299,7 +300,7 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
     /// Take the overlay's write lock (and the overlay directory's lock
     /// file, for one on disk).
     fn lock_writes(&self) -> io::Result<WriteLock<'_>> {
-        let guard = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = self.write_lock.lock().recover_poison();
         let file = match &self.disk {
             Some(d) => Some(d.lock()?),
             None => None,

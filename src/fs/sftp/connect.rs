@@ -3,6 +3,7 @@
 //! with a key file or the agent, and the sessions opened on it together
 //! (again after one of them ends).
 
+use crate::sync::RecoverPoison;
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -254,7 +255,7 @@ impl SftpFs {
     /// The first session, connecting first when the connection is not
     /// open or one of its sessions has ended.
     pub(super) fn session(&self) -> io::Result<Arc<Session>> {
-        let mut slot = self.link.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.link.lock().recover_poison();
         if let Some(s) = alive(&slot) {
             return Ok(s[0].clone());
         }
@@ -302,7 +303,7 @@ impl SftpFs {
     /// A session for work ahead, if the connection is open and alive
     /// (never connects): the next in turn when `spread`, else the first.
     pub(super) fn live_session(&self, spread: bool) -> Option<Arc<Session>> {
-        let slot = self.link.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = self.link.lock().recover_poison();
         let sessions = alive(&slot)?;
         let turn = if spread {
             self.spread.fetch_add(1, Ordering::Relaxed)

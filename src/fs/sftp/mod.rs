@@ -50,6 +50,7 @@ mod staging;
 mod stream;
 mod write;
 
+use crate::sync::RecoverPoison;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read};
@@ -429,12 +430,8 @@ impl FileSystem for SftpFs {
     ) -> io::Result<SftpDir> {
         // The entry was listed as a directory: its listing says the rest.
         let dir = SftpDir::new(join_name(parent_path, name));
-        let ahead = parent
-            .ahead_dirs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(name);
-        *dir.listed.lock().unwrap_or_else(|e| e.into_inner()) = ahead;
+        let ahead = parent.ahead_dirs.lock().recover_poison().remove(name);
+        *dir.listed.lock().recover_poison() = ahead;
         Ok(dir)
     }
 
@@ -483,7 +480,7 @@ impl FileSystem for SftpFs {
         let ahead = self.window.hint(session, path, size);
         dir.ahead
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .recover_poison()
             .insert(name.to_os_string(), ahead);
     }
 

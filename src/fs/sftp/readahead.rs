@@ -17,6 +17,7 @@
 //! What failed or never started, the engine reads or lists itself, and
 //! reports what that finds, exactly as without the work ahead.
 
+use crate::sync::RecoverPoison;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::future::Future;
@@ -91,10 +92,6 @@ pub(crate) struct FileAhead {
     window: Arc<FileWindow>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl FileWindow {
     pub(crate) fn new(rt: tokio::runtime::Handle) -> Arc<FileWindow> {
         Arc::new(FileWindow {
@@ -123,7 +120,11 @@ impl FileWindow {
             state: Mutex::new(State::Queued),
             done: Condvar::new(),
         });
-        lock(&self.places).queue.push_back(slot.clone());
+        self.places
+            .lock()
+            .recover_poison()
+            .queue
+            .push_back(slot.clone());
         self.pump();
         FileAhead {
             slot,
@@ -135,9 +136,9 @@ impl FileWindow {
     fn pump(self: &Arc<FileWindow>) {
         let mut started = Vec::new();
         {
-            let mut p = lock(&self.places);
+            let mut p = self.places.lock().recover_poison();
             while let Some(front) = p.queue.front().cloned() {
-                let mut state = lock(&front.state);
+                let mut state = front.state.lock().recover_poison();
                 if !matches!(*state, State::Queued) {
                     drop(state);
                     p.queue.pop_front();
@@ -160,7 +161,7 @@ impl FileWindow {
 
     fn release(self: &Arc<FileWindow>, kib: u64) {
         {
-            let mut p = lock(&self.places);
+            let mut p = self.places.lock().recover_poison();
             p.files -= 1;
             p.kib -= kib;
         }
@@ -231,7 +232,7 @@ impl FileWindow {
 
     /// The file's read ended with `data` (`None`: failed).
     fn finish(self: &Arc<FileWindow>, slot: &Slot, data: Option<Bytes>) {
-        let mut state = lock(&slot.state);
+        let mut state = slot.state.lock().recover_poison();
         if matches!(*state, State::Abandoned) {
             *state = State::Over;
             drop(state);
@@ -248,7 +249,7 @@ impl FileAhead {
     /// will) or failed, and the caller reads the file itself.
     pub(crate) fn take(self, timeout: Duration, url: &str) -> io::Result<Option<Bytes>> {
         let deadline = Instant::now() + timeout;
-        let mut state = lock(&self.slot.state);
+        let mut state = self.slot.state.lock().recover_poison();
         loop {
             match std::mem::replace(&mut *state, State::Over) {
                 State::Queued => return Ok(None),
@@ -270,7 +271,7 @@ impl FileAhead {
                         .slot
                         .done
                         .wait_timeout(state, deadline - now)
-                        .unwrap_or_else(|e| e.into_inner())
+                        .recover_poison()
                         .0;
                 }
                 other => {
@@ -284,7 +285,7 @@ impl FileAhead {
 
 impl Drop for FileAhead {
     fn drop(&mut self) {
-        let mut state = lock(&self.slot.state);
+        let mut state = self.slot.state.lock().recover_poison();
         match std::mem::replace(&mut *state, State::Over) {
             State::Started => *state = State::Abandoned,
             State::Done(_) => {
@@ -399,7 +400,7 @@ impl Lister {
                     .filter(|&(_, kind)| kind == FileType::Dir)
                     .map(|(name, _)| os_str(name).into_owned())
                     .collect();
-                let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+                let mut state = shared.state.lock().recover_poison();
                 match &mut *state {
                     SpecState::Named => {
                         drop(state);
@@ -415,7 +416,7 @@ impl Lister {
 
     /// Start listing the subdirectories `names` of the directory at `path`.
     fn speculate(&self, spec: &Spec, path: &[u8], names: Vec<OsString>) {
-        let mut children = spec.children.lock().unwrap_or_else(|e| e.into_inner());
+        let mut children = spec.children.lock().recover_poison();
         for name in names {
             if spec.tree && crate::request::VCS_DIRS.iter().any(|v| name == *v) {
                 continue;
@@ -438,7 +439,7 @@ impl Lister {
     /// subdirectories, if it is listed already, start now.
     fn name(&self, ahead: &DirAhead, path: &[u8]) {
         let later = {
-            let mut state = ahead.spec.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut state = ahead.spec.state.lock().recover_poison();
             match std::mem::replace(&mut *state, SpecState::Named) {
                 SpecState::Unnamed(later) => later,
                 SpecState::Named => None,
@@ -454,7 +455,7 @@ fn take<T>(slot: &Mutex<T>) -> T
 where
     T: Default,
 {
-    std::mem::take(&mut *slot.lock().unwrap_or_else(|e| e.into_inner()))
+    std::mem::take(&mut *slot.lock().recover_poison())
 }
 
 /// The output of `task` if it has finished, polled once without a runtime.
@@ -485,13 +486,8 @@ impl SftpFs {
             rt: self.rt.handle().clone(),
         };
         let path = path_bytes(&join_name(dir_path, name)).to_vec();
-        let spec = dir.spec.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let started = spec.and_then(|s| {
-            s.children
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(name)
-        });
+        let spec = dir.spec.lock().recover_poison().clone();
+        let started = spec.and_then(|s| s.children.lock().recover_poison().remove(name));
         let ahead = match started {
             Some(ahead) => {
                 lister.name(&ahead, &path);
@@ -504,7 +500,7 @@ impl SftpFs {
         };
         dir.ahead_dirs
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .recover_poison()
             .insert(name.to_os_string(), ahead);
     }
 
@@ -513,11 +509,7 @@ impl SftpFs {
     /// will), or it failed: the caller then reads the file itself, and
     /// reports what that read finds, exactly as without the read ahead.
     pub(super) fn take_ahead(&self, dir: &SftpDir, name: &OsStr) -> io::Result<Option<Bytes>> {
-        let ahead = dir
-            .ahead
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(name);
+        let ahead = dir.ahead.lock().recover_poison().remove(name);
         match ahead {
             Some(ahead) => ahead.take(self.timeout, &self.target.url()),
             None => Ok(None),
@@ -531,7 +523,7 @@ impl SftpFs {
         let Some(mut ahead) = take(&dir.listed) else {
             return Ok(false);
         };
-        *dir.spec.lock().unwrap_or_else(|e| e.into_inner()) = Some(ahead.spec.clone());
+        *dir.spec.lock().recover_poison() = Some(ahead.spec.clone());
         let done = match ready(&mut ahead.task) {
             Some(done) => done.ok(),
             None => self.run(None, |_| async move { Ok((&mut ahead.task).await.ok()) })?,

@@ -4,6 +4,7 @@
 //! `RENAME` (OpenSSH links the staged file, so it never replaces) for a
 //! create, `posix-rename@openssh.com` (`rename(2)`, atomic) for a replace.
 
+use crate::sync::RecoverPoison;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -27,7 +28,7 @@ pub(super) fn write(
     // One write at a time per workspace: the guard's check and the
     // publication must not interleave with another thread's.
     static WRITES: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _serial = WRITES.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = WRITES.lock().recover_poison();
     let io_err = |e: io::Error| WriteError::Io(path.to_path_buf(), e);
     let outcome = fs.run(Some(cancel), |c| async move {
         publish(&c, path, content, guard, cancel).await

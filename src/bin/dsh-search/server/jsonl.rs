@@ -59,6 +59,7 @@
 //! and exits 0. SIGINT, SIGTERM or SIGHUP cancel every call in flight; the
 //! server writes their (aborted) answers and exits 0.
 
+use dsh_search::sync::RecoverPoison;
 use std::collections::VecDeque;
 use std::io::{self, BufRead, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -208,7 +209,7 @@ impl Server {
     }
 
     fn output(&self) -> MutexGuard<'_, Output> {
-        self.out.lock().unwrap_or_else(|e| e.into_inner())
+        self.out.lock().recover_poison()
     }
 
     /// Write one answer line. A failed write means the client is gone: the
@@ -284,7 +285,7 @@ impl Server {
     }
 
     fn pool(&self) -> MutexGuard<'_, Pool> {
-        self.pool.lock().unwrap_or_else(|e| e.into_inner())
+        self.pool.lock().recover_poison()
     }
 
     /// Queue `job` for a worker: an idle one if there is one, else a new
@@ -335,7 +336,7 @@ impl Server {
             let (guard, wait) = self
                 .work_ready
                 .wait_timeout(pool, WORKER_IDLE)
-                .unwrap_or_else(|e| e.into_inner());
+                .recover_poison();
             pool = guard;
             pool.idle -= 1;
             if wait.timed_out() && pool.queue.is_empty() {

@@ -30,6 +30,7 @@ pub(crate) mod mcp;
 #[cfg(feature = "mcp")]
 pub(crate) mod mcp_decode;
 
+use dsh_search::sync::RecoverPoison;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::path::PathBuf;
@@ -80,7 +81,7 @@ pub(crate) struct Waiting<'a>(&'a Backlog);
 
 impl Backlog {
     fn lock(&self) -> MutexGuard<'_, usize> {
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+        self.waiting.lock().recover_poison()
     }
 
     /// Count one answer waiting until the guard drops.
@@ -93,7 +94,7 @@ impl Backlog {
     pub(crate) fn wait_below(&self, max: usize) {
         let mut waiting = self.lock();
         while *waiting >= max {
-            waiting = self.fell.wait(waiting).unwrap_or_else(|e| e.into_inner());
+            waiting = self.fell.wait(waiting).recover_poison();
         }
     }
 }
@@ -180,7 +181,7 @@ impl<K: Eq + Hash> InFlight<K> {
     }
 
     fn lock(&self) -> MutexGuard<'_, State<K>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().recover_poison()
     }
 
     /// Register a call of `cost` request bytes: its token, or `None` when
@@ -221,7 +222,7 @@ impl<K: Eq + Hash> InFlight<K> {
     pub(crate) fn wait_room(&self) {
         let mut st = self.lock();
         while !room(st.active, st.bytes) {
-            st = self.idle.wait(st).unwrap_or_else(|e| e.into_inner());
+            st = self.idle.wait(st).recover_poison();
         }
     }
 
@@ -261,16 +262,13 @@ impl<K: Eq + Hash> InFlight<K> {
         let mut st = self.lock();
         while st.active > 0 {
             st = match deadline {
-                None => self.idle.wait(st).unwrap_or_else(|e| e.into_inner()),
+                None => self.idle.wait(st).recover_poison(),
                 Some(d) => {
                     let left = d.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         return false;
                     }
-                    self.idle
-                        .wait_timeout(st, left)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
+                    self.idle.wait_timeout(st, left).recover_poison().0
                 }
             };
         }
