@@ -318,6 +318,19 @@ mod tests {
         }
     }
 
+    /// An id too large for an `f64` (found by the fuzz target): JSON text
+    /// that serde_json's `Value` refuses, echoed as sent all the same, and
+    /// itself JSON (`IgnoredAny` reads its syntax, as `RawValue` does).
+    #[test]
+    fn an_id_past_f64_is_json_text_echoed_as_sent() {
+        let line = br#"{"id":12348734879125608e79123456789091256087912345678901237890,"def1ni(ions":true}"#;
+        let id = super::raw_id(line).expect("the envelope reads the id");
+        assert_eq!(id, "12348734879125608e79123456789091256087912345678901237890");
+        assert!(serde_json::from_str::<serde_json::Value>(&id).is_err());
+        assert!(serde_json::from_str::<serde::de::IgnoredAny>(&id).is_ok());
+        assert!(jsonl_request(line).is_err(), "not a request");
+    }
+
     #[test]
     fn ids_are_their_json_text_as_sent() {
         for id in [
