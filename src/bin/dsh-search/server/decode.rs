@@ -325,7 +325,10 @@ mod tests {
     fn an_id_past_f64_is_json_text_echoed_as_sent() {
         let line = br#"{"id":12348734879125608e79123456789091256087912345678901237890,"def1ni(ions":true}"#;
         let id = super::raw_id(line).expect("the envelope reads the id");
-        assert_eq!(id, "12348734879125608e79123456789091256087912345678901237890");
+        assert_eq!(
+            id,
+            "12348734879125608e79123456789091256087912345678901237890"
+        );
         assert!(serde_json::from_str::<serde_json::Value>(&id).is_err());
         assert!(serde_json::from_str::<serde::de::IgnoredAny>(&id).is_ok());
         assert!(jsonl_request(line).is_err(), "not a request");
