@@ -332,14 +332,7 @@ fn paths_past_path_max_as_rg(backend: &str) {
                 .stdin(Stdio::null())
                 .output()
                 .expect("run dsh-search");
-            let got = Raw {
-                stdout: o.stdout,
-                stderr: String::from_utf8_lossy(&o.stderr)
-                    .lines()
-                    .map(str::to_string)
-                    .collect(),
-                status: format!("exit {}", o.status.code().unwrap()),
-            };
+            let got = Raw::from_output(o);
             if let Some(d) = util::rg::diff(call, &want, &got) {
                 panic!("--fs mem: {d}");
             }

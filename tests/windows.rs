@@ -185,14 +185,7 @@ pub(crate) fn workdir_written_with_slashes() {
                 .stdin(std::process::Stdio::null())
                 .output()
                 .expect("run dsh-search");
-            let got = rg::Raw {
-                stdout: o.stdout,
-                stderr: String::from_utf8_lossy(&o.stderr)
-                    .lines()
-                    .map(str::to_string)
-                    .collect(),
-                status: format!("exit {}", o.status.code().unwrap()),
-            };
+            let got = rg::Raw::from_output(o);
             if let Some(d) = rg::diff(&call, &want, &got) {
                 panic!("[{backend}] --cwd {slashed}: {d}");
             }

@@ -399,13 +399,20 @@ fn run_process_env(
             other => break other.unwrap_or_else(|e| panic!("spawn {program:?}: {e}")),
         }
     };
-    Raw {
-        stdout: out.stdout,
-        stderr: stderr_lines(&out.stderr),
-        status: match out.status.code() {
-            Some(c) => format!("exit {c}"),
-            None => format!("{:?}", out.status),
-        },
+    Raw::from_output(out)
+}
+
+impl Raw {
+    /// What a finished process printed and how it ended.
+    pub fn from_output(out: std::process::Output) -> Raw {
+        Raw {
+            stdout: out.stdout,
+            stderr: stderr_lines(&out.stderr),
+            status: match out.status.code() {
+                Some(c) => format!("exit {c}"),
+                None => format!("{:?}", out.status),
+            },
+        }
     }
 }
 
