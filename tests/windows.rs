@@ -138,8 +138,8 @@ pub(crate) fn paths_past_max_path() {
         .collect();
     let specs = vec![
         file("top.txt", "needle top\n"),
-        file(&format!("{deep}deep.txt"), "needle deep\n"),
-        file(&format!("{deep}deep.rs"), "fn needle() {}\n"),
+        file(format!("{deep}deep.txt"), "needle deep\n"),
+        file(format!("{deep}deep.rs"), "fn needle() {}\n"),
         mtime("top.txt", 5),
     ];
     let typed = deep.trim_end_matches('/').replace('/', "\\");

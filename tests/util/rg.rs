@@ -396,6 +396,14 @@ fn run_process_env(
                 attempt += 1;
                 loud(&format!("{WINE_FLAKE_NOTE}: spawn {program:?}: {e}\n"));
             }
+            Ok(out)
+                if is_wine_init_flake(out.status.code(), out.stderr.is_empty())
+                    && out.stdout.is_empty()
+                    && attempt < WINE_RETRIES =>
+            {
+                attempt += 1;
+                loud(&format!("{WINE_INIT_NOTE}: {program:?}\n"));
+            }
             other => break other.unwrap_or_else(|e| panic!("spawn {program:?}: {e}")),
         }
     };
@@ -480,6 +488,9 @@ pub const WINE_RETRIES: usize = 2;
 pub const WINE_FLAKE_NOTE: &str =
     "Wine: CreateProcess failed with ERROR_INTERNAL_ERROR (1359), retried";
 
+/// What the log says of a start the loader failed, retried.
+pub const WINE_INIT_NOTE: &str = "Wine: a start ended with STATUS_DLL_INIT_FAILED, retried";
+
 /// Whether `text` reports the error Wine 8's `CreateProcessW` returns now
 /// and then for a start that succeeds when retried: ERROR_INTERNAL_ERROR
 /// (1359, from `NtCreateUserProcess`'s STATUS_INTERNAL_ERROR). Seen as
@@ -489,6 +500,17 @@ pub fn is_wine_spawn_flake(text: &str) -> bool {
     cfg!(windows) && text.contains("(os error 1359)")
 }
 
+/// STATUS_DLL_INIT_FAILED (0xC0000142) as an exit code.
+pub const DLL_INIT_FAILED: i32 = 0xC000_0142_u32 as i32;
+
+/// Whether a started process is Wine 8's other failed start: the loader
+/// ended it with STATUS_DLL_INIT_FAILED before `main` ran, so it printed
+/// nothing. Seen for rg.exe started by the rg backend (README
+/// "Platforms"); rg itself only exits 0, 1 or 2. Never retried on Unix.
+pub fn is_wine_init_flake(code: Option<i32>, stderr_empty: bool) -> bool {
+    cfg!(windows) && code == Some(DLL_INIT_FAILED) && stderr_empty
+}
+
 /// A backend through the `SearchBackend` trait; a panic is reported as the
 /// status so one unfinished backend does not hide every other case. A
 /// start of rg that Wine failed ([`is_wine_spawn_flake`]) is retried.
@@ -496,11 +518,19 @@ pub fn run_backend(backend: &dyn SearchBackend, call: &Call, cwd: &Path) -> Raw 
     let mut attempt = 0;
     loop {
         let raw = run_backend_once(backend, call, cwd);
-        if !is_wine_spawn_flake(&raw.status) || attempt == WINE_RETRIES {
+        let init_failed = raw.status == format!("exit {DLL_INIT_FAILED}")
+            && is_wine_init_flake(Some(DLL_INIT_FAILED), raw.stderr.is_empty())
+            && raw.stdout.is_empty();
+        if !(is_wine_spawn_flake(&raw.status) || init_failed) || attempt == WINE_RETRIES {
             return raw;
         }
         attempt += 1;
-        loud(&format!("{WINE_FLAKE_NOTE}: {}\n", raw.status));
+        let note = if init_failed {
+            WINE_INIT_NOTE
+        } else {
+            WINE_FLAKE_NOTE
+        };
+        loud(&format!("{note}: {}\n", raw.status));
     }
 }
 

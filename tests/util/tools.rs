@@ -135,20 +135,25 @@ impl SearchBackend for Memo {
 }
 
 /// `search()`, again when Wine failed to start rg
-/// ([`rg::is_wine_spawn_flake`]).
+/// ([`rg::is_wine_spawn_flake`], [`rg::is_wine_init_flake`]).
 pub fn retried<T>(search: impl Fn() -> Outcome<T>) -> Outcome<T> {
     let mut attempt = 0;
     loop {
         let outcome = search();
-        let why = match &outcome.status {
-            Status::LaunchFailed(why) => why.clone(),
+        let flake = match &outcome.status {
+            Status::LaunchFailed(why) if rg::is_wine_spawn_flake(why) => {
+                format!("{}: {why}\n", rg::WINE_FLAKE_NOTE)
+            }
+            Status::Exited(c) if rg::is_wine_init_flake(Some(*c), outcome.stderr.is_empty()) => {
+                format!("{}\n", rg::WINE_INIT_NOTE)
+            }
             _ => return outcome,
         };
-        if !rg::is_wine_spawn_flake(&why) || attempt == rg::WINE_RETRIES {
+        if attempt == rg::WINE_RETRIES {
             return outcome;
         }
         attempt += 1;
-        super::loud(&format!("{}: {why}\n", rg::WINE_FLAKE_NOTE));
+        super::loud(&flake);
     }
 }
 
