@@ -247,6 +247,20 @@ impl<R: Read> Windows<'_, '_, R> {
         matcher: &RegexMatcher,
         sink: &mut JsonSink<'_>,
     ) -> io::Result<()> {
+        self.whole_line(searcher, matcher, sink, Chunks::PastLineMax)
+    }
+
+    /// Read on until the line at `buf[fake..]` ends (or the file does) and
+    /// search it as one window; with [`Chunks::PastLineMax`], a line that
+    /// grows past [`LINE_MAX`] while the pattern's matches are bounded is
+    /// checked in chunks instead.
+    fn whole_line(
+        &mut self,
+        searcher: &mut Searcher,
+        matcher: &RegexMatcher,
+        sink: &mut JsonSink<'_>,
+        chunks: Chunks,
+    ) -> io::Result<()> {
         let mut scanned = self.fake;
         loop {
             if let Some(k) = memchr::memchr(b'\n', &self.buf[scanned..]) {
@@ -257,7 +271,7 @@ impl<R: Read> Windows<'_, '_, R> {
                 return self.search_window(searcher, matcher, sink, end);
             }
             scanned = self.buf.len();
-            if scanned - self.fake > LINE_MAX {
+            if chunks == Chunks::PastLineMax && scanned - self.fake > LINE_MAX {
                 if let Some(max_len) = self.max_len {
                     return self.check_in_chunks(searcher, matcher, max_len, sink);
                 }
@@ -368,19 +382,18 @@ impl<R: Read> Windows<'_, '_, R> {
         if self.fake == 1 {
             self.buf.push(b'\n');
         }
-        let mut scanned = self.fake;
-        loop {
-            if let Some(k) = memchr::memchr(b'\n', &self.buf[scanned..]) {
-                return self.search_window(searcher, matcher, sink, scanned + k + 1);
-            }
-            if self.eof {
-                let end = self.buf.len();
-                return self.search_window(searcher, matcher, sink, end);
-            }
-            scanned = self.buf.len();
-            self.fill(scanned + WINDOW)?;
-        }
+        // Known to match: searched whole, however long.
+        self.whole_line(searcher, matcher, sink, Chunks::Never)
     }
+}
+
+/// Whether [`Windows::whole_line`] may check a line in chunks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Chunks {
+    /// When it is longer than [`LINE_MAX`] and matches are bounded.
+    PastLineMax,
+    /// Never: the line is known to match and is printed whole.
+    Never,
 }
 
 /// The longest match `pattern` can have, in bytes, when it is bounded.
