@@ -9,7 +9,7 @@ use super::ObservationPolicy;
 use super::{
     envelope, file_path_arg, fs_error, refuse_directory_path, str_arg, with_remedy, FilesConfig,
 };
-use crate::fs::{ResolvedPath, TextFs, WriteGuard, WriteOperation};
+use crate::fs::{ResolvedPath, TextFs, Version, WriteGuard, WriteOperation};
 use crate::tool::{CallContext, ToolError};
 
 /// Run `write`.
@@ -22,23 +22,15 @@ pub(crate) fn write(
 ) -> Result<(String, Value), ToolError> {
     let file_path = file_path_arg(args)?;
     let content = str_arg(args, "content");
-    let owner = ctx.session_id.as_deref();
     let (target, intent) = prepare(fs, policy, file_path, ctx)?;
     let out = fs
         .write_text_with_cancel(&target, content, &intent, &ctx.cancel)
         .map_err(|e| fs_error(with_remedy(e)))?;
-    if let Some(policy) = policy {
-        policy
-            .observe(owner, &target, Some(&out.version))
-            .map_err(fs_error)?;
-    }
-    let p = target.display_str();
-    let said = said(out.operation);
+    let (text, mut value) = written(policy, ctx, &target, &out.version, out.operation)?;
     // Moved, not serialized: `json!` would copy texts that may be large.
-    let mut value = json!({ "path": p, "operation": out.operation.as_str() });
     value["before"] = out.before.map_or(Value::Null, Value::String);
     value["after"] = Value::String(out.after);
-    Ok((envelope(&p, said), value))
+    Ok((text, value))
 }
 
 /// Run `write` with the content read from `content` until its end, held one
@@ -55,24 +47,14 @@ pub(crate) fn write_stream(
     if crate::js::is_blank(file_path) {
         return Err(ToolError::plain("file_path must be a non-empty string"));
     }
-    let owner = ctx.session_id.as_deref();
     let (target, intent) = prepare(fs, policy, file_path, ctx)?;
     let out = fs
         .write_stream(&target, content, &intent, &ctx.cancel)
         .map_err(|e| fs_error(with_remedy(e)))?;
-    if let Some(policy) = policy {
-        policy
-            .observe(owner, &target, Some(&out.version))
-            .map_err(fs_error)?;
-    }
-    let p = target.display_str();
-    let value = json!({
-        "path": p,
-        "operation": out.operation.as_str(),
-        "before": null,
-        "after": null,
-    });
-    Ok((envelope(&p, said(out.operation)), value))
+    let (text, mut value) = written(policy, ctx, &target, &out.version, out.operation)?;
+    value["before"] = Value::Null;
+    value["after"] = Value::Null;
+    Ok((text, value))
 }
 
 /// The target and the policy's condition for a write to `file_path`.
@@ -93,6 +75,26 @@ fn prepare(
         None => WriteGuard::None,
     };
     Ok((target, intent))
+}
+
+/// After a write landed: the session observes the version it wrote (so
+/// the next edit needs no read), and the result's text and value (without
+/// `before` and `after`, which the caller adds).
+fn written(
+    policy: Option<&ObservationPolicy>,
+    ctx: &CallContext,
+    target: &ResolvedPath,
+    version: &Version,
+    operation: WriteOperation,
+) -> Result<(String, Value), ToolError> {
+    if let Some(policy) = policy {
+        policy
+            .observe(ctx.session_id.as_deref(), target, Some(version))
+            .map_err(fs_error)?;
+    }
+    let p = target.display_str();
+    let text = envelope(&p, said(operation));
+    Ok((text, json!({ "path": p, "operation": operation.as_str() })))
 }
 
 fn said(operation: WriteOperation) -> &'static str {
