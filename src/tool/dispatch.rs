@@ -212,7 +212,7 @@ impl Tools {
 
     /// The arguments with the path argument replaced by the name it
     /// stands for, when it is the escaped form the tools show a name in
-    /// (`names::unshown`, D6) and no file is literally named so; `None`
+    /// (`quoting::unshown`, D6) and no file is literally named so; `None`
     /// leaves the arguments as they are.
     fn unshown_path(&self, name: &str, args: &Value, ctx: &CallContext) -> Option<Value> {
         let key = match name {
@@ -221,7 +221,7 @@ impl Tools {
             _ => return None,
         };
         let raw = args.get(key)?.as_str()?;
-        let unshown = super::names::unshown(raw)?;
+        let unshown = super::quoting::unshown(raw)?;
         let fs = self.text.filesystem();
         if fs.symlink_metadata(&ctx.workdir.join(raw)).is_ok() {
             return None;

@@ -13,7 +13,7 @@ pub mod definitions;
 mod dispatch;
 mod display;
 mod files;
-pub(crate) mod names;
+pub(crate) mod quoting;
 mod render;
 mod result;
 mod search;

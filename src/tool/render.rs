@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::config::SearchConfig;
 use crate::spill::SpillRef;
 use crate::tool::display::preview_line;
-use crate::tool::names::shown;
+use crate::tool::quoting::shown;
 use crate::tool::search::{GlobValue, GrepValue};
 
 /// The unsaved recovery texts (`seed-reference.md` §3.2, §3.4, literal).

@@ -26,7 +26,7 @@ use crate::cancel::CancelToken;
 use crate::fs::names::{os_str, path_bytes};
 use crate::fs::seam::{FileSystem, FileType, Listing};
 use crate::fs::BINARY_SNIFF_BYTES;
-use crate::tool::names;
+use crate::tool::quoting;
 
 /// One file an overlay changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,7 +63,7 @@ impl Change {
     /// cannot forge a line or reach a terminal raw.
     pub fn shown(&self, root: &Path) -> String {
         let rel = self.path.strip_prefix(root).unwrap_or(&self.path);
-        names::shown(&slashed(rel)).into_owned()
+        quoting::shown(&slashed(rel)).into_owned()
     }
 }
 
@@ -165,9 +165,9 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
         let rel = slashed(rel_path);
         let old_name = match change.kind {
             ChangeKind::Added => "/dev/null".to_string(),
-            ChangeKind::Modified => names::shown(&format!("a/{rel}")).into_owned(),
+            ChangeKind::Modified => quoting::shown(&format!("a/{rel}")).into_owned(),
         };
-        let new_name = names::shown(&format!("b/{rel}")).into_owned();
+        let new_name = quoting::shown(&format!("b/{rel}")).into_owned();
         let new = read_all(&*self.upper, &self.upper_root.join(rel_path))?;
         let old = match change.kind {
             ChangeKind::Added => Vec::new(),
