@@ -45,7 +45,7 @@
 //! Everything a user needs is re-exported here, at the top: the backends
 //! and their requests and outcomes, the events, the tools, the
 //! configuration, the filesystems and the workspaces, the spill store, the
-//! sessions, the guard and rg's own invocations. Five modules stay public
+//! sessions, the guard and rg's own invocations. Six modules stay public
 //! for the details of each:
 //!
 //! - [`backend`], with [`backend::rg`]: rg's argv for a request
@@ -60,7 +60,10 @@
 //!   and write guards, each filesystem's handles, the text layer's outcomes
 //!   and its errors;
 //! - [`tool`]: the results' parts and [`tool::definitions`], the tools as
-//!   data (names, descriptions, schemas, prompts) for a harness to register.
+//!   data (names, descriptions, schemas, prompts) for a harness to register;
+//! - [`sync`]: [`sync::RecoverPoison`], a lock taken past another thread's
+//!   panic, as the crate takes its own (its binary and the Node binding use
+//!   it too).
 //!
 //! The rest (the engine, the tools' implementations, the cancellation's,
 //! the sessions', the guard's and the spill store's internals) is private
