@@ -10,23 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::util::served::Served;
-
-/// `f<k>.txt` holding `needle<k>`, a FIFO `pipe` (a grep of it blocks until
-/// cancelled or timed out) and `sub/s.txt` holding `needle9`.
-fn tree() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for k in 0..3 {
-        std::fs::write(dir.path().join(format!("f{k}.txt")), format!("needle{k}\n")).unwrap();
-    }
-    std::fs::create_dir(dir.path().join("sub")).unwrap();
-    std::fs::write(dir.path().join("sub/s.txt"), "needle9\n").unwrap();
-    let status = std::process::Command::new("mkfifo")
-        .arg(dir.path().join("pipe"))
-        .status()
-        .unwrap();
-    assert!(status.success());
-    dir
-}
+use crate::util::ws::Ws;
 
 fn mcp(dir: &Path, extra: &[&str]) -> Served {
     let mut args = vec!["--cwd", dir.to_str().unwrap()];
@@ -65,7 +49,9 @@ fn blocked_grep(id: u64) -> Value {
 
 #[test]
 fn initialize_lists_the_server_and_the_system_prompt() {
-    let dir = tree();
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
     let mut s = mcp(dir.path(), &[]);
     let init = initialize(&mut s, json!({}));
     assert_eq!(init["result"]["serverInfo"]["name"], "dsh-search");
@@ -78,7 +64,9 @@ fn initialize_lists_the_server_and_the_system_prompt() {
 
 #[test]
 fn malformed_and_hostile_messages_get_json_rpc_errors_and_the_server_goes_on() {
-    let dir = tree();
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
     let mut s = mcp(dir.path(), &[]);
     // Before the handshake too.
     s.send_raw(b"not json");
@@ -166,7 +154,9 @@ fn malformed_and_hostile_messages_get_json_rpc_errors_and_the_server_goes_on() {
 /// earlier answer went out lost its head and was never answered.)
 #[test]
 fn a_message_split_around_a_response_is_read_whole() {
-    let dir = tree();
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
     let mut s = mcp(dir.path(), &[]);
     initialize(&mut s, json!({}));
     for round in 0..3u64 {
@@ -194,7 +184,9 @@ fn a_message_split_around_a_response_is_read_whole() {
 
 #[test]
 fn results_carry_the_value_the_error_code_and_the_meta() {
-    let dir = tree();
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
     let mut s = mcp(dir.path(), &[]);
     initialize(&mut s, json!({}));
     s.send(&call(1, "glob", json!({"pattern": "f1.txt"})));
@@ -217,7 +209,9 @@ fn results_carry_the_value_the_error_code_and_the_meta() {
 
 #[test]
 fn notifications_cancelled_stops_the_call_and_others_go_on() {
-    let dir = tree();
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
     let mut s = mcp(dir.path(), &[]);
     initialize(&mut s, json!({}));
     s.send(&blocked_grep(5));
@@ -238,7 +232,9 @@ fn notifications_cancelled_stops_the_call_and_others_go_on() {
 
 #[test]
 fn a_call_past_the_timeout_gets_the_timeout_error() {
-    let dir = tree();
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
     let config = dir.path().join("config.json");
     std::fs::write(&config, r#"{"timeoutMs": 300}"#).unwrap();
     let mut s = mcp(dir.path(), &["--config", config.to_str().unwrap()]);
@@ -258,7 +254,9 @@ fn a_call_past_the_timeout_gets_the_timeout_error() {
 
 #[test]
 fn eof_with_a_call_in_flight_cancels_it_and_exits_0() {
-    let dir = tree();
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
     let mut s = mcp(dir.path(), &[]);
     initialize(&mut s, json!({}));
     s.send(&blocked_grep(1));
@@ -273,7 +271,9 @@ fn eof_with_a_call_in_flight_cancels_it_and_exits_0() {
 fn sigterm_and_sigint_cancel_the_calls_in_flight_and_exit_0() {
     use rustix::process::Signal;
     for signal in [Signal::TERM, Signal::INT] {
-        let dir = tree();
+        let dir = Ws::needles(3)
+            .with("sub/s.txt", "needle9\n")
+            .with_fifo("pipe");
         let mut s = mcp(dir.path(), &[]);
         initialize(&mut s, json!({}));
         s.send(&blocked_grep(1));
@@ -291,7 +291,9 @@ fn sigterm_and_sigint_cancel_the_calls_in_flight_and_exit_0() {
 
 #[test]
 fn the_workdir_is_the_first_file_root_until_the_roots_change() {
-    let dir = tree();
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
     let other = tempfile::tempdir().unwrap();
     // No --cwd: the process's current directory is only the fallback.
     let mut s = Served::start(other.path(), &["mcp"]);
@@ -325,7 +327,9 @@ fn the_workdir_is_the_first_file_root_until_the_roots_change() {
 
 #[test]
 fn without_roots_or_cwd_the_workdir_is_the_current_directory() {
-    let dir = tree();
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
     let mut s = Served::start(&dir.path().join("sub"), &["mcp"]);
     initialize(&mut s, json!({}));
     s.send(&call(1, "grep", json!({"pattern": "needle"})));

@@ -10,21 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::util::served::Served;
-
-/// Five files `f<k>.txt` holding `needle<k>`, and a FIFO `pipe`: a grep
-/// of it blocks until its call is cancelled or times out.
-fn tree() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for k in 0..5 {
-        std::fs::write(dir.path().join(format!("f{k}.txt")), format!("needle{k}\n")).unwrap();
-    }
-    let status = std::process::Command::new("mkfifo")
-        .arg(dir.path().join("pipe"))
-        .status()
-        .unwrap();
-    assert!(status.success());
-    dir
-}
+use crate::util::ws::Ws;
 
 fn serve(dir: &Path) -> Served {
     Served::start(dir, &["serve"])
@@ -63,7 +49,7 @@ fn blocked_grep(id: &str) -> Value {
 
 #[test]
 fn fifty_concurrent_mixed_calls_are_answered_once_each_with_their_ids() {
-    let dir = tree();
+    let dir = Ws::needles(5).with_fifo("pipe");
     // The searches look in src/ only: a write in flight has a staging
     // entry in new/, which a concurrent walk of it could see vanish (and
     // report, as rg does, as an error).
@@ -140,7 +126,7 @@ fn fifty_concurrent_mixed_calls_are_answered_once_each_with_their_ids() {
 
 #[test]
 fn a_call_in_flight_does_not_hold_others_and_cancel_ends_it_with_the_aborted_error() {
-    let dir = tree();
+    let dir = Ws::needles(5).with_fifo("pipe");
     let mut s = serve(dir.path());
     s.send(&blocked_grep("slow"));
     s.send(&json!({"id": "fast", "tool": "grep", "arguments": {"pattern": "needle3"}}));
@@ -172,7 +158,7 @@ fn a_call_in_flight_does_not_hold_others_and_cancel_ends_it_with_the_aborted_err
 
 #[test]
 fn malformed_lines_get_an_error_line_and_the_server_goes_on() {
-    let dir = tree();
+    let dir = Ws::needles(5).with_fifo("pipe");
     let mut s = serve(dir.path());
     let cases: &[(&str, Value, &str)] = &[
         ("not json", Value::Null, "the line is not JSON: expected ident at line 1 column 2"),
@@ -225,7 +211,7 @@ fn malformed_lines_get_an_error_line_and_the_server_goes_on() {
 
 #[test]
 fn an_id_in_flight_cannot_be_reused_until_it_answered() {
-    let dir = tree();
+    let dir = Ws::needles(5).with_fifo("pipe");
     let mut s = serve(dir.path());
     s.send(&blocked_grep("x"));
     s.send(&blocked_grep("x"));
@@ -245,7 +231,7 @@ fn an_id_in_flight_cannot_be_reused_until_it_answered() {
 /// echoed too; a cancel names its call by the same text.
 #[test]
 fn ids_are_echoed_as_their_json_text() {
-    let dir = tree();
+    let dir = Ws::needles(5).with_fifo("pipe");
     let mut s = serve(dir.path());
     let called = [
         "12345678901234567890123",
@@ -305,7 +291,7 @@ fn ids_are_echoed_as_their_json_text() {
 
 #[test]
 fn hostile_lines_get_clear_errors_and_no_crash() {
-    let dir = tree();
+    let dir = Ws::needles(5).with_fifo("pipe");
     let mut s = serve(dir.path());
     // Longer than the 64 MiB cap: skipped to its newline.
     let mut huge = br#"{"id":1,"tool":"write","arguments":{"file_path":"big","content":""#.to_vec();
@@ -381,7 +367,7 @@ fn hostile_lines_get_clear_errors_and_no_crash() {
 
 #[test]
 fn definitions_are_the_cli_definitions_on_one_line() {
-    let dir = tree();
+    let dir = Ws::needles(5).with_fifo("pipe");
     let cli = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-search"))
         .arg("definitions")
         .output()
@@ -404,7 +390,7 @@ fn definitions_are_the_cli_definitions_on_one_line() {
 
 #[test]
 fn one_connection_is_one_session_and_requests_may_name_others() {
-    let dir = tree();
+    let dir = Ws::needles(5).with_fifo("pipe");
     let mut s = serve(dir.path());
     let edit = |id: &str, session: Option<&str>| {
         let mut req = json!({"id": id, "tool": "edit", "arguments": {
@@ -442,7 +428,7 @@ fn one_connection_is_one_session_and_requests_may_name_others() {
 
 #[test]
 fn the_guard_counts_per_session() {
-    let dir = tree();
+    let dir = Ws::needles(5).with_fifo("pipe");
     let mut s = serve(dir.path());
     let grep = |id: u32, session: &str| json!({"id": id, "session": session, "tool": "grep", "arguments": {"pattern": "NoSuchThing"}});
     for id in 0..5 {
@@ -457,7 +443,7 @@ fn the_guard_counts_per_session() {
 
 #[test]
 fn a_call_past_the_timeout_gets_the_timeout_error() {
-    let dir = tree();
+    let dir = Ws::needles(5).with_fifo("pipe");
     let mut s = serve_with_timeout(dir.path(), 300);
     s.send(&blocked_grep("t"));
     let answer = s.recv();
@@ -467,7 +453,7 @@ fn a_call_past_the_timeout_gets_the_timeout_error() {
 
 #[test]
 fn eof_finishes_the_calls_in_flight_and_exits_0() {
-    let dir = tree();
+    let dir = Ws::needles(5).with_fifo("pipe");
     let mut s = serve_with_timeout(dir.path(), 500);
     s.send(&blocked_grep("in-flight"));
     s.send(&json!({"id": "quick", "tool": "glob", "arguments": {"pattern": "f2.txt"}}));
@@ -485,7 +471,7 @@ fn eof_finishes_the_calls_in_flight_and_exits_0() {
 fn sigterm_and_sigint_cancel_the_calls_in_flight_and_exit_0() {
     use rustix::process::Signal;
     for signal in [Signal::TERM, Signal::INT] {
-        let dir = tree();
+        let dir = Ws::needles(5).with_fifo("pipe");
         let mut s = serve(dir.path());
         s.send(&blocked_grep("a"));
         s.send(&blocked_grep("b"));
