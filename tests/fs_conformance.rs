@@ -509,8 +509,9 @@ pub fn reads<F: FileSystem>(s: &Subject<F>) {
 }
 
 /// Errors carry the errno the disk gives, as rg prints it: checked by hand
-/// here for each kind of failure the engine meets (the other cases compare
-/// them with `std` on every path).
+/// here for each kind of failure the engine meets, with Linux's numbers
+/// (the tests run on Linux; the other cases compare every path's error
+/// with `std`'s).
 pub fn errors<F: FileSystem>(s: &Subject<F>) {
     let fs = &*s.fs;
     let text = |r: io::Result<Metadata>| r.map(|_| ()).unwrap_err().to_string();

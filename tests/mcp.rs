@@ -4,7 +4,6 @@
 //! signals. The Python and TypeScript SDK clients (tests/clients/, run by
 //! scripts/test) cover the ordinary use.
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -12,11 +11,9 @@ use serde_json::{json, Value};
 use crate::util::served::Served;
 use crate::util::ws::Ws;
 
-fn mcp(dir: &Path, extra: &[&str]) -> Served {
-    let mut args = vec!["--cwd", dir.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    args.push("mcp");
-    Served::start(dir, &args)
+/// The server on `ws`: `--cwd <workdir> <extra…> mcp`.
+fn mcp(ws: &Ws, extra: &[&str]) -> Served {
+    Served::spawn(ws.cmd(extra).arg("mcp"))
 }
 
 /// The legacy handshake, with `capabilities`.
@@ -52,7 +49,7 @@ fn initialize_lists_the_server_and_the_system_prompt() {
     let dir = Ws::needles(3)
         .with("sub/s.txt", "needle9\n")
         .with_fifo("pipe");
-    let mut s = mcp(dir.path(), &[]);
+    let mut s = mcp(&dir, &[]);
     let init = initialize(&mut s, json!({}));
     assert_eq!(init["result"]["serverInfo"]["name"], "dsh-search");
     assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
@@ -67,7 +64,7 @@ fn malformed_and_hostile_messages_get_json_rpc_errors_and_the_server_goes_on() {
     let dir = Ws::needles(3)
         .with("sub/s.txt", "needle9\n")
         .with_fifo("pipe");
-    let mut s = mcp(dir.path(), &[]);
+    let mut s = mcp(&dir, &[]);
     // Before the handshake too.
     s.send_raw(b"not json");
     assert_eq!(
@@ -157,7 +154,7 @@ fn a_message_split_around_a_response_is_read_whole() {
     let dir = Ws::needles(3)
         .with("sub/s.txt", "needle9\n")
         .with_fifo("pipe");
-    let mut s = mcp(dir.path(), &[]);
+    let mut s = mcp(&dir, &[]);
     initialize(&mut s, json!({}));
     for round in 0..3u64 {
         let line = call(
@@ -187,7 +184,7 @@ fn results_carry_the_value_the_error_code_and_the_meta() {
     let dir = Ws::needles(3)
         .with("sub/s.txt", "needle9\n")
         .with_fifo("pipe");
-    let mut s = mcp(dir.path(), &[]);
+    let mut s = mcp(&dir, &[]);
     initialize(&mut s, json!({}));
     s.send(&call(1, "glob", json!({"pattern": "f1.txt"})));
     let ok = s.recv()["result"].clone();
@@ -212,7 +209,7 @@ fn notifications_cancelled_stops_the_call_and_others_go_on() {
     let dir = Ws::needles(3)
         .with("sub/s.txt", "needle9\n")
         .with_fifo("pipe");
-    let mut s = mcp(dir.path(), &[]);
+    let mut s = mcp(&dir, &[]);
     initialize(&mut s, json!({}));
     s.send(&blocked_grep(5));
     s.send(&call(6, "grep", json!({"pattern": "needle2"})));
@@ -237,7 +234,7 @@ fn a_call_past_the_timeout_gets_the_timeout_error() {
         .with_fifo("pipe");
     let config = dir.path().join("config.json");
     std::fs::write(&config, r#"{"timeoutMs": 300}"#).unwrap();
-    let mut s = mcp(dir.path(), &["--config", config.to_str().unwrap()]);
+    let mut s = mcp(&dir, &["--config", config.to_str().unwrap()]);
     initialize(&mut s, json!({}));
     s.send(&blocked_grep(1));
     let r = s.recv()["result"].clone();
@@ -257,7 +254,7 @@ fn eof_with_a_call_in_flight_cancels_it_and_exits_0() {
     let dir = Ws::needles(3)
         .with("sub/s.txt", "needle9\n")
         .with_fifo("pipe");
-    let mut s = mcp(dir.path(), &[]);
+    let mut s = mcp(&dir, &[]);
     initialize(&mut s, json!({}));
     s.send(&blocked_grep(1));
     s.send(&call(2, "glob", json!({"pattern": "f0.txt"})));
@@ -274,7 +271,7 @@ fn sigterm_and_sigint_cancel_the_calls_in_flight_and_exit_0() {
         let dir = Ws::needles(3)
             .with("sub/s.txt", "needle9\n")
             .with_fifo("pipe");
-        let mut s = mcp(dir.path(), &[]);
+        let mut s = mcp(&dir, &[]);
         initialize(&mut s, json!({}));
         s.send(&blocked_grep(1));
         s.send(&call(2, "glob", json!({"pattern": "f0.txt"})));
@@ -296,7 +293,7 @@ fn the_workdir_is_the_first_file_root_until_the_roots_change() {
         .with_fifo("pipe");
     let other = tempfile::tempdir().unwrap();
     // No --cwd: the process's current directory is only the fallback.
-    let mut s = Served::start(other.path(), &["mcp"]);
+    let mut s = Served::spawn(dir.bin().current_dir(other.path()).arg("mcp"));
     initialize(&mut s, json!({"roots": {"listChanged": true}}));
     let roots = |s: &mut Served, uris: &[String]| {
         let ask = s.recv();
@@ -330,7 +327,7 @@ fn without_roots_or_cwd_the_workdir_is_the_current_directory() {
     let dir = Ws::needles(3)
         .with("sub/s.txt", "needle9\n")
         .with_fifo("pipe");
-    let mut s = Served::start(&dir.path().join("sub"), &["mcp"]);
+    let mut s = Served::spawn(dir.bin().current_dir(dir.at("sub")).arg("mcp"));
     initialize(&mut s, json!({}));
     s.send(&call(1, "grep", json!({"pattern": "needle"})));
     assert_eq!(text(&s.recv()), "Found 1 match\n\ns.txt\nLine 1: needle9");

@@ -5,7 +5,6 @@
 //! through `/proc`.
 
 use std::io::Write;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,12 +29,11 @@ enum Server {
     Mcp,
 }
 
-fn start(server: Server, dir: &Path) -> Served {
-    let cwd = dir.to_str().unwrap();
+fn start(server: Server, ws: &Ws) -> Served {
     match server {
-        Server::Serve => Served::start(dir, &["--cwd", cwd, "serve"]),
+        Server::Serve => Served::spawn(&mut ws.cmd(&["serve"])),
         Server::Mcp => {
-            let mut s = Served::start(dir, &["--cwd", cwd, "mcp"]);
+            let mut s = Served::spawn(&mut ws.cmd(&["mcp"]));
             s.send(
                 &json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
                 "protocolVersion": "2025-06-18", "capabilities": {},
@@ -143,7 +141,7 @@ impl Flood {
 /// and every request is answered once, correctly.
 fn flood(server: Server, flood: Flood) {
     let dir = Ws::needles(3);
-    let mut s = start(server, dir.path());
+    let mut s = start(server, &dir);
     s.pause_reading();
     let n = flood.lines();
     let written = Arc::new(AtomicUsize::new(0));
@@ -224,7 +222,7 @@ flood_test!(mcp_unread_calls, Server::Mcp, Flood::Calls);
 /// line's own bytes, and it goes on.
 fn huge_arguments(server: Server) {
     let dir = Ws::needles(3);
-    let mut s = start(server, dir.path());
+    let mut s = start(server, &dir);
     let head = call(
         server,
         7,
@@ -286,7 +284,7 @@ fn mcp_refuses_a_line_of_millions_of_values_in_bounded_memory() {
 fn unknown_argument_keys_pass_as_the_seed_schema_validation_has_it() {
     for server in [Server::Serve, Server::Mcp] {
         let dir = Ws::needles(3);
-        let mut s = start(server, dir.path());
+        let mut s = start(server, &dir);
         let extra = json!({"pattern": "f1.txt", "bogus": {"nested": [1, null]}, "path2": 5});
         s.send(&call(server, 1, "glob", extra));
         assert_eq!(
@@ -418,7 +416,7 @@ fn soak(server: Server) {
     // search's answer stays the same however many writes came before.
     std::fs::write(dir.path().join(".ignore"), "out/\n").unwrap();
     std::fs::create_dir(dir.path().join("out")).unwrap();
-    let mut s = start(server, dir.path());
+    let mut s = start(server, &dir);
     soak_run(server, &mut s, 0, 2_000);
     let baseline = s.usage();
     soak_run(server, &mut s, 2_000, 20_000);

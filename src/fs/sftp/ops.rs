@@ -76,7 +76,7 @@ pub(super) async fn refine<T>(session: &Session, path: &[u8], r: io::Result<T>) 
         // sends `EINVAL`: a component longer than `NAME_MAX` (255 bytes)
         // or a path of `PATH_MAX` (4096 bytes) is what the kernel refuses
         // with the former (`path_resolution(7)`).
-        Err(e) if e.raw_os_error() == errno::invalid().raw_os_error() && too_long(path) => {
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput && too_long(path) => {
             Err(errno::name_too_long())
         }
         r => r,
