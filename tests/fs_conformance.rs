@@ -649,6 +649,9 @@ pub fn writes<F: FileSystem>(s: &Subject<F>) {
         "the write's metadata is the file's"
     );
     assert_ne!(before.version(), after.version());
+    // The owner is the writer's, so it is kept, and the set-id bit with it
+    // (contract.md §10: a replaced file keeps its mode).
+    assert_eq!(format!("{:o}", after.mode), "4755");
     assert_eq!(write("exec.sh", b"again\n", &guard), "Stale");
     assert_eq!(read("exec.sh"), "\"echo hi\\n\"");
 
