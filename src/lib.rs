@@ -203,3 +203,11 @@ pub mod fuzzing {
         crate::fs::fuzz_sftp_reply(data)
     }
 }
+
+/// The README's Rust examples, compiled by `cargo test --doc` so that they
+/// stay true. They run too, but for two marked `no_run`: the first works on
+/// a placeholder workspace path (`/path/to/workspace`), the second logs in
+/// to a host that does not exist (`dev.example.org`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

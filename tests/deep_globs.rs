@@ -14,17 +14,11 @@ use serde_json::json;
 use crate::util;
 use crate::util::rg::{Call, Raw};
 use crate::util::served::Served;
+use crate::util::ws::Ws;
 
 /// `{a,` × `n`, `b`, `}` × `n`, with `tail` after.
 fn nested(n: usize, tail: &str) -> String {
     format!("{}b{}{tail}", "{a,".repeat(n), "}".repeat(n))
-}
-
-/// A directory with one file, `a.txt` holding `hi`.
-fn tree() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a.txt"), "hi\n").unwrap();
-    dir
 }
 
 /// `call` through the CLI's `--format raw` on `backend`.
@@ -55,7 +49,7 @@ fn raw_cli(backend: &str, call: &Call, cwd: &Path) -> Raw {
 #[test]
 fn nested_alternates_answer_as_rg() {
     let env = util::rg::env().expect("the reference rg 15.2.0 (scripts/test installs it)");
-    let dir = tree();
+    let dir = Ws::new().with("a.txt", "hi\n");
     let cwd = dir.path().canonicalize().unwrap();
     let mut calls: Vec<(String, Call)> = Vec::new();
     for n in [1, 124, 125, 300, 20_000] {
@@ -114,7 +108,7 @@ fn nested_alternates_in_an_ignore_file() {
         path: None,
         include: None,
     };
-    let shallow = tree();
+    let shallow = Ws::new().with("a.txt", "hi\n");
     let cwd = shallow.path().canonicalize().unwrap();
     std::fs::write(cwd.join(".ignore"), nested(200, "\n")).unwrap();
     let want = util::rg::run_rg(env, &call, &cwd);
@@ -122,7 +116,7 @@ fn nested_alternates_in_an_ignore_file() {
     let got = raw_cli("native", &call, &cwd);
     assert_eq!(util::rg::diff(&call, &want, &got), None);
 
-    let deep = tree();
+    let deep = Ws::new().with("a.txt", "hi\n");
     let cwd = deep.path().canonicalize().unwrap();
     std::fs::write(cwd.join(".ignore"), nested(20_000, "\n")).unwrap();
     let got = raw_cli("native", &call, &cwd);
@@ -138,7 +132,7 @@ fn nested_alternates_in_an_ignore_file() {
 /// server answers the next call.
 #[test]
 fn servers_survive_a_20000_level_glob() {
-    let dir = tree();
+    let dir = Ws::new().with("a.txt", "hi\n");
     let cwd = dir.path().canonicalize().unwrap();
     let cwd_s = cwd.to_str().unwrap();
     let deep = nested(20_000, "");
@@ -194,7 +188,7 @@ fn servers_survive_a_20000_level_glob() {
 /// any rg can be given (70,000 levels, 280 KB) is refused uncompiled.
 #[test]
 fn tools_on_a_small_stack() {
-    let dir = tree();
+    let dir = Ws::new().with("a.txt", "hi\n");
     let cwd = dir.path().canonicalize().unwrap();
     let ctx = CallContext::new(cwd.clone()).session("s1");
     let tools = Tools::new(
@@ -244,7 +238,7 @@ fn tools_on_a_small_stack() {
 /// match, `regex parse error`, exit 2).
 #[test]
 fn deep_regex_on_a_small_stack() {
-    let dir = tree();
+    let dir = Ws::new().with("a.txt", "hi\n");
     let cwd = dir.path().canonicalize().unwrap();
     let ctx = CallContext::new(cwd.clone()).session("s1");
     let tools = Tools::new(

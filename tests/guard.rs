@@ -10,51 +10,27 @@ use dsh_search::{config::GuardConfig, Guard};
 use serde_json::{json, Value};
 
 use crate::util::fs::TestFs;
+use crate::util::ws::Ws;
 
 /// The workspace filesystem of these tests: the local disk.
 static DISK: LazyLock<LocalFs> = LazyLock::new(LocalFs::new);
 
-/// A workdir `<tmp>/ws` with a small tree; `<tmp>/outside` sits next to it.
-struct Ws {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-}
-
-impl Ws {
-    fn new() -> Ws {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("ws");
-        for (p, content) in [
-            ("README.md", "# readme\n"),
-            ("notes.txt", "alpha\nbeta\nalpha\n"),
-            ("src/main.rs", "fn main() {}\n"),
-            ("src/lib.rs", "pub mod guard;\n"),
-            ("src/guard.rs", "// guard\n"),
-            ("src/tool/mod.rs", "mod x;\n"),
-            ("../outside/o.txt", "o\n"),
-        ] {
-            let p = root.join(p);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, content).unwrap();
-        }
-        std::fs::create_dir(root.join("docs")).unwrap();
-        Ws { _tmp: tmp, root }
+/// A workdir with a small tree; `<base>/outside` sits next to it.
+fn small_tree() -> Ws {
+    let ws = Ws::new();
+    for (p, content) in [
+        ("README.md", "# readme\n"),
+        ("notes.txt", "alpha\nbeta\nalpha\n"),
+        ("src/main.rs", "fn main() {}\n"),
+        ("src/lib.rs", "pub mod guard;\n"),
+        ("src/guard.rs", "// guard\n"),
+        ("src/tool/mod.rs", "mod x;\n"),
+        ("../outside/o.txt", "o\n"),
+    ] {
+        ws.file(p, content);
     }
-
-    fn file(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
-        let p = self.root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, bytes).unwrap();
-        p
-    }
-
-    fn ctx(&self) -> CallContext {
-        CallContext::new(&self.root)
-    }
-
-    fn session(&self, id: &str) -> CallContext {
-        CallContext::new(&self.root).session(id)
-    }
+    ws.dir("docs");
+    ws
 }
 
 fn check(ws: &Ws, tool: &str, args: Value) -> Option<String> {
@@ -76,7 +52,7 @@ fn some_matches() -> ToolResult {
 
 #[test]
 fn grep_missing_file_names_closest_siblings_and_glob_call() {
-    let ws = Ws::new();
+    let ws = small_tree();
     assert_eq!(
         check(&ws, "grep", json!({"pattern": "x", "path": "src/gaurd.rs"})).unwrap(),
         r#"path "src/gaurd.rs" does not exist; the nearest existing directory is "src", whose closest entries are "src/guard.rs", "src/main.rs", "src/lib.rs"; list it with glob {"pattern":"*","path":"src"}, then retry with a path that exists"#
@@ -85,7 +61,7 @@ fn grep_missing_file_names_closest_siblings_and_glob_call() {
 
 #[test]
 fn glob_missing_directory_under_the_workdir() {
-    let ws = Ws::new();
+    let ws = small_tree();
     assert_eq!(
         check(&ws, "glob", json!({"pattern": "*.rs", "path": "srcc/tool"})).unwrap(),
         r#"path "srcc/tool" does not exist; the nearest existing directory is ".", whose closest entries are "src/", "docs/", "notes.txt"; list it with glob {"pattern":"*"}, then retry with a path that exists"#
@@ -94,7 +70,7 @@ fn glob_missing_directory_under_the_workdir() {
 
 #[test]
 fn fewer_than_three_entries_lists_what_there_is() {
-    let ws = Ws::new();
+    let ws = small_tree();
     assert_eq!(
         check(&ws, "glob", json!({"pattern": "*", "path": "src/tool/tol"})).unwrap(),
         r#"path "src/tool/tol" does not exist; the nearest existing directory is "src/tool", whose closest entries are "src/tool/mod.rs"; list it with glob {"pattern":"*","path":"src/tool"}, then retry with a path that exists"#
@@ -103,7 +79,7 @@ fn fewer_than_three_entries_lists_what_there_is() {
 
 #[test]
 fn nearest_directory_that_is_empty() {
-    let ws = Ws::new();
+    let ws = small_tree();
     assert_eq!(
         check(
             &ws,
@@ -117,7 +93,7 @@ fn nearest_directory_that_is_empty() {
 
 #[test]
 fn a_file_used_as_a_directory() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let want = r#"path "src/main.rs/x" does not exist: "src/main.rs" is a file, not a directory; use that file itself, or list "src" with glob {"pattern":"*","path":"src"}"#;
     assert_eq!(
         check(
@@ -133,7 +109,7 @@ fn a_file_used_as_a_directory() {
 #[test]
 fn a_trailing_slash_on_a_file_is_denied_for_search() {
     // rg opens `notes.txt/` and fails with "Not a directory".
-    let ws = Ws::new();
+    let ws = small_tree();
     assert_eq!(
         check(&ws, "grep", json!({"pattern": "x", "path": "notes.txt/"})).unwrap(),
         r#"path "notes.txt/" does not exist: "notes.txt" is a file, not a directory; use that file itself, or list "." with glob {"pattern":"*"}"#
@@ -142,7 +118,7 @@ fn a_trailing_slash_on_a_file_is_denied_for_search() {
 
 #[test]
 fn absolute_paths_inside_the_workdir_display_relative() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let raw = ws.root.join("src/gaurd.rs");
     let raw = raw.to_str().unwrap();
     let got = check(&ws, "grep", json!({"pattern": "x", "path": raw})).unwrap();
@@ -156,7 +132,7 @@ fn absolute_paths_inside_the_workdir_display_relative() {
 
 #[test]
 fn paths_outside_the_workdir_display_absolute() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let outside = ws.root.parent().unwrap().join("outside");
     let o = outside.to_str().unwrap();
     assert_eq!(
@@ -174,7 +150,7 @@ fn paths_outside_the_workdir_display_absolute() {
 
 #[test]
 fn read_of_a_missing_file_is_denied() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let want = r#"file_path "src/mian.rs" does not exist; the nearest existing directory is "src", whose closest entries are "src/main.rs", "src/lib.rs", "src/guard.rs"; list it with glob {"pattern":"*","path":"src"}, then retry with a path that exists"#;
     assert_eq!(
         check(&ws, "read", json!({"file_path": "src/mian.rs"})).unwrap(),
@@ -193,7 +169,7 @@ fn read_resolves_dotdot_against_the_real_workdir() {
     // seed-reference.md §6.1: with a `..` segment the workdir is
     // canonicalized first. Workdir `<tmp>/link` -> `<tmp>/ws/src`, so
     // `../README.md` is `<tmp>/ws/README.md`, which exists.
-    let ws = Ws::new();
+    let ws = small_tree();
     let link = ws.root.parent().unwrap().join("link");
     std::os::unix::fs::symlink(ws.root.join("src"), &link).unwrap();
     let ctx = CallContext::new(&link);
@@ -220,7 +196,7 @@ fn read_resolves_dotdot_against_the_real_workdir() {
 
 #[test]
 fn control_and_bidi_characters_are_escaped() {
-    let ws = Ws::new();
+    let ws = small_tree();
     assert_eq!(
         check(
             &ws,
@@ -235,7 +211,7 @@ fn control_and_bidi_characters_are_escaped() {
 #[test]
 fn names_that_are_not_utf8_are_shown_lossily() {
     use std::os::unix::ffi::OsStrExt;
-    let ws = Ws::new();
+    let ws = small_tree();
     let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
     std::fs::write(ws.root.join("docs").join(name), "x").unwrap();
     assert_eq!(
@@ -246,7 +222,7 @@ fn names_that_are_not_utf8_are_shown_lossily() {
 
 #[test]
 fn a_dangling_symlink_does_not_exist() {
-    let ws = Ws::new();
+    let ws = small_tree();
     std::os::unix::fs::symlink("nowhere", ws.root.join("docs/dangling")).unwrap();
     assert!(check(&ws, "read", json!({"file_path": "docs/dangling"})).is_some());
     assert!(check(
@@ -261,7 +237,7 @@ fn a_dangling_symlink_does_not_exist() {
 
 #[test]
 fn existing_paths_pass() {
-    let ws = Ws::new();
+    let ws = small_tree();
     for (tool, args) in [
         ("glob", json!({"pattern": "*", "path": "src"})),
         ("glob", json!({"pattern": "*", "path": "src/"})),
@@ -285,7 +261,7 @@ fn existing_paths_pass() {
 
 #[test]
 fn no_usable_path_argument_is_allowed() {
-    let ws = Ws::new();
+    let ws = small_tree();
     for (tool, args) in [
         ("glob", json!({"pattern": "*"})),
         ("grep", json!({"pattern": "x"})),
@@ -306,7 +282,7 @@ fn no_usable_path_argument_is_allowed() {
 
 #[test]
 fn unusable_workdirs_are_allowed() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let args = json!({"pattern": "x", "path": "missing"});
     let g = Guard::default();
     for wd in [
@@ -330,7 +306,7 @@ fn unusable_workdirs_are_allowed() {
 
 #[test]
 fn stat_failures_other_than_absence_are_allowed() {
-    let ws = Ws::new();
+    let ws = small_tree();
     // ELOOP: a symlink loop is neither present nor certainly absent.
     std::os::unix::fs::symlink("loop", ws.root.join("loop")).unwrap();
     assert_eq!(
@@ -347,7 +323,7 @@ fn stat_failures_other_than_absence_are_allowed() {
 
 #[test]
 fn other_tools_pass_untouched() {
-    let ws = Ws::new();
+    let ws = small_tree();
     assert_eq!(
         check(
             &ws,
@@ -365,7 +341,7 @@ fn other_tools_pass_untouched() {
 
 #[test]
 fn disabled_guard_allows_everything_and_counts_nothing() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let g = Guard::new(GuardConfig {
         disabled: true,
         ..GuardConfig::default()
@@ -412,7 +388,7 @@ fn edit(old: &str) -> Value {
 
 #[test]
 fn edit_old_string_absent_is_denied() {
-    let ws = Ws::new();
+    let ws = small_tree();
     assert_eq!(
         check(&ws, "edit", edit("gamma")).unwrap(),
         r#"old_string was not found in "notes.txt"; the file may have changed since you read it: read it again, then rebuild old_string from its current content"#
@@ -421,7 +397,7 @@ fn edit_old_string_absent_is_denied() {
 
 #[test]
 fn edit_old_string_ambiguous_is_denied_with_the_count() {
-    let ws = Ws::new();
+    let ws = small_tree();
     assert_eq!(
         check(&ws, "edit", edit("alpha")).unwrap(),
         r#"old_string matches 2 times in "notes.txt"; include more surrounding lines to make it unique, or set replace_all to true to replace every occurrence"#
@@ -430,7 +406,7 @@ fn edit_old_string_ambiguous_is_denied_with_the_count() {
 
 #[test]
 fn edit_counts_non_overlapping() {
-    let ws = Ws::new();
+    let ws = small_tree();
     ws.file("a.txt", "aaaa");
     let args = |old: &str| json!({"file_path": "a.txt", "old_string": old, "new_string": "b"});
     assert!(check(&ws, "edit", args("aa"))
@@ -441,7 +417,7 @@ fn edit_counts_non_overlapping() {
 
 #[test]
 fn edit_allowed_cases() {
-    let ws = Ws::new();
+    let ws = small_tree();
     for args in [
         edit("beta"),
         json!({"file_path": "notes.txt", "old_string": "alpha", "new_string": "x", "replace_all": true}),
@@ -462,7 +438,7 @@ fn edit_allowed_cases() {
 
 #[test]
 fn edit_replace_all_still_needs_one_occurrence() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let args = json!({"file_path": "notes.txt", "old_string": "gamma", "new_string": "x", "replace_all": true});
     assert!(check(&ws, "edit", args)
         .unwrap()
@@ -471,7 +447,7 @@ fn edit_replace_all_still_needs_one_occurrence() {
 
 #[test]
 fn edit_normalizes_crlf_in_file_and_old_string() {
-    let ws = Ws::new();
+    let ws = small_tree();
     ws.file("crlf.txt", "one\r\ntwo\r\nthree\r\n");
     ws.file("lf.txt", "one\ntwo\nthree\n");
     ws.file("lone.txt", "one\rtwo\n");
@@ -487,7 +463,7 @@ fn edit_normalizes_crlf_in_file_and_old_string() {
 
 #[test]
 fn edit_strips_the_bom_before_counting() {
-    let ws = Ws::new();
+    let ws = small_tree();
     ws.file("bom.txt", "\u{FEFF}start\nend\n");
     let args = |old: &str| json!({"file_path": "bom.txt", "old_string": old, "new_string": "x"});
     assert_eq!(check(&ws, "edit", args("start")), None);
@@ -500,7 +476,7 @@ fn edit_strips_the_bom_before_counting() {
 
 #[test]
 fn edit_of_binary_invalid_or_large_files_is_left_to_edit() {
-    let ws = Ws::new();
+    let ws = small_tree();
     ws.file("bin.dat", b"abc\0abc");
     ws.file("latin1.txt", b"caf\xe9 abc");
     let args = |f: &str| json!({"file_path": f, "old_string": "zzz", "new_string": "x"});
@@ -522,7 +498,7 @@ fn edit_of_binary_invalid_or_large_files_is_left_to_edit() {
 
 #[test]
 fn edit_resolves_file_path_like_the_file_tools() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let abs = ws.root.join("notes.txt");
     let args = |p: &str| json!({"file_path": p, "old_string": "gamma", "new_string": "x"});
     for p in ["./notes.txt", "src/../notes.txt", abs.to_str().unwrap()] {
@@ -545,7 +521,7 @@ fn grep_in(path: Option<&str>) -> Value {
 
 #[test]
 fn five_empty_greps_block_the_sixth() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let g = Guard::default();
     let ctx = ws.session("s1");
     for i in 0..5 {
@@ -582,7 +558,7 @@ fn five_empty_greps_block_the_sixth() {
 
 #[test]
 fn the_workdir_is_the_target_without_a_path() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let g = Guard::default();
     let ctx = ws.session("s1");
     let abs = ws.root.to_str().unwrap().to_string();
@@ -602,7 +578,7 @@ fn the_workdir_is_the_target_without_a_path() {
 
 #[test]
 fn a_grep_with_results_resets_its_target() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let g = Guard::default();
     let ctx = ws.session("s1");
     for _ in 0..4 {
@@ -627,7 +603,7 @@ fn a_grep_with_results_resets_its_target() {
 
 #[test]
 fn errors_and_other_tools_do_not_count() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let g = Guard::new(GuardConfig {
         zero_result_block: 1,
         ..GuardConfig::default()
@@ -646,7 +622,7 @@ fn errors_and_other_tools_do_not_count() {
 
 #[test]
 fn counters_are_per_session_and_per_target() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let g = Guard::new(GuardConfig {
         zero_result_block: 2,
         ..GuardConfig::default()
@@ -670,7 +646,7 @@ fn counters_are_per_session_and_per_target() {
 
 #[test]
 fn without_a_session_nothing_is_counted() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let g = Guard::new(GuardConfig {
         zero_result_block: 1,
         ..GuardConfig::default()
@@ -692,7 +668,7 @@ fn without_a_session_nothing_is_counted() {
 
 #[test]
 fn a_missing_path_is_reported_before_the_block() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let g = Guard::new(GuardConfig {
         zero_result_block: 1,
         ..GuardConfig::default()
@@ -707,7 +683,7 @@ fn a_missing_path_is_reported_before_the_block() {
 
 #[test]
 fn a_fifo_is_never_opened() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let fifo = ws.root.join("pipe");
     rustix::fs::mknodat(
         rustix::fs::CWD,
@@ -744,7 +720,7 @@ fn guarded(ws: &Ws) -> TestFs {
 
 #[test]
 fn missing_paths_are_looked_up_in_the_workspace_filesystem() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let fs = guarded(&ws);
     let g = Guard::default();
     let ctx = CallContext::new(MOUNT);
@@ -777,7 +753,7 @@ fn missing_paths_are_looked_up_in_the_workspace_filesystem() {
 
 #[test]
 fn edit_precheck_reads_the_workspace_filesystem() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let fs = guarded(&ws);
     let g = Guard::default();
     let ctx = CallContext::new(MOUNT);
@@ -795,7 +771,7 @@ fn edit_precheck_reads_the_workspace_filesystem() {
 
 #[test]
 fn zero_result_counters_count_workspace_targets() {
-    let ws = Ws::new();
+    let ws = small_tree();
     let fs = guarded(&ws);
     let g = Guard::default();
     let ctx = CallContext::new(MOUNT).session("s");

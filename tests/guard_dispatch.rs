@@ -2,8 +2,7 @@
 //! as results, the guard never changing a call it allows, counters fed by
 //! real greps, and the command line with a persisted session.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::Arc;
 
 use dsh_search::config::Config;
@@ -13,8 +12,11 @@ use dsh_search::{NativeBackend, RgBackend, SearchBackend};
 use serde_json::json;
 
 use crate::util::fs::TestFs;
+use crate::util::ws::Ws;
 
-fn tree(root: &Path) {
+/// A workdir with a small tree.
+fn small_tree() -> Ws {
+    let ws = Ws::new();
     for (p, content) in [
         ("README.md", "# readme\n"),
         ("notes.txt", "alpha\nbeta\nalpha\n"),
@@ -22,10 +24,9 @@ fn tree(root: &Path) {
         ("src/lib.rs", "pub mod guard;\n"),
         ("src/guard.rs", "// guard\n"),
     ] {
-        let p = root.join(p);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
+        ws.file(p, content);
     }
+    ws
 }
 
 /// The backends the dispatch tests run on: every behaviour on both.
@@ -51,16 +52,10 @@ fn tools_on(b: &str, guard: bool) -> Tools {
     }
 }
 
-fn ws() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("ws");
-    tree(&root);
-    (tmp, root)
-}
-
 #[test]
 fn a_denial_is_a_plain_error_result() {
-    let (_t, root) = ws();
+    let ws = small_tree();
+    let root = ws.root.clone();
     let r = tools(true).call(
         "grep",
         &json!({"pattern": "fn", "path": "src/gaurd.rs"}),
@@ -82,7 +77,8 @@ fn a_denial_is_a_plain_error_result() {
 /// disk").
 #[test]
 fn the_guard_looks_at_the_tools_filesystem() {
-    let (_t, root) = ws();
+    let ws = small_tree();
+    let root = ws.root.clone();
     let mount = Path::new("/dsh-search-test-mount/dispatch");
     assert!(
         !mount.exists(),
@@ -114,7 +110,8 @@ fn the_guard_looks_at_the_tools_filesystem() {
 
 #[test]
 fn schema_errors_come_before_the_guard() {
-    let (_t, root) = ws();
+    let ws = small_tree();
+    let root = ws.root.clone();
     let r = tools(true).call(
         "grep",
         &json!({"path": "missing"}),
@@ -128,7 +125,8 @@ fn schema_errors_come_before_the_guard() {
 
 #[test]
 fn the_guard_never_changes_a_call_it_allows() {
-    let (_t, root) = ws();
+    let ws = small_tree();
+    let root = ws.root.clone();
     let ctx = CallContext::new(&root).session("equiv");
     let table = [
         ("glob", json!({"pattern": "*.rs"})),
@@ -164,7 +162,8 @@ fn the_guard_never_changes_a_call_it_allows() {
 
 #[test]
 fn every_denied_call_fails_without_the_guard_too() {
-    let (_t, root) = ws();
+    let ws = small_tree();
+    let root = ws.root.clone();
     let (on, off) = (tools(true), tools(false));
     let ctx = CallContext::new(&root);
     for (tool, args) in [
@@ -186,7 +185,8 @@ fn every_denied_call_fails_without_the_guard_too() {
 
 #[test]
 fn real_empty_greps_block_the_sixth_and_matches_reset() {
-    let (_t, root) = ws();
+    let ws = small_tree();
+    let root = ws.root.clone();
     let t = tools(true);
     let ctx = CallContext::new(&root).session("s");
     let empty = json!({"pattern": "NoSuchThing", "path": "src"});
@@ -211,55 +211,35 @@ fn real_empty_greps_block_the_sixth_and_matches_reset() {
 
 // ------------------------------------------------------------------ CLI
 
-struct Cli {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-    state: PathBuf,
-}
-
-impl Cli {
-    fn new() -> Cli {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("ws");
-        tree(&root);
-        let state = tmp.path().join("state");
-        Cli {
-            _tmp: tmp,
-            root,
-            state,
-        }
-    }
-
-    /// (exit code, stdout)
-    fn run(&self, args: &[&str]) -> (i32, String) {
-        let out = Command::new(env!("CARGO_BIN_EXE_dsh-search"))
-            .args(["--backend", BACKENDS[0]])
-            .args(args)
-            .arg("--cwd")
-            .arg(&self.root)
-            .env("DSH_SEARCH_STATE_DIR", &self.state)
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap(),
-            String::from_utf8(out.stdout).unwrap(),
-        )
-    }
+/// The binary on `ws`: (exit code, stdout).
+fn run(ws: &Ws, args: &[&str]) -> (i32, String) {
+    let out = ws
+        .bin()
+        .args(["--backend", BACKENDS[0]])
+        .args(args)
+        .arg("--cwd")
+        .arg(&ws.root)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+    )
 }
 
 #[test]
 fn cli_five_empty_greps_then_the_sixth_is_denied() {
-    let cli = Cli::new();
+    let cli = small_tree();
     let grep = ["grep", "NoSuchThing", "src", "--session", "S"];
     for i in 0..5 {
         assert_eq!(
-            cli.run(&grep),
+            run(&cli, &grep),
             (1, "No matches found\n".to_string()),
             "call {i}"
         );
     }
     assert_eq!(
-        cli.run(&grep),
+        run(&cli, &grep),
         (
             2,
             "Error: grep found no matches in \"src\" 5 times in a row; stop searching it with new patterns: read the file directly, use another source, or report that nothing was found\n".to_string()
@@ -267,32 +247,35 @@ fn cli_five_empty_greps_then_the_sixth_is_denied() {
     );
     // Another session starts from zero.
     let other = ["grep", "NoSuchThing", "src", "--session", "T"];
-    assert_eq!(cli.run(&other).0, 1);
+    assert_eq!(run(&cli, &other).0, 1);
     // Without a session nothing is counted.
     for _ in 0..6 {
-        assert_eq!(cli.run(&["grep", "NoSuchThing", "src"]).0, 1);
+        assert_eq!(run(&cli, &["grep", "NoSuchThing", "src"]).0, 1);
     }
 }
 
 #[test]
 fn cli_missing_path_is_denied_and_config_can_disable() {
-    let cli = Cli::new();
+    let cli = small_tree();
     assert_eq!(
-        cli.run(&["grep", "fn", "src/gaurd.rs"]),
+        run(&cli, &["grep", "fn", "src/gaurd.rs"]),
         (
             2,
             "Error: path \"src/gaurd.rs\" does not exist; the nearest existing directory is \"src\", whose closest entries are \"src/guard.rs\", \"src/main.rs\", \"src/lib.rs\"; list it with glob {\"pattern\":\"*\",\"path\":\"src\"}, then retry with a path that exists\n".to_string()
         )
     );
-    let cfg = cli.root.parent().unwrap().join("off.json");
+    let cfg = cli.base.join("off.json");
     std::fs::write(&cfg, r#"{"guard": {"disabled": true}}"#).unwrap();
-    let (code, out) = cli.run(&[
-        "grep",
-        "fn",
-        "src/gaurd.rs",
-        "--config",
-        cfg.to_str().unwrap(),
-    ]);
+    let (code, out) = run(
+        &cli,
+        &[
+            "grep",
+            "fn",
+            "src/gaurd.rs",
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
+    );
     assert_eq!(code, 2);
     assert!(
         out.starts_with("Error: grep search failed (exit 2): "),

@@ -6,75 +6,42 @@
 
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::fs::FlockOperation;
 
+use crate::util::ws::Ws;
+
 const BIN: &str = env!("CARGO_BIN_EXE_dsh-search");
 
-/// A workspace (mode 0777, so uid 65534 can write in it) and a state
-/// directory.
-struct Ws {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-    ws: PathBuf,
+/// A workspace (mode 0777, so uid 65534 can write in it) beside its
+/// state directories.
+fn open_to_all() -> Ws {
+    let ws = Ws::new();
+    ws.chmod(&ws.base, 0o755);
+    ws.chmod(&ws.root, 0o777);
+    ws
 }
 
-impl Ws {
-    fn new() -> Ws {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(tmp.path()).unwrap();
-        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let ws = root.join("ws");
-        std::fs::create_dir(&ws).unwrap();
-        std::fs::set_permissions(&ws, std::fs::Permissions::from_mode(0o777)).unwrap();
-        Ws {
-            _tmp: tmp,
-            root,
-            ws,
-        }
-    }
+/// The binary in the workspace, with state directory `state` (under the
+/// temp root), its output piped.
+fn cmd(ws: &Ws, state: &str, args: &[&str]) -> Command {
+    let mut c = ws.cmd_state(state, args);
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    c
+}
 
-    fn path(&self, rel: &str) -> PathBuf {
-        self.ws.join(rel)
-    }
+fn run(ws: &Ws, state: &str, args: &[&str]) -> (String, i32) {
+    text(cmd(ws, state, args).output().unwrap())
+}
 
-    fn put(&self, rel: &str, content: &[u8]) -> PathBuf {
-        let p = self.path(rel);
-        std::fs::write(&p, content).unwrap();
-        p
-    }
-
-    fn get(&self, rel: &str) -> Vec<u8> {
-        std::fs::read(self.path(rel)).unwrap()
-    }
-
-    /// The binary in the workspace, with state directory `state` (under the
-    /// temp root).
-    fn cmd(&self, state: &str, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
-        c.arg("--cwd")
-            .arg(&self.ws)
-            .args(args)
-            .env("DSH_SEARCH_STATE_DIR", self.root.join(state))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        c
-    }
-
-    fn run(&self, state: &str, args: &[&str]) -> (String, i32) {
-        text(self.cmd(state, args).output().unwrap())
-    }
-
-    fn write(&self, state: &str, args: &[&str], content: &[u8]) -> (String, i32) {
-        let mut child = self.cmd(state, args).stdin(Stdio::piped()).spawn().unwrap();
-        // A write refused before it reads its input closes the pipe early.
-        let _ = child.stdin.take().unwrap().write_all(content);
-        text(child.wait_with_output().unwrap())
-    }
+fn write(ws: &Ws, state: &str, args: &[&str], content: &[u8]) -> (String, i32) {
+    let mut child = cmd(ws, state, args).stdin(Stdio::piped()).spawn().unwrap();
+    // A write refused before it reads its input closes the pipe early.
+    let _ = child.stdin.take().unwrap().write_all(content);
+    text(child.wait_with_output().unwrap())
 }
 
 fn text(o: Output) -> (String, i32) {
@@ -147,7 +114,7 @@ fn signal(child: &Child, sig: rustix::process::Signal) {
 #[test]
 fn r11_1_root_keeps_owner_group_and_setuid() {
     require_root();
-    let ws = Ws::new();
+    let ws = open_to_all();
     for (name, args, stdin) in [
         (
             "edit",
@@ -160,12 +127,12 @@ fn r11_1_root_keeps_owner_group_and_setuid() {
             Some(&b"#!/bin/sh\nb\n"[..]),
         ),
     ] {
-        let p = ws.put("tool.sh", b"#!/bin/sh\na\n");
+        let p = ws.file("tool.sh", b"#!/bin/sh\na\n");
         std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o4755)).unwrap();
         let (out, code) = match stdin {
-            None => ws.run("state", args),
-            Some(c) => ws.write("state", args, c),
+            None => run(&ws, "state", args),
+            Some(c) => write(&ws, "state", args, c),
         };
         assert_eq!(code, 0, "{name}: {out}");
         let m = std::fs::metadata(&p).unwrap();
@@ -184,13 +151,17 @@ fn r11_1_root_keeps_owner_group_and_setuid() {
 #[test]
 fn r11_1_owner_not_kept_means_no_setid_bits() {
     require_root();
-    let ws = Ws::new();
-    let p = ws.put("tool.sh", b"a\n");
+    let ws = open_to_all();
+    let p = ws.file("tool.sh", b"a\n");
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o6755)).unwrap();
     let (out, code) = text(
-        as_nobody(&ws.cmd("state", &["edit", "tool.sh", "--old", "a", "--new", "b"]))
-            .output()
-            .unwrap(),
+        as_nobody(&cmd(
+            &ws,
+            "state",
+            &["edit", "tool.sh", "--old", "a", "--new", "b"],
+        ))
+        .output()
+        .unwrap(),
     );
     assert_eq!(code, 0, "{out}");
     let m = std::fs::metadata(&p).unwrap();
@@ -208,14 +179,18 @@ fn r11_1_owner_not_kept_means_no_setid_bits() {
 /// the README documents.
 #[test]
 fn r11_1_hard_linked_target_breaks_the_link() {
-    let ws = Ws::new();
-    let a = ws.put("a.txt", b"old\n");
-    std::fs::hard_link(&a, ws.path("b.txt")).unwrap();
-    let (out, code) = ws.run("state", &["edit", "a.txt", "--old", "old", "--new", "new"]);
+    let ws = open_to_all();
+    let a = ws.file("a.txt", b"old\n");
+    std::fs::hard_link(&a, ws.at("b.txt")).unwrap();
+    let (out, code) = run(
+        &ws,
+        "state",
+        &["edit", "a.txt", "--old", "old", "--new", "new"],
+    );
     assert_eq!(code, 0, "{out}");
     assert_eq!(ws.get("a.txt"), b"new\n");
     assert_eq!(ws.get("b.txt"), b"old\n");
-    assert_eq!(std::fs::metadata(ws.path("b.txt")).unwrap().nlink(), 1);
+    assert_eq!(std::fs::metadata(ws.at("b.txt")).unwrap().nlink(), 1);
 }
 
 // ---------------------------------------------------------------------------
@@ -248,19 +223,21 @@ fn change(ws: &Ws, state: &str, writer: Writer, tok: &str, overlay: Option<&Path
     .concat();
     let session = [&head[..], &["--session", "s"]].concat();
     let (out, code) = match writer {
-        Writer::BareEdit => ws.run(state, &edit),
+        Writer::BareEdit => run(ws, state, &edit),
         Writer::SessionEdit | Writer::SessionWrite => {
-            let (out, code) = ws.run(state, &[&session[..], &["read", "shared.txt"]].concat());
+            let (out, code) = run(ws, state, &[&session[..], &["read", "shared.txt"]].concat());
             assert_eq!(code, 0, "{out}");
             match writer {
-                Writer::SessionEdit => ws.run(state, &[&session[..], &edit[head.len()..]].concat()),
+                Writer::SessionEdit => {
+                    run(ws, state, &[&session[..], &edit[head.len()..]].concat())
+                }
                 _ => {
                     // What the read saw, or newer: then the version check
                     // refuses the write, as it must.
                     let seen = String::from_utf8(shared(ws, overlay)).unwrap();
                     let content = seen.replace("END\n", &format!("{new}\n"));
                     let args = [&session[..], &["write", "shared.txt"]].concat();
-                    ws.write(state, &args, content.as_bytes())
+                    write(ws, state, &args, content.as_bytes())
                 }
             }
         }
@@ -306,9 +283,9 @@ fn r20_2_no_lost_update_between_state_directories_through_an_overlay() {
 
 fn no_lost_update(through_overlay: bool) {
     const EACH: usize = 15;
-    let ws = Ws::new();
-    ws.put("shared.txt", b"END\n");
-    let dir = ws.root.join("overlay");
+    let ws = open_to_all();
+    ws.file("shared.txt", b"END\n");
+    let dir = ws.base.join("overlay");
     let overlay = through_overlay.then_some(dir.as_path());
     let ws = &ws;
     let writers = [
@@ -352,8 +329,8 @@ fn no_lost_update(through_overlay: bool) {
 fn r11_4_200mb_write_streams() {
     const SIZE: usize = 200 << 20;
     const PEAK: u64 = 64 << 20;
-    let ws = Ws::new();
-    let input = ws.root.join("input.txt");
+    let ws = open_to_all();
+    let input = ws.base.join("input.txt");
     {
         let line = format!("{}\n", "x".repeat(1023));
         let mut f = std::io::BufWriter::new(std::fs::File::create(&input).unwrap());
@@ -361,9 +338,9 @@ fn r11_4_200mb_write_streams() {
             f.write_all(line.as_bytes()).unwrap();
         }
     }
-    let overlay = ws.root.join("overlay");
+    let overlay = ws.base.join("overlay");
     for (name, extra, written) in [
-        ("disk", vec![], ws.path("big.txt")),
+        ("disk", vec![], ws.at("big.txt")),
         (
             "overlay",
             vec!["--overlay".to_string(), overlay.display().to_string()],
@@ -374,10 +351,10 @@ fn r11_4_200mb_write_streams() {
             .args(["-f", "maxrss_kb=%M"])
             .arg(BIN)
             .arg("--cwd")
-            .arg(&ws.ws)
+            .arg(&ws.root)
             .args(&extra)
             .args(["write", "big.txt"])
-            .env("DSH_SEARCH_STATE_DIR", ws.root.join("state"))
+            .env("DSH_SEARCH_STATE_DIR", ws.base.join("state"))
             .stdin(std::fs::File::open(&input).unwrap())
             .output()
             .expect("GNU time at /usr/bin/time measures the peak memory (apt-get install time)");
@@ -410,14 +387,18 @@ fn r11_4_200mb_write_streams() {
 #[test]
 fn r11_5_lock_wait_ends_at_a_signal_and_nothing_changes() {
     use rustix::process::Signal;
-    let ws = Ws::new();
+    let ws = open_to_all();
     for (name, sig) in [("TERM", Signal::TERM), ("INT", Signal::INT)] {
         for tool in ["edit", "write"] {
-            ws.put("f.txt", b"old\n");
-            let lock = hold_dir_lock(&ws.ws);
+            ws.file("f.txt", b"old\n");
+            let lock = hold_dir_lock(&ws.root);
             let mut cmd = match tool {
-                "edit" => ws.cmd("state", &["edit", "f.txt", "--old", "old", "--new", "new"]),
-                _ => ws.cmd("state", &["write", "f.txt"]),
+                "edit" => cmd(
+                    &ws,
+                    "state",
+                    &["edit", "f.txt", "--old", "old", "--new", "new"],
+                ),
+                _ => cmd(&ws, "state", &["write", "f.txt"]),
             };
             let mut child = cmd.stdin(Stdio::piped()).spawn().unwrap();
             let mut stdin = child.stdin.take().unwrap();
@@ -473,13 +454,13 @@ fn release(mut holder: Child) {
 #[test]
 fn r11_5_session_lock_wait_ends_at_a_signal() {
     use sha2::Digest;
-    let ws = Ws::new();
-    ws.put("f.txt", b"old\n");
-    let (out, code) = ws.run("state", &["--session", "s", "read", "f.txt"]);
+    let ws = open_to_all();
+    ws.file("f.txt", b"old\n");
+    let (out, code) = run(&ws, "state", &["--session", "s", "read", "f.txt"]);
     assert_eq!(code, 0, "{out}");
     let digest = sha2::Sha256::digest(b"s");
     let stem: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-    let lock = ws.root.join(format!("state/sessions/{stem}.lock"));
+    let lock = ws.base.join(format!("state/sessions/{stem}.lock"));
     assert!(lock.exists(), "the session's lock file is {lock:?}");
     for tool in ["edit", "write"] {
         let holder = lock_holder(&lock);
@@ -496,7 +477,10 @@ fn r11_5_session_lock_wait_ends_at_a_signal() {
             ],
             _ => &["--session", "s", "write", "f.txt"],
         };
-        let mut child = ws.cmd("state", args).stdin(Stdio::piped()).spawn().unwrap();
+        let mut child = cmd(&ws, "state", args)
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
         let _ = child.stdin.take().unwrap().write_all(b"new\n");
         std::thread::sleep(Duration::from_millis(300));
         signal(&child, rustix::process::Signal::TERM);
@@ -511,27 +495,27 @@ fn r11_5_session_lock_wait_ends_at_a_signal() {
 /// The deadline (`timeoutMs`) ends a wait for another writer's lock too.
 #[test]
 fn r11_5_lock_wait_ends_at_the_deadline() {
-    let ws = Ws::new();
-    ws.put("f.txt", b"old\n");
-    let config = ws.root.join("config.json");
+    let ws = open_to_all();
+    ws.file("f.txt", b"old\n");
+    let config = ws.base.join("config.json");
     std::fs::write(&config, r#"{"timeoutMs": 200}"#).unwrap();
-    let lock = hold_dir_lock(&ws.ws);
-    let child = ws
-        .cmd(
-            "state",
-            &[
-                "--config",
-                config.to_str().unwrap(),
-                "edit",
-                "f.txt",
-                "--old",
-                "old",
-                "--new",
-                "new",
-            ],
-        )
-        .spawn()
-        .unwrap();
+    let lock = hold_dir_lock(&ws.root);
+    let child = cmd(
+        &ws,
+        "state",
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "edit",
+            "f.txt",
+            "--old",
+            "old",
+            "--new",
+            "new",
+        ],
+    )
+    .spawn()
+    .unwrap();
     let (out, code) = wait_exit(child);
     drop(lock);
     assert_eq!(code, 2, "{out}");
@@ -543,17 +527,17 @@ fn r11_5_lock_wait_ends_at_the_deadline() {
 /// comes at its producer's pace (`build | dsh-search write log`).
 #[test]
 fn r11_5_slow_stdin_is_not_a_timeout() {
-    let ws = Ws::new();
-    let config = ws.root.join("config.json");
+    let ws = open_to_all();
+    let config = ws.base.join("config.json");
     std::fs::write(&config, r#"{"timeoutMs": 100}"#).unwrap();
-    let mut child = ws
-        .cmd(
-            "state",
-            &["--config", config.to_str().unwrap(), "write", "log.txt"],
-        )
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = cmd(
+        &ws,
+        "state",
+        &["--config", config.to_str().unwrap(), "write", "log.txt"],
+    )
+    .stdin(Stdio::piped())
+    .spawn()
+    .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"one\n").unwrap();
     std::thread::sleep(Duration::from_millis(400));
@@ -569,14 +553,13 @@ fn r11_5_slow_stdin_is_not_a_timeout() {
 #[test]
 fn r11_5_stdin_wait_ends_at_term_int_hup() {
     use rustix::process::Signal;
-    let ws = Ws::new();
+    let ws = open_to_all();
     for (name, sig) in [
         ("TERM", Signal::TERM),
         ("INT", Signal::INT),
         ("HUP", Signal::HUP),
     ] {
-        let mut child = ws
-            .cmd("state", &["write", "x.txt"])
+        let mut child = cmd(&ws, "state", &["write", "x.txt"])
             .stdin(Stdio::piped())
             .spawn()
             .unwrap();
@@ -588,15 +571,15 @@ fn r11_5_stdin_wait_ends_at_term_int_hup() {
         drop(stdin);
         assert_eq!(code, 2, "{name}: {out}");
         assert!(out.contains("write aborted"), "{name}: {out}");
-        assert!(!ws.path("x.txt").exists(), "{name}");
+        assert!(!ws.at("x.txt").exists(), "{name}");
     }
 }
 
 /// `--config <a FIFO>` is refused at once instead of blocking forever.
 #[test]
 fn r11_5_config_fifo_is_refused() {
-    let ws = Ws::new();
-    let fifo = ws.root.join("config.fifo");
+    let ws = open_to_all();
+    let fifo = ws.base.join("config.fifo");
     rustix::fs::mknodat(
         rustix::fs::CWD,
         &fifo,
@@ -605,10 +588,13 @@ fn r11_5_config_fifo_is_refused() {
         0,
     )
     .unwrap();
-    let child = ws
-        .cmd("state", &["--config", fifo.to_str().unwrap(), "glob", "*"])
-        .spawn()
-        .unwrap();
+    let child = cmd(
+        &ws,
+        "state",
+        &["--config", fifo.to_str().unwrap(), "glob", "*"],
+    )
+    .spawn()
+    .unwrap();
     let (out, code) = wait_exit(child);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("not a regular file"), "{out}");
@@ -623,8 +609,8 @@ fn r11_5_config_fifo_is_refused() {
 #[test]
 fn r11_7_bare_write_needs_no_state_directory() {
     require_root();
-    let ws = Ws::new();
-    let mut cmd = ws.cmd("state", &["write", "f.txt"]);
+    let ws = open_to_all();
+    let mut cmd = cmd(&ws, "state", &["write", "f.txt"]);
     cmd.env_remove("DSH_SEARCH_STATE_DIR")
         .env_remove("XDG_STATE_HOME")
         .env("HOME", "/nonexistent");
@@ -632,11 +618,16 @@ fn r11_7_bare_write_needs_no_state_directory() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("Created file"), "{out}");
 
-    let file = ws.root.join("state-file");
+    let file = ws.base.join("state-file");
     std::fs::write(&file, "").unwrap();
-    let (out, code) = ws.write("state-file", &["write", "g.txt"], b"g\n");
+    let (out, code) = write(&ws, "state-file", &["write", "g.txt"], b"g\n");
     assert_eq!(code, 0, "{out}");
-    let (out, code) = ws.write("state-file", &["--session", "s", "write", "h.txt"], b"h\n");
+    let (out, code) = write(
+        &ws,
+        "state-file",
+        &["--session", "s", "write", "h.txt"],
+        b"h\n",
+    );
     assert_eq!(code, 2, "{out}");
     assert!(
         out.contains(&format!(
@@ -645,7 +636,7 @@ fn r11_7_bare_write_needs_no_state_directory() {
         )),
         "{out}"
     );
-    assert!(!ws.path("h.txt").exists());
+    assert!(!ws.at("h.txt").exists());
 }
 
 // ---------------------------------------------------------------------------
@@ -655,27 +646,27 @@ fn r11_7_bare_write_needs_no_state_directory() {
 /// one: refused as not a regular file, the link kept, its target not made.
 #[test]
 fn r11_11_dangling_symlink_one_rule_for_bare_and_session() {
-    let ws = Ws::new();
-    std::os::unix::fs::symlink(ws.root.join("outside.txt"), ws.path("link")).unwrap();
+    let ws = open_to_all();
+    std::os::unix::fs::symlink(ws.base.join("outside.txt"), ws.at("link")).unwrap();
     for args in [
         &["write", "link"][..],
         &["--session", "s", "write", "link"][..],
     ] {
-        let (out, code) = ws.write("state", args, b"x\n");
+        let (out, code) = write(&ws, "state", args, b"x\n");
         assert_eq!(code, 2, "{args:?}: {out}");
         assert!(out.contains("not a regular file"), "{args:?}: {out}");
-        assert!(std::fs::symlink_metadata(ws.path("link"))
+        assert!(std::fs::symlink_metadata(ws.at("link"))
             .unwrap()
             .file_type()
             .is_symlink());
-        assert!(!ws.root.join("outside.txt").exists());
+        assert!(!ws.base.join("outside.txt").exists());
     }
 }
 
 /// `write newdir/` names a directory: refused, and no file `newdir`.
 #[test]
 fn r11_11_trailing_slash_names_a_directory() {
-    let ws = Ws::new();
+    let ws = open_to_all();
     for (args, stdin) in [
         (&["write", "newdir/"][..], &b"x\n"[..]),
         (&["--session", "s", "write", "newdir/"][..], &b"x\n"[..]),
@@ -684,13 +675,13 @@ fn r11_11_trailing_slash_names_a_directory() {
             &b""[..],
         ),
     ] {
-        let (out, code) = ws.write("state", args, stdin);
+        let (out, code) = write(&ws, "state", args, stdin);
         assert_eq!(code, 2, "{args:?}: {out}");
         assert!(
             out.contains("not a regular file (the path names a directory)"),
             "{args:?}: {out}"
         );
-        assert!(!ws.path("newdir").exists(), "{args:?}");
+        assert!(!ws.at("newdir").exists(), "{args:?}");
     }
 }
 
@@ -701,15 +692,19 @@ fn r11_11_trailing_slash_names_a_directory() {
 /// `\r`, trailing spaces, no final newline).
 #[test]
 fn r11_11_edit_bytes_follow_the_seed_rules() {
-    let ws = Ws::new();
+    let ws = open_to_all();
     for (name, before, after) in [
         ("bom", &b"\xef\xbb\xbfone two\n"[..], &b"one 2\n"[..]),
         ("crlf majority", b"one\r\ntwo\r\nx\n", b"one\r\n2\r\nx\r\n"),
         ("lf majority", b"one\ntwo\nx\r\n", b"one\n2\nx\n"),
         ("lone cr and spaces", b"a\rtwo  \t\nb", b"a\r2  \t\nb"),
     ] {
-        ws.put("e.txt", before);
-        let (out, code) = ws.run("state", &["edit", "e.txt", "--old", "two", "--new", "2"]);
+        ws.file("e.txt", before);
+        let (out, code) = run(
+            &ws,
+            "state",
+            &["edit", "e.txt", "--old", "two", "--new", "2"],
+        );
         assert_eq!(code, 0, "{name}: {out}");
         assert_eq!(
             String::from_utf8_lossy(&ws.get("e.txt")),
@@ -727,15 +722,18 @@ fn r11_11_write_rules_on_every_filesystem() {
     use dsh_search::config::Config;
     use dsh_search::tool::{CallContext, Tools};
     use serde_json::json;
-    let ws = Ws::new();
-    std::os::unix::fs::symlink(ws.ws.join("nowhere.txt"), ws.path("link")).unwrap();
-    for way in crate::util::workspaces::ways(&ws.ws, &ws.ws) {
+    let ws = open_to_all();
+    std::os::unix::fs::symlink(ws.root.join("nowhere.txt"), ws.at("link")).unwrap();
+    for way in crate::util::workspaces::ways(&ws.root, &ws.root) {
         for session in [false, true] {
             let tools =
                 Tools::new(Config::default(), way.backend.clone()).with_filesystem(way.fs.clone());
             let (tools, ctx) = match session {
-                true => (tools, CallContext::new(&ws.ws).session("s")),
-                false => (tools.without_observation_policy(), CallContext::new(&ws.ws)),
+                true => (tools, CallContext::new(&ws.root).session("s")),
+                false => (
+                    tools.without_observation_policy(),
+                    CallContext::new(&ws.root),
+                ),
             };
             let label = format!("{} session={session}", way.label);
             for (path, expect) in [
@@ -746,8 +744,8 @@ fn r11_11_write_rules_on_every_filesystem() {
                 assert!(r.is_error, "{label} {path}: {}", r.content);
                 assert!(r.content.contains(expect), "{label} {path}: {}", r.content);
             }
-            assert!(!ws.path("nowhere.txt").exists(), "{label}");
-            assert!(!ws.path("newdir").exists(), "{label}");
+            assert!(!ws.at("nowhere.txt").exists(), "{label}");
+            assert!(!ws.at("newdir").exists(), "{label}");
         }
     }
 }

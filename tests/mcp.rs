@@ -4,35 +4,16 @@
 //! signals. The Python and TypeScript SDK clients (tests/clients/, run by
 //! scripts/test) cover the ordinary use.
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::util::served::Served;
+use crate::util::ws::Ws;
 
-/// `f<k>.txt` holding `needle<k>`, a FIFO `pipe` (a grep of it blocks until
-/// cancelled or timed out) and `sub/s.txt` holding `needle9`.
-fn tree() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for k in 0..3 {
-        std::fs::write(dir.path().join(format!("f{k}.txt")), format!("needle{k}\n")).unwrap();
-    }
-    std::fs::create_dir(dir.path().join("sub")).unwrap();
-    std::fs::write(dir.path().join("sub/s.txt"), "needle9\n").unwrap();
-    let status = std::process::Command::new("mkfifo")
-        .arg(dir.path().join("pipe"))
-        .status()
-        .unwrap();
-    assert!(status.success());
-    dir
-}
-
-fn mcp(dir: &Path, extra: &[&str]) -> Served {
-    let mut args = vec!["--cwd", dir.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    args.push("mcp");
-    Served::start(dir, &args)
+/// The server on `ws`: `--cwd <workdir> <extra…> mcp`.
+fn mcp(ws: &Ws, extra: &[&str]) -> Served {
+    Served::spawn(ws.cmd(extra).arg("mcp"))
 }
 
 /// The legacy handshake, with `capabilities`.
@@ -65,8 +46,10 @@ fn blocked_grep(id: u64) -> Value {
 
 #[test]
 fn initialize_lists_the_server_and_the_system_prompt() {
-    let dir = tree();
-    let mut s = mcp(dir.path(), &[]);
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
+    let mut s = mcp(&dir, &[]);
     let init = initialize(&mut s, json!({}));
     assert_eq!(init["result"]["serverInfo"]["name"], "dsh-search");
     assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
@@ -78,8 +61,10 @@ fn initialize_lists_the_server_and_the_system_prompt() {
 
 #[test]
 fn malformed_and_hostile_messages_get_json_rpc_errors_and_the_server_goes_on() {
-    let dir = tree();
-    let mut s = mcp(dir.path(), &[]);
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
+    let mut s = mcp(&dir, &[]);
     // Before the handshake too.
     s.send_raw(b"not json");
     assert_eq!(
@@ -166,8 +151,10 @@ fn malformed_and_hostile_messages_get_json_rpc_errors_and_the_server_goes_on() {
 /// earlier answer went out lost its head and was never answered.)
 #[test]
 fn a_message_split_around_a_response_is_read_whole() {
-    let dir = tree();
-    let mut s = mcp(dir.path(), &[]);
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
+    let mut s = mcp(&dir, &[]);
     initialize(&mut s, json!({}));
     for round in 0..3u64 {
         let line = call(
@@ -194,8 +181,10 @@ fn a_message_split_around_a_response_is_read_whole() {
 
 #[test]
 fn results_carry_the_value_the_error_code_and_the_meta() {
-    let dir = tree();
-    let mut s = mcp(dir.path(), &[]);
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
+    let mut s = mcp(&dir, &[]);
     initialize(&mut s, json!({}));
     s.send(&call(1, "glob", json!({"pattern": "f1.txt"})));
     let ok = s.recv()["result"].clone();
@@ -217,8 +206,10 @@ fn results_carry_the_value_the_error_code_and_the_meta() {
 
 #[test]
 fn notifications_cancelled_stops_the_call_and_others_go_on() {
-    let dir = tree();
-    let mut s = mcp(dir.path(), &[]);
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
+    let mut s = mcp(&dir, &[]);
     initialize(&mut s, json!({}));
     s.send(&blocked_grep(5));
     s.send(&call(6, "grep", json!({"pattern": "needle2"})));
@@ -238,10 +229,12 @@ fn notifications_cancelled_stops_the_call_and_others_go_on() {
 
 #[test]
 fn a_call_past_the_timeout_gets_the_timeout_error() {
-    let dir = tree();
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
     let config = dir.path().join("config.json");
     std::fs::write(&config, r#"{"timeoutMs": 300}"#).unwrap();
-    let mut s = mcp(dir.path(), &["--config", config.to_str().unwrap()]);
+    let mut s = mcp(&dir, &["--config", config.to_str().unwrap()]);
     initialize(&mut s, json!({}));
     s.send(&blocked_grep(1));
     let r = s.recv()["result"].clone();
@@ -258,8 +251,10 @@ fn a_call_past_the_timeout_gets_the_timeout_error() {
 
 #[test]
 fn eof_with_a_call_in_flight_cancels_it_and_exits_0() {
-    let dir = tree();
-    let mut s = mcp(dir.path(), &[]);
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
+    let mut s = mcp(&dir, &[]);
     initialize(&mut s, json!({}));
     s.send(&blocked_grep(1));
     s.send(&call(2, "glob", json!({"pattern": "f0.txt"})));
@@ -273,8 +268,10 @@ fn eof_with_a_call_in_flight_cancels_it_and_exits_0() {
 fn sigterm_and_sigint_cancel_the_calls_in_flight_and_exit_0() {
     use rustix::process::Signal;
     for signal in [Signal::TERM, Signal::INT] {
-        let dir = tree();
-        let mut s = mcp(dir.path(), &[]);
+        let dir = Ws::needles(3)
+            .with("sub/s.txt", "needle9\n")
+            .with_fifo("pipe");
+        let mut s = mcp(&dir, &[]);
         initialize(&mut s, json!({}));
         s.send(&blocked_grep(1));
         s.send(&call(2, "glob", json!({"pattern": "f0.txt"})));
@@ -291,10 +288,12 @@ fn sigterm_and_sigint_cancel_the_calls_in_flight_and_exit_0() {
 
 #[test]
 fn the_workdir_is_the_first_file_root_until_the_roots_change() {
-    let dir = tree();
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
     let other = tempfile::tempdir().unwrap();
     // No --cwd: the process's current directory is only the fallback.
-    let mut s = Served::start(other.path(), &["mcp"]);
+    let mut s = Served::spawn(dir.bin().current_dir(other.path()).arg("mcp"));
     initialize(&mut s, json!({"roots": {"listChanged": true}}));
     let roots = |s: &mut Served, uris: &[String]| {
         let ask = s.recv();
@@ -325,8 +324,10 @@ fn the_workdir_is_the_first_file_root_until_the_roots_change() {
 
 #[test]
 fn without_roots_or_cwd_the_workdir_is_the_current_directory() {
-    let dir = tree();
-    let mut s = Served::start(&dir.path().join("sub"), &["mcp"]);
+    let dir = Ws::needles(3)
+        .with("sub/s.txt", "needle9\n")
+        .with_fifo("pipe");
+    let mut s = Served::spawn(dir.bin().current_dir(dir.at("sub")).arg("mcp"));
     initialize(&mut s, json!({}));
     s.send(&call(1, "grep", json!({"pattern": "needle"})));
     assert_eq!(text(&s.recv()), "Found 1 match\n\ns.txt\nLine 1: needle9");

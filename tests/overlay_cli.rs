@@ -2,36 +2,25 @@
 //! tool and `changes [--diff]` (over an overlay directory written by the
 //! library, and by the tools), `--fs mem[:ROOT]`, and their refusals.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 use std::sync::Arc;
 
 use dsh_search::fs::{FileSystem, LocalFs, OverlayFs, WriteGuard};
 use dsh_search::CancelToken;
 
-/// A workdir with two files, and a place for the overlay directory.
-struct Setup {
-    _tmp: tempfile::TempDir,
-    ws: PathBuf,
-    dir: PathBuf,
+use crate::util::ws::Ws;
+
+/// A workdir with two files; the overlay directory goes beside it, at
+/// `<base>/overlay`.
+fn setup() -> Ws {
+    Ws::new()
+        .with("a.txt", "one\ntwo\n")
+        .with("same.txt", "same\n")
 }
 
-fn setup() -> Setup {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(tmp.path()).unwrap();
-    let ws = root.join("ws");
-    std::fs::create_dir(&ws).unwrap();
-    std::fs::write(ws.join("a.txt"), "one\ntwo\n").unwrap();
-    std::fs::write(ws.join("same.txt"), "same\n").unwrap();
-    Setup {
-        _tmp: tmp,
-        dir: root.join("overlay"),
-        ws,
-    }
-}
-
-fn overlay(s: &Setup) -> OverlayFs<LocalFs, LocalFs> {
-    OverlayFs::on_disk(Arc::new(LocalFs::new()), &s.ws, &s.dir).unwrap()
+fn overlay(s: &Ws) -> OverlayFs<LocalFs, LocalFs> {
+    OverlayFs::on_disk(Arc::new(LocalFs::new()), &s.root, &s.base.join("overlay")).unwrap()
 }
 
 fn put(fs: &OverlayFs<LocalFs, LocalFs>, path: &Path, data: &str) {
@@ -44,15 +33,10 @@ fn put(fs: &OverlayFs<LocalFs, LocalFs>, path: &Path, data: &str) {
     .unwrap();
 }
 
-/// stdout, stderr and the exit status of the binary run in `cwd`.
-fn run(cwd: &Path, args: &[&str]) -> (String, String, i32) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dsh-search"))
-        .arg("--cwd")
-        .arg(cwd)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+/// stdout, stderr and the exit status of the binary on `s` run with
+/// `--cwd cwd`.
+fn run(s: &Ws, cwd: &Path, args: &[&str]) -> (String, String, i32) {
+    let out = s.bin().arg("--cwd").arg(cwd).args(args).output().unwrap();
     (
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),
@@ -64,24 +48,25 @@ fn run(cwd: &Path, args: &[&str]) -> (String, String, i32) {
 fn changes_lists_and_diffs() {
     let s = setup();
     let fs = overlay(&s);
-    put(&fs, &s.ws.join("a.txt"), "one\nthree\n");
-    put(&fs, &s.ws.join("same.txt"), "same\n");
-    put(&fs, &s.ws.join("sub/new.txt"), "new\n");
-    let dir = s.dir.to_str().unwrap();
+    put(&fs, &s.root.join("a.txt"), "one\nthree\n");
+    put(&fs, &s.root.join("same.txt"), "same\n");
+    put(&fs, &s.root.join("sub/new.txt"), "new\n");
+    let overlay_dir = s.base.join("overlay");
+    let dir = overlay_dir.to_str().unwrap();
     assert_eq!(
-        run(&s.ws, &["--overlay", dir, "changes"]),
+        run(&s, &s.root, &["--overlay", dir, "changes"]),
         ("M a.txt\nA sub/new.txt\n".into(), String::new(), 0)
     );
-    let (diff, _, code) = run(&s.ws, &["changes", "--diff", "--overlay", dir]);
+    let (diff, _, code) = run(&s, &s.root, &["changes", "--diff", "--overlay", dir]);
     assert_eq!(code, 0);
     assert_eq!(diff, fs.diff().unwrap());
     assert!(diff.starts_with("--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+three\n--- /dev/null\n+++ b/sub/new.txt\n"), "{diff}");
     // The workdir is untouched.
     assert_eq!(
-        std::fs::read_to_string(s.ws.join("a.txt")).unwrap(),
+        std::fs::read_to_string(s.root.join("a.txt")).unwrap(),
         "one\ntwo\n"
     );
-    assert!(!s.ws.join("sub").exists());
+    assert!(!s.root.join("sub").exists());
 }
 
 /// A file name cannot forge `changes` lines or diff hunks, nor reach the
@@ -91,15 +76,16 @@ fn changes_lists_and_diffs() {
 fn changes_show_hostile_names_escaped() {
     let s = setup();
     let fs = overlay(&s);
-    put(&fs, &s.ws.join("a.txt"), "one\nthree\n");
+    put(&fs, &s.root.join("a.txt"), "one\nthree\n");
     put(
         &fs,
-        &s.ws.join("x\n+++ b/evil\n@@ -0,0 +1 @@\n+pwned"),
+        &s.root.join("x\n+++ b/evil\n@@ -0,0 +1 @@\n+pwned"),
         "data\n",
     );
-    put(&fs, &s.ws.join("\u{1b}[31mred.txt"), "red\n");
-    let dir = s.dir.to_str().unwrap();
-    let (list, err, code) = run(&s.ws, &["--overlay", dir, "changes"]);
+    put(&fs, &s.root.join("\u{1b}[31mred.txt"), "red\n");
+    let overlay_dir = s.base.join("overlay");
+    let dir = overlay_dir.to_str().unwrap();
+    let (list, err, code) = run(&s, &s.root, &["--overlay", dir, "changes"]);
     assert_eq!((err.as_str(), code), ("", 0));
     assert_eq!(
         list,
@@ -109,7 +95,7 @@ fn changes_show_hostile_names_escaped() {
             "A \"x\\n+++ b/evil\\n@@ -0,0 +1 @@\\n+pwned\"\n",
         )
     );
-    let (diff, err, code) = run(&s.ws, &["--overlay", dir, "changes", "--diff"]);
+    let (diff, err, code) = run(&s, &s.root, &["--overlay", dir, "changes", "--diff"]);
     assert_eq!((err.as_str(), code), ("", 0));
     assert_eq!(
         diff,
@@ -136,12 +122,13 @@ fn changes_show_hostile_names_escaped() {
 #[test]
 fn changes_of_a_new_overlay_is_empty() {
     let s = setup();
-    let dir = s.dir.to_str().unwrap();
+    let overlay_dir = s.base.join("overlay");
+    let dir = overlay_dir.to_str().unwrap();
     assert_eq!(
-        run(&s.ws, &["--overlay", dir, "changes"]),
+        run(&s, &s.root, &["--overlay", dir, "changes"]),
         (String::new(), String::new(), 0)
     );
-    assert!(s.dir.join("workspace").is_file());
+    assert!(s.base.join("overlay").join("workspace").is_file());
 }
 
 /// A `workspace` record written by hand names the workdir with or without
@@ -149,19 +136,20 @@ fn changes_of_a_new_overlay_is_empty() {
 #[test]
 fn a_hand_written_workspace_record_needs_no_newline() {
     let s = setup();
-    std::fs::create_dir(&s.dir).unwrap();
-    let dir = s.dir.to_str().unwrap();
-    let ws = s.ws.to_str().unwrap();
+    std::fs::create_dir(s.base.join("overlay")).unwrap();
+    let overlay_dir = s.base.join("overlay");
+    let dir = overlay_dir.to_str().unwrap();
+    let ws = s.root.to_str().unwrap();
     for record in [ws.to_string(), format!("{ws}\n")] {
-        std::fs::write(s.dir.join("workspace"), &record).unwrap();
+        std::fs::write(s.base.join("overlay").join("workspace"), &record).unwrap();
         assert_eq!(
-            run(&s.ws, &["--overlay", dir, "changes"]),
+            run(&s, &s.root, &["--overlay", dir, "changes"]),
             (String::new(), String::new(), 0),
             "{record:?}"
         );
     }
-    std::fs::write(s.dir.join("workspace"), "/elsewhere").unwrap();
-    let (out, err, code) = run(&s.ws, &["--overlay", dir, "changes"]);
+    std::fs::write(s.base.join("overlay").join("workspace"), "/elsewhere").unwrap();
+    let (out, err, code) = run(&s, &s.root, &["--overlay", dir, "changes"]);
     assert_eq!((out.as_str(), code), ("", 2));
     assert_eq!(
         err,
@@ -181,15 +169,15 @@ macro_rules! refused {
             fn $name() {
                 let s = setup();
                 overlay(&s);
-                std::fs::create_dir(s.ws.join("sub")).unwrap();
-                let file = s.ws.parent().unwrap().join("file");
+                std::fs::create_dir(s.root.join("sub")).unwrap();
+                let file = s.base.join("file");
                 std::fs::write(&file, "").unwrap();
                 let args: Vec<String> = $args
                     .iter()
-                    .map(|a: &&str| a.replace("DIR", s.dir.to_str().unwrap()).replace("FILE", file.to_str().unwrap()))
+                    .map(|a: &&str| a.replace("DIR", s.base.join("overlay").to_str().unwrap()).replace("FILE", file.to_str().unwrap()))
                     .collect();
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                let (stdout, stderr, code) = run(&s.ws.join($cwd), &args);
+                let (stdout, stderr, code) = run(&s, &s.root.join($cwd), &args);
                 assert_eq!((stdout.as_str(), code), ("", 2), "{stderr}");
                 assert!(stderr.starts_with("dsh-search: ") && stderr.contains($says), "{stderr}");
                 assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -216,11 +204,12 @@ refused! {
 #[test]
 fn tools_work_through_an_overlay() {
     let s = setup();
-    let dir = s.dir.to_str().unwrap();
+    let overlay_dir = s.base.join("overlay");
+    let dir = overlay_dir.to_str().unwrap();
     let ov = |args: &[&str]| {
         let mut a = vec!["--overlay", dir, "--session", "ov"];
         a.extend_from_slice(args);
-        run(&s.ws, &a)
+        run(&s, &s.root, &a)
     };
     assert_eq!(ov(&["read", "a.txt"]).2, 0);
     let (out, err, code) = ov(&["edit", "a.txt", "--old", "two", "--new", "three"]);
@@ -233,9 +222,10 @@ fn tools_work_through_an_overlay() {
             0
         )
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_dsh-search"))
+    let out = s
+        .bin()
         .args(["--overlay", dir, "--cwd"])
-        .arg(&s.ws)
+        .arg(&s.root)
         .args(["write", "notes/n.txt"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -255,12 +245,12 @@ fn tools_work_through_an_overlay() {
     );
     // The workdir itself is untouched; the overlay says what changed.
     assert_eq!(
-        std::fs::read_to_string(s.ws.join("a.txt")).unwrap(),
+        std::fs::read_to_string(s.root.join("a.txt")).unwrap(),
         "one\ntwo\n"
     );
-    assert!(!s.ws.join("notes").exists());
+    assert!(!s.root.join("notes").exists());
     assert_eq!(
-        run(&s.ws, &["--overlay", dir, "changes"]),
+        run(&s, &s.root, &["--overlay", dir, "changes"]),
         ("M a.txt\nA notes/n.txt\n".into(), String::new(), 0)
     );
 }
@@ -273,8 +263,8 @@ fn tools_work_through_an_overlay() {
 #[test]
 fn r20_4_mem_refuses_a_tree_that_does_not_fit() {
     let s = setup();
-    std::fs::create_dir(s.ws.join("d")).unwrap();
-    let big = s.ws.join("d/big.bin");
+    std::fs::create_dir(s.root.join("d")).unwrap();
+    let big = s.root.join("d/big.bin");
     std::fs::File::create(&big)
         .and_then(|f| f.set_len(1 << 40))
         .unwrap();
@@ -282,11 +272,11 @@ fn r20_4_mem_refuses_a_tree_that_does_not_fit() {
         &["--fs", "mem", "grep", "one"][..],
         &["--fs", "mem", "glob", "*"],
     ] {
-        let (out, err, code) = run(&s.ws, args);
+        let (out, err, code) = run(&s, &s.root, args);
         assert_eq!((out.as_str(), code), ("", 2), "{err}");
         let want = format!(
             "dsh-search: cannot load {} into memory: {} is 1099511627776 bytes, more than ",
-            s.ws.display(),
+            s.root.display(),
             big.display()
         );
         assert!(err.starts_with(&want), "{err}");
@@ -296,13 +286,13 @@ fn r20_4_mem_refuses_a_tree_that_does_not_fit() {
 
 /// The workspace's file `rel` as the tools see it: through the overlay
 /// directory `overlay` when there is one.
-fn seen(s: &Setup, overlay: Option<&str>, rel: &str) -> String {
+fn seen(s: &Ws, overlay: Option<&str>, rel: &str) -> String {
     let mut args = Vec::new();
     if let Some(dir) = overlay {
         args.extend(["--overlay", dir]);
     }
     args.extend(["read", rel]);
-    let (out, err, code) = run(&s.ws, &args);
+    let (out, err, code) = run(s, &s.root, &args);
     assert_eq!(code, 0, "{err}");
     out
 }
@@ -325,13 +315,14 @@ fn r20_2_ten_concurrent_edits_each_success_lands() {
     for round in 0..ROUNDS {
         for through_overlay in [false, true] {
             let s = setup();
-            std::fs::write(s.ws.join("f.txt"), "END\n").unwrap();
-            let dir = s.dir.to_str().unwrap();
+            std::fs::write(s.root.join("f.txt"), "END\n").unwrap();
+            let overlay_dir = s.base.join("overlay");
+            let dir = overlay_dir.to_str().unwrap();
             let overlay = through_overlay.then_some(dir);
             let children: Vec<_> = (0..WRITERS)
                 .map(|n| {
-                    let mut c = Command::new(env!("CARGO_BIN_EXE_dsh-search"));
-                    c.arg("--cwd").arg(&s.ws);
+                    let mut c = s.bin();
+                    c.arg("--cwd").arg(&s.root);
                     if let Some(dir) = overlay {
                         c.args(["--overlay", dir]);
                     }
@@ -368,7 +359,7 @@ fn r20_2_ten_concurrent_edits_each_success_lands() {
             }
             if through_overlay {
                 assert_eq!(
-                    std::fs::read_to_string(s.ws.join("f.txt")).unwrap(),
+                    std::fs::read_to_string(s.root.join("f.txt")).unwrap(),
                     "END\n"
                 );
             }
@@ -410,21 +401,22 @@ fn r20_2_a_server_sees_later_cli_edits() {
     let mut answers = Vec::new();
     for through_overlay in [false, true] {
         let s = setup();
-        std::fs::write(s.ws.join("f.txt"), "one\n").unwrap();
-        let dir = s.dir.to_str().unwrap();
+        std::fs::write(s.root.join("f.txt"), "one\n").unwrap();
+        let overlay_dir = s.base.join("overlay");
+        let dir = overlay_dir.to_str().unwrap();
         let overlay = through_overlay.then_some(dir);
         let mut args = Vec::new();
         if let Some(dir) = overlay {
             args.extend(["--overlay", dir]);
         }
         let mut server =
-            crate::util::served::Served::start(&s.ws, &[&args[..], &["serve"]].concat());
+            crate::util::served::Served::start(&s.root, &[&args[..], &["serve"]].concat());
         let mut got = Vec::new();
         for (i, step) in steps.iter().enumerate() {
             let (tool, arguments) = match *step {
                 CliEdit(old, new) => {
                     let cli = [&args[..], &["edit", "f.txt", "--old", old, "--new", new]].concat();
-                    let (out, err, code) = run(&s.ws, &cli);
+                    let (out, err, code) = run(&s, &s.root, &cli);
                     assert_eq!(code, 0, "{out}{err}");
                     got.push(format!("cli: {new}"));
                     continue;
@@ -439,7 +431,7 @@ fn r20_2_a_server_sees_later_cli_edits() {
             let answer = server.recv();
             let result = &answer["result"];
             let content = result["content"].as_str().unwrap_or_default();
-            let ws = s.ws.to_str().unwrap();
+            let ws = s.root.to_str().unwrap();
             got.push(format!(
                 "{tool}: {} {} {}",
                 result["isError"],
@@ -448,7 +440,7 @@ fn r20_2_a_server_sees_later_cli_edits() {
             ));
             got.push(format!(
                 "file: {}",
-                seen(&s, overlay, "f.txt").replace(s.ws.to_str().unwrap(), "[WS]")
+                seen(&s, overlay, "f.txt").replace(s.root.to_str().unwrap(), "[WS]")
             ));
         }
         answers.push(got);
@@ -468,16 +460,18 @@ fn r20_2_a_server_sees_later_cli_edits() {
 #[test]
 fn in_memory_workspace_prints_rg_s_output() {
     let s = setup();
-    std::fs::write(s.ws.join(".ignore"), "same.txt\n").unwrap();
+    std::fs::write(s.root.join(".ignore"), "same.txt\n").unwrap();
     let rg = std::env::var_os("DSH_SEARCH_RG").expect("DSH_SEARCH_RG names the reference rg");
-    let rg_out = Command::new(rg)
+    let rg_out = s
+        .command(rg)
         .args(["--no-config", "--json", "--regexp=o"])
-        .current_dir(&s.ws)
+        .current_dir(&s.root)
         .stdin(Stdio::null())
         .output()
         .unwrap();
     let (ours, _, code) = run(
-        &s.ws,
+        &s,
+        &s.root,
         &["--fs", "mem", "grep", "--format", "raw", "--", "o"],
     );
     assert_eq!(code, rg_out.status.code().unwrap());
@@ -494,13 +488,14 @@ fn in_memory_workspace_prints_rg_s_output() {
         mask(&String::from_utf8(rg_out.stdout).unwrap())
     );
     let (out, _, code) = run(
-        &s.ws,
+        &s,
+        &s.root,
         &["--fs", "mem", "edit", "a.txt", "--old", "one", "--new", "1"],
     );
     assert_eq!(code, 0, "{out}");
     // The edit happened in memory only.
     assert_eq!(
-        std::fs::read_to_string(s.ws.join("a.txt")).unwrap(),
+        std::fs::read_to_string(s.root.join("a.txt")).unwrap(),
         "one\ntwo\n"
     );
 }
@@ -511,15 +506,15 @@ fn in_memory_workspace_prints_rg_s_output() {
 // `.git/info/exclude`.
 #[test]
 fn in_memory_workspace_obeys_parent_ignore_files() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
+    let ws = Ws::new();
+    let repo = ws.base.join("repo");
     let sub = repo.join("sub");
     std::fs::create_dir_all(sub.join("deep")).unwrap();
     std::fs::create_dir_all(repo.join(".git/info")).unwrap();
     std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     std::fs::write(repo.join(".git/info/exclude"), "excluded.rs\n").unwrap();
     std::fs::write(repo.join(".gitignore"), "ignored.rs\n").unwrap();
-    std::fs::write(dir.path().join(".ignore"), "outer.rs\n").unwrap();
+    std::fs::write(ws.base.join(".ignore"), "outer.rs\n").unwrap();
     for name in ["ignored.rs", "excluded.rs", "outer.rs", "kept.rs"] {
         std::fs::write(sub.join("deep").join(name), "needle\n").unwrap();
     }
@@ -536,7 +531,8 @@ fn in_memory_workspace_obeys_parent_ignore_files() {
             &["--no-config", "--json", "--regexp=needle", "--", "deep"][..],
         ),
     ] {
-        let rg_out = Command::new(&rg)
+        let rg_out = ws
+            .command(&rg)
             .args(theirs)
             .current_dir(&sub)
             .stdin(Stdio::null())
@@ -545,7 +541,7 @@ fn in_memory_workspace_obeys_parent_ignore_files() {
         let rg_text = String::from_utf8(rg_out.stdout).unwrap();
         assert!(rg_text.contains("deep/kept.rs"), "{rg_text}");
         assert!(!rg_text.contains("ignored.rs"), "{rg_text}");
-        let (out, err, code) = run(&sub, ours);
+        let (out, err, code) = run(&ws, &sub, ours);
         assert_eq!(code, rg_out.status.code().unwrap(), "{err}");
         let mask = |t: &str| {
             t.lines()

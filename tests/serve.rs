@@ -4,37 +4,25 @@
 //! definitions, sessions, the tool timeout, EOF and signals.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::util::served::Served;
+use crate::util::ws::Ws;
 
-/// Five files `f<k>.txt` holding `needle<k>`, and a FIFO `pipe`: a grep
-/// of it blocks until its call is cancelled or times out.
-fn tree() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for k in 0..5 {
-        std::fs::write(dir.path().join(format!("f{k}.txt")), format!("needle{k}\n")).unwrap();
-    }
-    let status = std::process::Command::new("mkfifo")
-        .arg(dir.path().join("pipe"))
-        .status()
-        .unwrap();
-    assert!(status.success());
-    dir
-}
-
-fn serve(dir: &Path) -> Served {
-    Served::start(dir, &["serve"])
+/// The server on `ws`, started in its workdir.
+fn serve(ws: &Ws) -> Served {
+    Served::spawn(ws.bin().arg("serve"))
 }
 
 /// A server whose glob/grep timeout is `ms`.
-fn serve_with_timeout(dir: &Path, ms: u64) -> Served {
-    let config = dir.join("config.json");
-    std::fs::write(&config, json!({ "timeoutMs": ms }).to_string()).unwrap();
-    Served::start(dir, &["--config", config.to_str().unwrap(), "serve"])
+fn serve_with_timeout(ws: &Ws, ms: u64) -> Served {
+    let config = ws.file("config.json", json!({ "timeoutMs": ms }).to_string());
+    Served::spawn(
+        ws.bin()
+            .args(["--config", config.to_str().unwrap(), "serve"]),
+    )
 }
 
 fn content(answer: &Value) -> &str {
@@ -63,7 +51,7 @@ fn blocked_grep(id: &str) -> Value {
 
 #[test]
 fn fifty_concurrent_mixed_calls_are_answered_once_each_with_their_ids() {
-    let dir = tree();
+    let dir = Ws::needles(5).with_fifo("pipe");
     // The searches look in src/ only: a write in flight has a staging
     // entry in new/, which a concurrent walk of it could see vanish (and
     // report, as rg does, as an error).
@@ -75,7 +63,7 @@ fn fifty_concurrent_mixed_calls_are_answered_once_each_with_their_ids() {
         )
         .unwrap();
     }
-    let mut s = serve(dir.path());
+    let mut s = serve(&dir);
     let mut expected: BTreeMap<String, String> = BTreeMap::new();
     for i in 0..50u32 {
         let k = i % 5;
@@ -140,8 +128,8 @@ fn fifty_concurrent_mixed_calls_are_answered_once_each_with_their_ids() {
 
 #[test]
 fn a_call_in_flight_does_not_hold_others_and_cancel_ends_it_with_the_aborted_error() {
-    let dir = tree();
-    let mut s = serve(dir.path());
+    let dir = Ws::needles(5).with_fifo("pipe");
+    let mut s = serve(&dir);
     s.send(&blocked_grep("slow"));
     s.send(&json!({"id": "fast", "tool": "grep", "arguments": {"pattern": "needle3"}}));
     let fast = s.recv();
@@ -172,8 +160,8 @@ fn a_call_in_flight_does_not_hold_others_and_cancel_ends_it_with_the_aborted_err
 
 #[test]
 fn malformed_lines_get_an_error_line_and_the_server_goes_on() {
-    let dir = tree();
-    let mut s = serve(dir.path());
+    let dir = Ws::needles(5).with_fifo("pipe");
+    let mut s = serve(&dir);
     let cases: &[(&str, Value, &str)] = &[
         ("not json", Value::Null, "the line is not JSON: expected ident at line 1 column 2"),
         ("[1,2]", Value::Null, "a request is a JSON object, not an array"),
@@ -225,8 +213,8 @@ fn malformed_lines_get_an_error_line_and_the_server_goes_on() {
 
 #[test]
 fn an_id_in_flight_cannot_be_reused_until_it_answered() {
-    let dir = tree();
-    let mut s = serve(dir.path());
+    let dir = Ws::needles(5).with_fifo("pipe");
+    let mut s = serve(&dir);
     s.send(&blocked_grep("x"));
     s.send(&blocked_grep("x"));
     assert_eq!(
@@ -245,8 +233,8 @@ fn an_id_in_flight_cannot_be_reused_until_it_answered() {
 /// echoed too; a cancel names its call by the same text.
 #[test]
 fn ids_are_echoed_as_their_json_text() {
-    let dir = tree();
-    let mut s = serve(dir.path());
+    let dir = Ws::needles(5).with_fifo("pipe");
+    let mut s = serve(&dir);
     let called = [
         "12345678901234567890123",
         "-12345678901234567890123",
@@ -305,8 +293,8 @@ fn ids_are_echoed_as_their_json_text() {
 
 #[test]
 fn hostile_lines_get_clear_errors_and_no_crash() {
-    let dir = tree();
-    let mut s = serve(dir.path());
+    let dir = Ws::needles(5).with_fifo("pipe");
+    let mut s = serve(&dir);
     // Longer than the 64 MiB cap: skipped to its newline.
     let mut huge = br#"{"id":1,"tool":"write","arguments":{"file_path":"big","content":""#.to_vec();
     huge.resize(65 << 20, b'a');
@@ -381,7 +369,7 @@ fn hostile_lines_get_clear_errors_and_no_crash() {
 
 #[test]
 fn definitions_are_the_cli_definitions_on_one_line() {
-    let dir = tree();
+    let dir = Ws::needles(5).with_fifo("pipe");
     let cli = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-search"))
         .arg("definitions")
         .output()
@@ -394,7 +382,7 @@ fn definitions_are_the_cli_definitions_on_one_line() {
         .replace("[\n", "[")
         .replace(",\n", ",")
         .replace("\n]", "]");
-    let mut s = serve(dir.path());
+    let mut s = serve(&dir);
     s.send(&json!({"id": "d", "definitions": true}));
     assert_eq!(
         s.recv_line(),
@@ -404,8 +392,8 @@ fn definitions_are_the_cli_definitions_on_one_line() {
 
 #[test]
 fn one_connection_is_one_session_and_requests_may_name_others() {
-    let dir = tree();
-    let mut s = serve(dir.path());
+    let dir = Ws::needles(5).with_fifo("pipe");
+    let mut s = serve(&dir);
     let edit = |id: &str, session: Option<&str>| {
         let mut req = json!({"id": id, "tool": "edit", "arguments": {
             "file_path": "f1.txt", "old_string": "needle1", "new_string": "pin1"}});
@@ -442,8 +430,8 @@ fn one_connection_is_one_session_and_requests_may_name_others() {
 
 #[test]
 fn the_guard_counts_per_session() {
-    let dir = tree();
-    let mut s = serve(dir.path());
+    let dir = Ws::needles(5).with_fifo("pipe");
+    let mut s = serve(&dir);
     let grep = |id: u32, session: &str| json!({"id": id, "session": session, "tool": "grep", "arguments": {"pattern": "NoSuchThing"}});
     for id in 0..5 {
         s.send(&grep(id, "a"));
@@ -457,8 +445,8 @@ fn the_guard_counts_per_session() {
 
 #[test]
 fn a_call_past_the_timeout_gets_the_timeout_error() {
-    let dir = tree();
-    let mut s = serve_with_timeout(dir.path(), 300);
+    let dir = Ws::needles(5).with_fifo("pipe");
+    let mut s = serve_with_timeout(&dir, 300);
     s.send(&blocked_grep("t"));
     let answer = s.recv();
     assert_eq!(code(&answer), "TOOL_TIMEOUT", "{answer}");
@@ -467,8 +455,8 @@ fn a_call_past_the_timeout_gets_the_timeout_error() {
 
 #[test]
 fn eof_finishes_the_calls_in_flight_and_exits_0() {
-    let dir = tree();
-    let mut s = serve_with_timeout(dir.path(), 500);
+    let dir = Ws::needles(5).with_fifo("pipe");
+    let mut s = serve_with_timeout(&dir, 500);
     s.send(&blocked_grep("in-flight"));
     s.send(&json!({"id": "quick", "tool": "glob", "arguments": {"pattern": "f2.txt"}}));
     s.close();
@@ -485,8 +473,8 @@ fn eof_finishes_the_calls_in_flight_and_exits_0() {
 fn sigterm_and_sigint_cancel_the_calls_in_flight_and_exit_0() {
     use rustix::process::Signal;
     for signal in [Signal::TERM, Signal::INT] {
-        let dir = tree();
-        let mut s = serve(dir.path());
+        let dir = Ws::needles(5).with_fifo("pipe");
+        let mut s = serve(&dir);
         s.send(&blocked_grep("a"));
         s.send(&blocked_grep("b"));
         // Both calls are running once a later call has answered.

@@ -5,7 +5,6 @@
 //! through `/proc`.
 
 use std::io::Write;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +12,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::util::served::Served;
+use crate::util::ws::Ws;
 
 /// A memory bound no server state of this size comes near (the servers
 /// run at 10–60 MB), and far below what an unbounded server reaches on the
@@ -29,21 +29,11 @@ enum Server {
     Mcp,
 }
 
-/// `f<k>.txt` holding `needle<k>`.
-fn tree() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for k in 0..3 {
-        std::fs::write(dir.path().join(format!("f{k}.txt")), format!("needle{k}\n")).unwrap();
-    }
-    dir
-}
-
-fn start(server: Server, dir: &Path) -> Served {
-    let cwd = dir.to_str().unwrap();
+fn start(server: Server, ws: &Ws) -> Served {
     match server {
-        Server::Serve => Served::start(dir, &["--cwd", cwd, "serve"]),
+        Server::Serve => Served::spawn(&mut ws.cmd(&["serve"])),
         Server::Mcp => {
-            let mut s = Served::start(dir, &["--cwd", cwd, "mcp"]);
+            let mut s = Served::spawn(&mut ws.cmd(&["mcp"]));
             s.send(
                 &json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
                 "protocolVersion": "2025-06-18", "capabilities": {},
@@ -150,8 +140,8 @@ impl Flood {
 /// reads every answer. The server's peak memory and threads stay bounded,
 /// and every request is answered once, correctly.
 fn flood(server: Server, flood: Flood) {
-    let dir = tree();
-    let mut s = start(server, dir.path());
+    let dir = Ws::needles(3);
+    let mut s = start(server, &dir);
     s.pause_reading();
     let n = flood.lines();
     let written = Arc::new(AtomicUsize::new(0));
@@ -231,8 +221,8 @@ flood_test!(mcp_unread_calls, Server::Mcp, Flood::Calls);
 /// a clear error under its id; the server's peak memory stays near the
 /// line's own bytes, and it goes on.
 fn huge_arguments(server: Server) {
-    let dir = tree();
-    let mut s = start(server, dir.path());
+    let dir = Ws::needles(3);
+    let mut s = start(server, &dir);
     let head = call(
         server,
         7,
@@ -293,8 +283,8 @@ fn mcp_refuses_a_line_of_millions_of_values_in_bounded_memory() {
 #[test]
 fn unknown_argument_keys_pass_as_the_seed_schema_validation_has_it() {
     for server in [Server::Serve, Server::Mcp] {
-        let dir = tree();
-        let mut s = start(server, dir.path());
+        let dir = Ws::needles(3);
+        let mut s = start(server, &dir);
         let extra = json!({"pattern": "f1.txt", "bogus": {"nested": [1, null]}, "path2": 5});
         s.send(&call(server, 1, "glob", extra));
         assert_eq!(
@@ -421,12 +411,12 @@ fn soak_run(server: Server, s: &mut Served, first: usize, calls: usize) {
 /// within 16 MiB of the baseline (a leak of even 1 KiB per call would be
 /// 20 MB; the allowance covers allocator arenas that keep freed pages).
 fn soak(server: Server) {
-    let dir = tree();
+    let dir = Ws::needles(3);
     // The written files stay out of the searches (`.ignore`), so every
     // search's answer stays the same however many writes came before.
     std::fs::write(dir.path().join(".ignore"), "out/\n").unwrap();
     std::fs::create_dir(dir.path().join("out")).unwrap();
-    let mut s = start(server, dir.path());
+    let mut s = start(server, &dir);
     soak_run(server, &mut s, 0, 2_000);
     let baseline = s.usage();
     soak_run(server, &mut s, 2_000, 20_000);

@@ -21,6 +21,11 @@ mod conformance;
 // with the same tool-level checks.
 mod random_trees;
 
+// One conformance suite for every filesystem of the seam (the local disk
+// through both paths, in memory, overlays, SFTP), against the disk.
+#[cfg(unix)]
+mod fs_conformance;
+
 // The rg backend and the CLI raw mode against a real rg.
 #[cfg(unix)]
 mod rg_backend;

@@ -5,11 +5,10 @@
 //! `DSH_SEARCH_RG`, else `PATH`); expected texts were checked against rg
 //! 15.2.0 by hand.
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use dsh_search::config::Config;
 use dsh_search::tool::{CallContext, ToolResult, Tools};
@@ -17,42 +16,14 @@ use dsh_search::{NativeBackend, RgBackend, SearchBackend};
 use serde_json::{json, Value};
 
 use crate::util::fs::TestFs;
+use crate::util::ws::Ws;
 
-/// A temp dir holding a tree.
-struct Ws {
-    dir: tempfile::TempDir,
-}
-
-impl Ws {
-    fn new() -> Ws {
-        Ws {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self) -> PathBuf {
-        self.dir.path().canonicalize().unwrap()
-    }
-
-    /// Write `rel` (parents created), with its mtime at `secs` after the
-    /// epoch when given.
-    fn file(&self, rel: &str, content: &str, secs: Option<u64>) {
-        let p = self.dir.path().join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, content).unwrap();
-        if let Some(s) = secs {
-            let f = File::options().write(true).open(&p).unwrap();
-            f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(s))
-                .unwrap();
-        }
-    }
-
-    fn exists(&self, rel: &str) -> bool {
-        self.dir.path().join(rel).exists()
-    }
-
-    fn ctx(&self) -> CallContext {
-        CallContext::new(self.path()).session("s1")
+/// Write `rel` in the workdir (parents created), with its mtime at `secs`
+/// after the epoch when given.
+fn put(ws: &Ws, rel: &str, content: &str, secs: Option<u64>) {
+    ws.file(rel, content);
+    if let Some(s) = secs {
+        ws.set_mtime(rel, s);
     }
 }
 
@@ -97,7 +68,7 @@ macro_rules! backend_test {
 }
 
 fn call(ws: &Ws, b: &str, tool: &str, args: Value) -> ToolResult {
-    tools(b).call(tool, &args, &ws.ctx())
+    tools(b).call(tool, &args, &ws.session("s1"))
 }
 
 fn code(r: &ToolResult) -> Option<String> {
@@ -110,16 +81,17 @@ fn code(r: &ToolResult) -> Option<String> {
 /// The seed's integration fixture, with every mtime pinned so the glob
 /// order is exact.
 fn fixture(ws: &Ws) {
-    ws.file(
+    put(
+        ws,
         "src/alpha.ts",
         "export const alpha = 1;\n// alpha again\n",
         Some(2000),
     );
-    ws.file("src/beta.ts", "export const beta = 2;\n", Some(2020));
-    ws.file("notes.md", "alpha appears here too\n", Some(2030));
-    ws.file(".hidden.ts", "hidden\n", Some(2040));
-    ws.file(".git/config.ts", "alpha in git\n", Some(2050));
-    ws.file("spaced dir/wei'rd name.ts", "weird\n", Some(2060));
+    put(ws, "src/beta.ts", "export const beta = 2;\n", Some(2020));
+    put(ws, "notes.md", "alpha appears here too\n", Some(2030));
+    put(ws, ".hidden.ts", "hidden\n", Some(2040));
+    put(ws, ".git/config.ts", "alpha in git\n", Some(2050));
+    put(ws, "spaced dir/wei'rd name.ts", "weird\n", Some(2060));
 }
 
 backend_test!(glob_lists_hidden_in_mtime_order_without_vcs, |ws, b| {
@@ -260,7 +232,7 @@ const HOSTILE: &[&str] = &[
 ];
 
 backend_test!(hostile_patterns_are_plain_patterns, |ws, b| {
-    ws.file("haystack.txt", "nothing to see\n", None);
+    put(&ws, "haystack.txt", "nothing to see\n", None);
     for p in HOSTILE {
         let r = call(&ws, b, "glob", json!({"pattern": p}));
         assert_eq!(r.content, "No files found", "{p:?}");
@@ -274,7 +246,7 @@ backend_test!(hostile_patterns_are_plain_patterns, |ws, b| {
     }
     assert!(!ws.exists("pwned"));
     // A pattern that looks like a flag is searched for.
-    ws.file("flags.txt", "call with --flag here\n", None);
+    put(&ws, "flags.txt", "call with --flag here\n", None);
     let r = call(&ws, b, "grep", json!({"pattern": "--flag"}));
     assert_eq!(
         r.content,
@@ -284,7 +256,7 @@ backend_test!(hostile_patterns_are_plain_patterns, |ws, b| {
 
 backend_test!(hostile_paths_are_plain_paths, |ws, b| {
     for name in ["-leading-dash", "--files", "$(touch pwned)", "it's", "a b"] {
-        ws.file(&format!("{name}/hit.txt"), "needle\n", None);
+        put(&ws, &format!("{name}/hit.txt"), "needle\n", None);
         let r = call(&ws, b, "grep", json!({"pattern": "needle", "path": name}));
         assert_eq!(
             r.content,
@@ -293,7 +265,7 @@ backend_test!(hostile_paths_are_plain_paths, |ws, b| {
         let r = call(&ws, b, "glob", json!({"pattern": "*.txt", "path": name}));
         assert_eq!(r.content, format!("{name}/hit.txt"));
     }
-    ws.file("x.md", "needle\n", None);
+    put(&ws, "x.md", "needle\n", None);
     let r = call(
         &ws,
         b,
@@ -310,7 +282,7 @@ backend_test!(hostile_paths_are_plain_paths, |ws, b| {
 });
 
 backend_test!(nul_is_a_launch_failure, |ws, b| {
-    ws.file("a.txt", "a\n", None);
+    put(&ws, "a.txt", "a\n", None);
     let r = call(
         &ws,
         b,
@@ -330,14 +302,14 @@ backend_test!(nul_is_a_launch_failure, |ws, b| {
 
 backend_test!(over_cap_spills_to_a_local_store, |ws, b| {
     for i in 0..5 {
-        ws.file(&format!("f{i}.txt"), "x\n", Some(3000 + i));
+        put(&ws, &format!("f{i}.txt"), "x\n", Some(3000 + i));
     }
     let spill_root = tempfile::tempdir().unwrap();
     let mut c = Config::default();
     c.search.glob_max_results = 2;
     let store = dsh_search::LocalSpillStore::new(Some(spill_root.path().into())).unwrap();
     let t = tools_with(b, c).with_spill_store(Arc::new(store));
-    let r = t.call("glob", &json!({"pattern": "*.txt"}), &ws.ctx());
+    let r = t.call("glob", &json!({"pattern": "*.txt"}), &ws.session("s1"));
     let (page, footer) = r.content.split_once("\n\n").unwrap();
     assert_eq!(page, "f0.txt\nf1.txt");
     let locator = footer
@@ -361,7 +333,7 @@ backend_test!(
     spill_references_open_from_a_workspace_that_is_not_the_disk,
     |ws, b| {
         for i in 0..5 {
-            ws.file(&format!("f{i}.txt"), "x\n", Some(3000 + i));
+            put(&ws, &format!("f{i}.txt"), "x\n", Some(3000 + i));
         }
         let outside = tempfile::tempdir().unwrap();
         let spill_root = outside.path().canonicalize().unwrap().join("spill");
@@ -374,12 +346,12 @@ backend_test!(
         // root's path a directory of its own, empty: only the local disk has
         // the spilled texts.
         let decoy = tempfile::tempdir().unwrap();
-        let fs = TestFs::confined(&ws.path()).and(decoy.path(), &spill_root);
+        let fs = TestFs::confined(ws.path()).and(decoy.path(), &spill_root);
         let t = tools_with(b, c)
             .with_filesystem(Arc::new(fs))
             .with_spill_store(Arc::new(store))
             .with_guard(Arc::new(dsh_search::Guard::default()));
-        let r = t.call("glob", &json!({"pattern": "*.txt"}), &ws.ctx());
+        let r = t.call("glob", &json!({"pattern": "*.txt"}), &ws.session("s1"));
         let (_, footer) = r.content.split_once("\n\n").expect(&r.content);
         let locator = footer
             .strip_prefix("(Showing 2 of 5 paths. Full sorted result stored at: ")
@@ -393,7 +365,7 @@ backend_test!(
         let read = t.call(
             "read",
             &json!({"file_path": locator, "offset": 2, "limit": 2}),
-            &ws.ctx(),
+            &ws.session("s1"),
         );
         assert_eq!(
         read.content,
@@ -404,7 +376,7 @@ backend_test!(
         let grep = t.call(
             "grep",
             &json!({"pattern": "f3", "path": locator}),
-            &ws.ctx(),
+            &ws.session("s1"),
         );
         assert_eq!(
             grep.content,
@@ -416,7 +388,7 @@ backend_test!(
         let other = t.call(
             "read",
             &json!({"file_path": locator}),
-            &ws.ctx().session("s2"),
+            &ws.session("s1").session("s2"),
         );
         let root = spill_root.to_str().unwrap();
         assert_eq!(
@@ -429,11 +401,11 @@ backend_test!(
         let other = t.call(
             "read",
             &json!({"file_path": path.to_str().unwrap()}),
-            &ws.ctx(),
+            &ws.session("s1"),
         );
         assert_eq!(other.error.unwrap().code(), Some("FS_NOT_FOUND"));
         // A workspace file still reads from the workspace.
-        let own = t.call("read", &json!({"file_path": "f0.txt"}), &ws.ctx());
+        let own = t.call("read", &json!({"file_path": "f0.txt"}), &ws.session("s1"));
         assert!(!own.is_error, "{}", own.content);
     }
 );
@@ -454,7 +426,7 @@ fn slow_file(ws: &Ws) {
         }
         text.push('\n');
     }
-    ws.file("ab.txt", &text, None);
+    put(ws, "ab.txt", &text, None);
 }
 
 /// rg processes whose working directory is `dir`.
@@ -479,32 +451,32 @@ backend_test!(timeout_stops_a_long_grep, |ws, b| {
     c.search.timeout_ms = 300;
     let t = tools_with(b, c);
     let start = Instant::now();
-    let r = t.call("grep", &json!({"pattern": "a[ab]{20}c"}), &ws.ctx());
+    let r = t.call("grep", &json!({"pattern": "a[ab]{20}c"}), &ws.session("s1"));
     let took = start.elapsed();
     assert_eq!(r.content, "Error: tool call timed out after 300ms");
     assert_eq!(code(&r).as_deref(), Some("TOOL_TIMEOUT"));
     // The whole search takes several seconds; a stopped one returns long
     // before that (a loose bound: the machine is shared).
     assert!(took < Duration::from_secs(6), "took {took:?}");
-    assert_eq!(rg_processes_in(&ws.path()), Vec::<u32>::new());
+    assert_eq!(rg_processes_in(ws.path()), Vec::<u32>::new());
 });
 
 backend_test!(timeout_stops_a_glob, |ws, b| {
     for d in 0..20 {
         for f in 0..200 {
-            ws.file(&format!("d{d}/f{f}.txt"), "", None);
+            put(&ws, &format!("d{d}/f{f}.txt"), "", None);
         }
     }
     let mut c = Config::default();
     c.search.timeout_ms = 1;
-    let r = tools_with(b, c).call("glob", &json!({"pattern": "*"}), &ws.ctx());
+    let r = tools_with(b, c).call("glob", &json!({"pattern": "*"}), &ws.session("s1"));
     assert_eq!(r.content, "Error: tool call timed out after 1ms");
-    assert_eq!(rg_processes_in(&ws.path()), Vec::<u32>::new());
+    assert_eq!(rg_processes_in(ws.path()), Vec::<u32>::new());
 });
 
 backend_test!(caller_cancellation_stops_a_long_grep, |ws, b| {
     slow_file(&ws);
-    let ctx = ws.ctx();
+    let ctx = ws.session("s1");
     let caller = ctx.cancel.clone();
     let canceller = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(200));
@@ -520,7 +492,7 @@ backend_test!(caller_cancellation_stops_a_long_grep, |ws, b| {
     );
     assert_eq!(code(&r).as_deref(), Some("SEARCH_ABORTED"));
     assert!(took < Duration::from_secs(6), "took {took:?}");
-    assert_eq!(rg_processes_in(&ws.path()), Vec::<u32>::new());
+    assert_eq!(rg_processes_in(ws.path()), Vec::<u32>::new());
 });
 
 // ---- nothing keeps working after a stopped call (issue 3) ----
@@ -607,9 +579,9 @@ fn stop_and_look(ws: &Ws, b: &str, name: &'static str, cancel: bool) -> (Leftove
             calls: calls.clone(),
         }),
     );
-    let ctx = ws.ctx();
+    let ctx = ws.session("s1");
     let caller = ctx.cancel.clone();
-    let dir = ws.path();
+    let dir = ws.path().to_path_buf();
     let worker = std::thread::Builder::new()
         .name(name.to_string())
         .spawn(move || {
@@ -639,7 +611,7 @@ backend_test!(stopped_calls_leave_no_thread_or_process, |ws, b| {
     slow_file(&ws);
     // A directory, so grep walks: the engine's parallel walker runs.
     for i in 0..8 {
-        ws.file(&format!("more/f{i}.txt"), "ab\n", None);
+        put(&ws, &format!("more/f{i}.txt"), "ab\n", None);
     }
     for (cancel, want) in [
         (false, "Error: tool call timed out after 300ms"),
@@ -681,18 +653,14 @@ backend_test!(stopped_calls_leave_no_thread_or_process, |ws, b| {
 
 fn raw_name_file(ws: &Ws, name: &[u8], content: &[u8]) {
     use std::os::unix::ffi::OsStrExt;
-    std::fs::write(
-        ws.dir.path().join(std::ffi::OsStr::from_bytes(name)),
-        content,
-    )
-    .unwrap();
+    std::fs::write(ws.path().join(std::ffi::OsStr::from_bytes(name)), content).unwrap();
 }
 
 // D1: a file name that is not UTF-8 is decoded lossily; it does not fail
 // the search (the original fails the whole grep on `path.bytes`).
 backend_test!(d1_non_utf8_file_name_is_decoded_lossily, |ws, b| {
     raw_name_file(&ws, b"caf\xe9.txt", b"needle one\n");
-    ws.file("ok.txt", "needle two\n", None);
+    put(&ws, "ok.txt", "needle two\n", None);
     let r = call(&ws, b, "grep", json!({"pattern": "needle"}));
     assert_eq!(
         r.content,
@@ -712,7 +680,7 @@ backend_test!(d2_grep_files_in_display_path_order, |ws, b| {
         ("a/b/c.txt", "needle abc\n"),
         ("_.txt", "needle _\n"),
     ] {
-        ws.file(name, content, None);
+        put(&ws, name, content, None);
     }
     // Byte order: 'B' < '_' < 'a'; "a.txt" < "a/…" as '.' < '/'.
     let want = "Found 7 matches\n\nB.txt\nLine 1: needle B\n\n_.txt\nLine 1: needle _\n\na.txt\nLine 2: needle a2\n\na/b/c.txt\nLine 1: needle abc\n\na/z.txt\nLine 1: needle az\n\nb.txt\nLine 1: needle b1\nLine 3: needle b3";
@@ -740,7 +708,7 @@ backend_test!(d3_non_utf8_line_is_decoded_lossily, |ws, b| {
 // writer keeps it open, so a search that kept reading would never end: only
 // stopping at the cap can give the overflow error (and not the timeout).
 backend_test!(d4_search_stops_at_the_raw_output_cap, |ws, b| {
-    let pipe = ws.dir.path().join("pipe");
+    let pipe = ws.path().join("pipe");
     rustix::fs::mknodat(
         rustix::fs::CWD,
         &pipe,
@@ -771,7 +739,7 @@ backend_test!(d4_search_stops_at_the_raw_output_cap, |ws, b| {
     let r = tools_with(b, c).call(
         "grep",
         &json!({"pattern": "needle", "path": "pipe"}),
-        &ws.ctx(),
+        &ws.session("s1"),
     );
     drop(release_tx);
     // Had the search never opened the FIFO, the writer would still wait in
@@ -781,7 +749,7 @@ backend_test!(d4_search_stops_at_the_raw_output_cap, |ws, b| {
         std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-            .open(ws.dir.path().join("pipe"))
+            .open(ws.path().join("pipe"))
     };
     writer.join().unwrap();
     assert_eq!(
@@ -789,15 +757,15 @@ backend_test!(d4_search_stops_at_the_raw_output_cap, |ws, b| {
         "Error: grep produced more raw output than the subprocess seam retained within the 2000-byte cap; narrow pattern, path, or include and retry"
     );
     assert_eq!(code(&r).as_deref(), Some("SEARCH_RAW_OUTPUT_OVERFLOW"));
-    assert_eq!(rg_processes_in(&ws.path()), Vec::<u32>::new());
+    assert_eq!(rg_processes_in(ws.path()), Vec::<u32>::new());
 });
 
 // The seed splits `--files` output on `\n` (`seed-reference.md` §2.2): a
 // name holding a newline is two entries, on both backends (the engine
 // lists the name whole; the tool splits it as the seed does).
 backend_test!(glob_splits_a_name_holding_a_newline, |ws, b| {
-    ws.file("nl\nname.txt", "x\n", Some(1000));
-    ws.file("z.txt", "x\n", Some(2000));
+    put(&ws, "nl\nname.txt", "x\n", Some(1000));
+    put(&ws, "z.txt", "x\n", Some(2000));
     let r = call(&ws, b, "glob", json!({"pattern": "*"}));
     assert_eq!(r.content, "nl\nname.txt\nz.txt");
     assert_eq!(

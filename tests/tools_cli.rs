@@ -4,17 +4,14 @@
 //! `DSH_SEARCH_RG` or `PATH`).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
+use crate::util::ws::Ws;
 use serde_json::Value;
 
-fn dsh(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dsh-search"))
-        .arg("--cwd")
-        .arg(cwd)
-        .args(args)
-        .output()
-        .unwrap()
+/// The binary on `ws` with `args`.
+fn dsh(ws: &Ws, args: &[&str]) -> Output {
+    ws.cmd(args).output().unwrap()
 }
 
 fn stdout(o: &Output) -> String {
@@ -30,26 +27,21 @@ fn session_dir(owner: &str) -> String {
     format!("session-{}", &hex[..12])
 }
 
-fn tree() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a.txt"), "needle one\n-flag line\n").unwrap();
-    std::fs::write(dir.path().join("b.txt"), "nothing\n").unwrap();
-    dir
-}
-
 #[test]
 fn exit_statuses_follow_the_result() {
-    let t = tree();
-    let o = dsh(t.path(), &["--backend", "rg", "grep", "needle"]);
+    let t = Ws::new()
+        .with("a.txt", "needle one\n-flag line\n")
+        .with("b.txt", "nothing\n");
+    let o = dsh(&t, &["--backend", "rg", "grep", "needle"]);
     assert_eq!(stdout(&o), "Found 1 match\n\na.txt\nLine 1: needle one\n");
     assert_eq!(o.status.code(), Some(0));
-    let o = dsh(t.path(), &["--backend", "rg", "grep", "absent"]);
+    let o = dsh(&t, &["--backend", "rg", "grep", "absent"]);
     assert_eq!(stdout(&o), "No matches found\n");
     assert_eq!(o.status.code(), Some(1));
-    let o = dsh(t.path(), &["--backend", "rg", "glob", "*.zip"]);
+    let o = dsh(&t, &["--backend", "rg", "glob", "*.zip"]);
     assert_eq!(stdout(&o), "No files found\n");
     assert_eq!(o.status.code(), Some(1));
-    let o = dsh(t.path(), &["--backend", "rg", "grep", "("]);
+    let o = dsh(&t, &["--backend", "rg", "grep", "("]);
     assert!(
         stdout(&o).starts_with("Error: grep pattern rejected by ripgrep: rg: regex parse error:")
     );
@@ -58,22 +50,20 @@ fn exit_statuses_follow_the_result() {
 
 #[test]
 fn dash_dash_takes_flag_shaped_patterns() {
-    let t = tree();
-    let o = dsh(
-        t.path(),
-        &["--backend", "rg", "grep", "--", "-flag", "a.txt"],
-    );
+    let t = Ws::new()
+        .with("a.txt", "needle one\n-flag line\n")
+        .with("b.txt", "nothing\n");
+    let o = dsh(&t, &["--backend", "rg", "grep", "--", "-flag", "a.txt"]);
     assert_eq!(stdout(&o), "Found 1 match\n\na.txt\nLine 2: -flag line\n");
     assert_eq!(o.status.code(), Some(0));
 }
 
 #[test]
 fn json_format_prints_the_result_object() {
-    let t = tree();
-    let o = dsh(
-        t.path(),
-        &["--backend", "rg", "glob", "a.*", "--format", "json"],
-    );
+    let t = Ws::new()
+        .with("a.txt", "needle one\n-flag line\n")
+        .with("b.txt", "nothing\n");
+    let o = dsh(&t, &["--backend", "rg", "glob", "a.*", "--format", "json"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["content"], "a.txt");
     assert_eq!(v["isError"], false);
@@ -83,7 +73,7 @@ fn json_format_prints_the_result_object() {
     );
     assert_eq!(v["meta"]["shape"], "paths");
     let o = dsh(
-        t.path(),
+        &t,
         &["call", "grep", "{\"pattern\":\"\"}", "--format", "json"],
     );
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -97,18 +87,20 @@ fn json_format_prints_the_result_object() {
 
 #[test]
 fn call_validates_arguments() {
-    let t = tree();
-    let o = dsh(t.path(), &["call", "grep", "{}"]);
+    let t = Ws::new()
+        .with("a.txt", "needle one\n-flag line\n")
+        .with("b.txt", "nothing\n");
+    let o = dsh(&t, &["call", "grep", "{}"]);
     assert_eq!(
         stdout(&o),
         "Error: invalid arguments: missing required property \"pattern\"\n"
     );
     assert_eq!(o.status.code(), Some(2));
-    let o = dsh(t.path(), &["call", "grep", "not json"]);
+    let o = dsh(&t, &["call", "grep", "not json"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not valid JSON"));
     let o = dsh(
-        t.path(),
+        &t,
         &[
             "--backend",
             "rg",
@@ -122,28 +114,29 @@ fn call_validates_arguments() {
 
 #[test]
 fn config_errors_are_reported() {
-    let t = tree();
+    let t = Ws::new()
+        .with("a.txt", "needle one\n-flag line\n")
+        .with("b.txt", "nothing\n");
     let cfg = t.path().join("c.json");
     std::fs::write(&cfg, r#"{"globMaxResults": 0}"#).unwrap();
-    let o = dsh(t.path(), &["--config", cfg.to_str().unwrap(), "glob", "*"]);
+    let o = dsh(&t, &["--config", cfg.to_str().unwrap(), "glob", "*"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&o.stderr),
         "dsh-search: tool-fs-search: globMaxResults must be a positive integer\n"
     );
     std::fs::write(&cfg, r#"{"bogus": 1}"#).unwrap();
-    let o = dsh(
-        t.path(),
-        &["--config", cfg.to_str().unwrap(), "definitions"],
-    );
+    let o = dsh(&t, &["--config", cfg.to_str().unwrap(), "definitions"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown configuration key \"bogus\""));
 }
 
 #[test]
 fn definitions_follow_the_config() {
-    let t = tree();
-    let o = dsh(t.path(), &["definitions"]);
+    let t = Ws::new()
+        .with("a.txt", "needle one\n-flag line\n")
+        .with("b.txt", "nothing\n");
+    let o = dsh(&t, &["definitions"]);
     assert_eq!(o.status.code(), Some(0));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v.as_array().unwrap().len(), 5);
@@ -157,10 +150,7 @@ fn definitions_follow_the_config() {
         r#"{"sampleOverCapGlobResults": true, "globMaxResults": 4}"#,
     )
     .unwrap();
-    let o = dsh(
-        t.path(),
-        &["--config", cfg.to_str().unwrap(), "definitions"],
-    );
+    let o = dsh(&t, &["--config", cfg.to_str().unwrap(), "definitions"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v[3]["description"]
         .as_str()
@@ -170,17 +160,16 @@ fn definitions_follow_the_config() {
 
 #[test]
 fn session_spills_to_the_configured_root() {
-    let t = tree();
+    let t = Ws::new()
+        .with("a.txt", "needle one\n-flag line\n")
+        .with("b.txt", "nothing\n");
     let spill = tempfile::tempdir().unwrap();
     let cfg = t.path().join("c.json");
     let conf = serde_json::json!({"globMaxResults": 1, "spillRoot": spill.path()});
     std::fs::write(&cfg, conf.to_string()).unwrap();
     let c = cfg.to_str().unwrap();
     // Without a session there is no owner: the page and the unsaved footer.
-    let o = dsh(
-        t.path(),
-        &["--backend", "rg", "--config", c, "glob", "*.txt"],
-    );
+    let o = dsh(&t, &["--backend", "rg", "--config", c, "glob", "*.txt"]);
     let text = stdout(&o);
     assert!(
         text.ends_with("\n\n(Showing 1 of 2 paths. The complete result could not be saved; narrow pattern or path to see more.)\n"),
@@ -188,7 +177,7 @@ fn session_spills_to_the_configured_root() {
     );
     assert_eq!(o.status.code(), Some(0));
     let o = dsh(
-        t.path(),
+        &t,
         &[
             "--backend",
             "rg",
@@ -217,7 +206,7 @@ fn session_spills_to_the_configured_root() {
 
 #[test]
 fn inline_cap_applies_to_cli_calls() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Ws::new();
     let long = "x".repeat(400);
     std::fs::write(t.path().join("big.txt"), format!("{long}\n")).unwrap();
     let spill = tempfile::tempdir().unwrap();
@@ -226,7 +215,7 @@ fn inline_cap_applies_to_cli_calls() {
     std::fs::write(&cfg, conf.to_string()).unwrap();
     let c = cfg.to_str().unwrap();
     let o = dsh(
-        t.path(),
+        &t,
         &[
             "--backend",
             "rg",

@@ -18,23 +18,22 @@ use dsh_search::LocalSpillStore;
 use dsh_search::{GrepRequest, NativeBackend, SearchBackend};
 use serde_json::{json, Value};
 
+use crate::util::ws::Ws;
+
 const LIB: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
 const MAIN: &str = "fn main() {\n    println!(\"hello\");\n}\n";
 
 /// The tree on disk: two sources, a README, an ignored file and enough
 /// files under `many/` for glob to go over a cap of 5.
-fn tree() -> (tempfile::TempDir, PathBuf) {
-    let td = tempfile::tempdir().unwrap();
-    let root = td.path().canonicalize().unwrap();
-    std::fs::create_dir_all(root.join("src")).unwrap();
-    std::fs::create_dir_all(root.join("many")).unwrap();
-    std::fs::write(root.join("src/lib.rs"), LIB).unwrap();
-    std::fs::write(root.join("src/main.rs"), MAIN).unwrap();
-    std::fs::write(root.join("README.md"), "# demo\nhello\n").unwrap();
-    std::fs::write(root.join(".ignore"), "ignored.txt\n").unwrap();
-    std::fs::write(root.join("ignored.txt"), "hello\n").unwrap();
+fn project() -> Ws {
+    let ws = Ws::new();
+    ws.file("src/lib.rs", LIB);
+    ws.file("src/main.rs", MAIN);
+    ws.file("README.md", "# demo\nhello\n");
+    ws.file(".ignore", "ignored.txt\n");
+    ws.file("ignored.txt", "hello\n");
     for i in 0..8 {
-        std::fs::write(root.join(format!("many/f{i}.txt")), format!("file {i}\n")).unwrap();
+        ws.file(&format!("many/f{i}.txt"), format!("file {i}\n"));
     }
     // Distinct whole-second mtimes: glob's order must not depend on when
     // each run's tree happened to be written.
@@ -52,15 +51,9 @@ fn tree() -> (tempfile::TempDir, PathBuf) {
         .chain(many.iter().map(String::as_str))
         .enumerate()
     {
-        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + i as u64);
-        std::fs::File::options()
-            .write(true)
-            .open(root.join(f))
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
+        ws.set_mtime(f, 1_700_000_000 + i as u64);
     }
-    (td, root)
+    ws
 }
 
 /// The changes an overlay holds, listed.
@@ -300,7 +293,8 @@ fn session(ws: &Workspace, root: &Path, spill: &Path) -> Vec<(String, Seen)> {
 fn agent_session_is_the_same_on_every_workspace() {
     let mut reference: Option<Vec<(String, Seen)>> = None;
     for (name, make, writes_through) in workspaces() {
-        let (_td, root) = tree();
+        let ws = project();
+        let root = ws.root.clone();
         let spill = tempfile::tempdir().unwrap();
         let scratch = tempfile::tempdir().unwrap();
         let ws = make(&root, spill.path(), scratch.path());
@@ -358,7 +352,8 @@ fn agent_session_is_the_same_on_every_workspace() {
 // exists only on the disk is not.
 #[test]
 fn guard_hints_come_from_the_workspace() {
-    let (_td, root) = tree();
+    let ws = project();
+    let root = ws.root.clone();
     let spill = tempfile::tempdir().unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let make = workspaces()
@@ -392,7 +387,8 @@ fn guard_hints_come_from_the_workspace() {
 // sees the final tree exactly.
 #[test]
 fn in_memory_tree_changed_during_searches() {
-    let (_td, root) = tree();
+    let ws = project();
+    let root = ws.root.clone();
     let mem = Arc::new(MemFs::load(&root).unwrap());
     let engine = NativeBackend::on(mem.clone());
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -12,6 +12,7 @@ pub mod sshd;
 pub mod tools;
 pub mod tree;
 pub mod workspaces;
+pub mod ws;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;

@@ -45,14 +45,19 @@ impl Served {
     /// The same with extra environment variables.
     pub fn start_with(cwd: &Path, args: &[&str], env: &[(&str, &Path)]) -> Served {
         let mut cmd = Command::new(super::rg::dsh_search_exe());
-        cmd.current_dir(cwd)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.current_dir(cwd).args(args);
         for (k, v) in env {
             cmd.env(k, v);
         }
+        Served::spawn(&mut cmd)
+    }
+
+    /// `cmd` (the binary on a workspace fixture, `Ws::cmd`) with piped
+    /// stdin, stdout and stderr.
+    pub fn spawn(cmd: &mut Command) -> Served {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("dsh-search starts");
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();

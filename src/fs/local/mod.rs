@@ -78,6 +78,11 @@ pub(super) fn write_from(
     let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     // Fail fast, before staging what may be hundreds of megabytes.
     check(&key, guard)?;
+    // A call cancelled already creates no parent directory either, as on
+    // the other filesystems (each checks before `mkdir -p`).
+    if cancel.is_cancelled() {
+        return Err(WriteError::Cancelled);
+    }
     let dir = key.parent().unwrap_or(Path::new("/"));
     std::fs::create_dir_all(dir).map_err(io_err)?;
     let staging = Staging::fill(dir, content, cancel).map_err(|e| match e {

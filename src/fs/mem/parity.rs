@@ -2,7 +2,8 @@
 //! memory, the same operations run through `LocalFs` and `MemFs`, the same
 //! answers expected, error texts included. The refusal cases run as uid
 //! 65534 (through `setpriv` when the tests run as root), since root is
-//! refused nothing.
+//! refused nothing. Writes and the write guard are the conformance suite's
+//! (`tests/fs_conformance.rs`), which every filesystem runs.
 
 use std::ffi::OsStr;
 use std::io::Read;
@@ -14,7 +15,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::MemFs;
 use crate::cancel::CancelToken;
-use crate::fs::seam::{FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard};
+use crate::fs::seam::{FileSystem, FileType, Listing, Metadata};
 use crate::fs::LocalFs;
 
 /// A temporary directory others can enter (tempfile makes them 0700).
@@ -464,58 +465,4 @@ fn refusals_as_uid_65534(root: &Path) {
         mem.open_dir(&root.join("none")).unwrap_err().to_string(),
         eacces
     );
-}
-
-/// What a write did, in terms both filesystems share.
-fn show_write(r: Result<crate::fs::Written, WriteError>) -> String {
-    match r {
-        Ok(w) => format!(
-            "replaced={} {:?} mode={:o} len={}",
-            w.replaced, w.metadata.kind, w.metadata.mode, w.metadata.len
-        ),
-        Err(WriteError::Io(p, e)) => format!("io {p:?}: {e}"),
-        Err(e) => format!("{e:?}"),
-    }
-}
-
-#[test]
-fn guarded_writes_answer_like_the_disk() {
-    let tmp = tempdir();
-    build_tree(tmp.path());
-    let mem = MemFs::load(tmp.path()).unwrap();
-    let local = LocalFs::new();
-    fn run<F: FileSystem>(fs: &F, root: &Path) -> Vec<String> {
-        let token = CancelToken::new();
-        let mut out = Vec::new();
-        let mut w = |rel: &str, guard: &WriteGuard| {
-            let r = fs.write(&root.join(rel), b"new\n", guard, &token);
-            out.push(format!("{rel}: {}", show_write(r)));
-        };
-        w("fresh/deeper/f", &WriteGuard::CreateIfAbsent);
-        w("file", &WriteGuard::CreateIfAbsent);
-        w("dangling", &WriteGuard::CreateIfAbsent);
-        w("dir", &WriteGuard::None);
-        w("fifo", &WriteGuard::None);
-        w("sock", &WriteGuard::None);
-        w("file/x", &WriteGuard::None);
-        w("loop_a", &WriteGuard::None);
-        w(
-            "file",
-            &WriteGuard::ReplaceIfVersion(crate::fs::Version("0:0".into())),
-        );
-        w(
-            "nope",
-            &WriteGuard::ReplaceIfVersion(crate::fs::Version("0:0".into())),
-        );
-        let v = fs.metadata(&root.join("exec")).unwrap().version();
-        w("exec", &WriteGuard::ReplaceIfVersion(v));
-        let m = fs.metadata(&root.join("exec")).unwrap();
-        out.push(format!("exec after: mode={:o} len={}", m.mode, m.len));
-        out
-    }
-    let disk = run(&local, tmp.path());
-    let memory = run(&mem, tmp.path());
-    let diffs = diff(&disk, &memory);
-    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
-    assert_eq!(&*mem.read_file(tmp.path().join("exec")).unwrap(), b"new\n");
 }

@@ -671,11 +671,16 @@ fn absent(e: &io::Error) -> bool {
 /// `None` where the upper layer keeps no modes the overlay can set.
 ///
 /// The seam has no `chmod`: a file copied up from the lower layer is
-/// created like any new file (0600), and only the local disk, whose files
-/// the overlay can reach with `std::fs`, gets the lower file's mode back
-/// (after publishing: a reader may see 0600 for that moment).
+/// created like any new file (0600), and the upper layers the overlay can
+/// change the mode of (the local disk through `std::fs`, memory through
+/// [`MemFs::set_mode`]) get the lower file's mode back (after publishing:
+/// a reader may see 0600 for that moment). Another upper layer keeps 0600.
 fn keep_mode<U: FileSystem>(upper: &U, path: &Path, mode: u32) -> io::Result<Option<Metadata>> {
     let upper: &dyn Any = upper;
+    if let Some(mem) = upper.downcast_ref::<crate::fs::MemFs>() {
+        mem.set_mode(path, mode)?;
+        return FileSystem::metadata(mem, path).map(Some);
+    }
     if !upper.is::<LocalFs>() {
         return Ok(None);
     }

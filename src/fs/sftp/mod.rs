@@ -67,7 +67,9 @@ use self::proto::Reply;
 use self::readahead::{DirAhead, FileAhead, FileWindow, Spec, FILE_MAX};
 use self::session::{Counters, Session};
 use super::names::{os_str, path_bytes};
-use super::seam::{errno, FileSystem, Listing, Metadata, WriteError, WriteGuard, Written};
+use super::seam::{
+    errno, FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard, Written,
+};
 use crate::cancel::CancelToken;
 
 /// How long one operation may wait for the server before it fails with a
@@ -407,9 +409,11 @@ impl FileSystem for SftpFs {
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         let p = path_bytes(path);
         let target = self.run(None, |s| async move {
-            s.call(proto::FXP_READLINK, |o| o.bytes(p))
-                .await?
-                .into_name()
+            let r = s
+                .call(proto::FXP_READLINK, |o| o.bytes(p))
+                .await
+                .and_then(Reply::into_name);
+            ops::refine(&s, p, r).await
         })?;
         Ok(PathBuf::from(os_str(&target).into_owned()))
     }
@@ -501,9 +505,17 @@ impl FileSystem for SftpFs {
             return Ok(SftpFile::whole(data));
         }
         let path = join_name(dir_path, name);
-        self.open_streaming(&path, true, None)?
-            .1
-            .ok_or_else(errno::is_a_directory)
+        match self.open_streaming(&path, true, None) {
+            Ok((_, Some(file))) => Ok(file),
+            Ok((_, None)) => Err(errno::is_a_directory()),
+            // `sftp-server`'s `open(2)` of a socket fails with `ENXIO`,
+            // which SFTP v3 sends as a bare `SSH_FX_FAILURE`: say it as
+            // the disk does (`open` by path stats first and says so too).
+            Err(e) => match FileSystem::symlink_metadata(self, &path) {
+                Ok(m) if m.kind == FileType::Socket => Err(errno::no_such_device()),
+                _ => Err(e),
+            },
+        }
     }
 
     fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<SftpFile> {

@@ -67,12 +67,25 @@ pub(super) async fn stat(session: &Session, path: &[u8], follow: bool) -> io::Re
     Ok(refine(session, path, r).await?.metadata(path))
 }
 
-/// `r`, with a not-found error made the errno the disk would report.
-async fn refine<T>(session: &Session, path: &[u8], r: io::Result<T>) -> io::Result<T> {
+/// `r`, with a not-found or invalid-argument error made the errno the
+/// disk would report.
+pub(super) async fn refine<T>(session: &Session, path: &[u8], r: io::Result<T>) -> io::Result<T> {
     match r {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Err(not_found(session, path).await),
+        // OpenSSH sends `ENAMETOOLONG` as `SSH_FX_BAD_MESSAGE`, as it
+        // sends `EINVAL`: a component longer than `NAME_MAX` (255 bytes)
+        // or a path of `PATH_MAX` (4096 bytes) is what the kernel refuses
+        // with the former (`path_resolution(7)`).
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput && too_long(path) => {
+            Err(errno::name_too_long())
+        }
         r => r,
     }
+}
+
+/// Whether Linux refuses `path` with `ENAMETOOLONG`.
+fn too_long(path: &[u8]) -> bool {
+    path.len() >= 4096 || path.split(|&b| b == b'/').any(|c| c.len() > 255)
 }
 
 /// The errno behind `SSH_FX_NO_SUCH_FILE` for `path`: OpenSSH's

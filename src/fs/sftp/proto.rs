@@ -41,6 +41,9 @@ pub(crate) const FX_OK: u32 = 0;
 pub(crate) const FX_EOF: u32 = 1;
 pub(crate) const FX_NO_SUCH_FILE: u32 = 2;
 pub(crate) const FX_PERMISSION_DENIED: u32 = 3;
+/// `SSH_FX_BAD_MESSAGE` (draft-ietf-secsh-filexfer-02 §7): what OpenSSH's
+/// `errno_to_portable` sends for `EINVAL` and `ENAMETOOLONG`.
+pub(crate) const FX_BAD_MESSAGE: u32 = 5;
 /// `SSH_FX_OP_UNSUPPORTED` (draft-ietf-secsh-filexfer-02 §7).
 pub(crate) const FX_OP_UNSUPPORTED: u32 = 8;
 
@@ -281,6 +284,9 @@ pub(crate) fn status_error(code: u32, msg: &str) -> io::Error {
     match code {
         FX_NO_SUCH_FILE => errno::not_found(),
         FX_PERMISSION_DENIED => errno::permission_denied(),
+        // `EINVAL` (a `READLINK` of what is not a symlink); `refine` tells
+        // `ENAMETOOLONG` apart by the path's length.
+        FX_BAD_MESSAGE => errno::invalid(),
         FX_EOF => io::Error::from(io::ErrorKind::UnexpectedEof),
         FX_OP_UNSUPPORTED => io::Error::new(
             io::ErrorKind::Unsupported,

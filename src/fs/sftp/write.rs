@@ -16,7 +16,7 @@ use super::session::Session;
 use super::{staging, SftpFs};
 use crate::cancel::CancelToken;
 use crate::fs::names::path_bytes;
-use crate::fs::seam::{errno, FileType, Metadata, WriteError, WriteGuard, Written};
+use crate::fs::seam::{errno, FileSystem, FileType, Metadata, WriteError, WriteGuard, Written};
 
 pub(super) fn write(
     fs: &SftpFs,
@@ -30,8 +30,14 @@ pub(super) fn write(
     static WRITES: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _serial = WRITES.lock().recover_poison();
     let io_err = |e: io::Error| WriteError::Io(path.to_path_buf(), e);
+    // A final symlink is followed: its target is replaced and the link
+    // stays, as on the local disk (`LocalFs` publishes at the real path).
+    // A missing file, or a dangling symlink (which `publish` refuses),
+    // keeps its own path.
+    let real = FileSystem::canonicalize(fs, path).ok();
+    let target = real.as_deref().unwrap_or(path);
     let outcome = fs.run(Some(cancel), |c| async move {
-        publish(&c, path, content, guard, cancel).await
+        publish(&c, target, content, guard, cancel).await
     });
     match outcome {
         Ok(r) => r,
