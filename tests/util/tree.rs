@@ -114,7 +114,9 @@ fn os_name(p: &[u8]) -> &OsStr {
 /// (`cli/`, whose tests these are).
 pub fn fixtures_dir() -> PathBuf {
     let cli = Path::new(env!("CARGO_MANIFEST_DIR"));
-    cli.parent().expect("cli/ is in the repository").join("fixtures")
+    cli.parent()
+        .expect("cli/ is in the repository")
+        .join("fixtures")
 }
 
 fn rel(root: &Path, p: &[u8]) -> PathBuf {

@@ -7,8 +7,8 @@ use std::process::Command;
 use clap::Args;
 use dsh_search::backend::rg::rg_from_env;
 
-use crate::setup::{fail, Common};
 use crate::bench::{self, corpus::Tier, measure, report, Level};
+use crate::setup::{fail, Common};
 
 /// `dsh-search bench` options.
 #[derive(Debug, Args)]

@@ -211,4 +211,3 @@ fn mcp(common: &Common) -> u8 {
 fn mcp(_common: &Common) -> u8 {
     crate::setup::fail("this dsh-search was built without the `mcp` feature")
 }
-

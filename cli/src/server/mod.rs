@@ -115,8 +115,8 @@ impl Drop for Waiting<'_> {
 /// so it applies the policy, with the sessions (and the guard's counters)
 /// held in its memory.
 pub(crate) fn tools_for(common: &Common) -> Result<Tools, String> {
-    let sessions = crate::setup::session_store(common)?
-        .unwrap_or_else(|| Arc::new(Sessions::in_memory()));
+    let sessions =
+        crate::setup::session_store(common)?.unwrap_or_else(|| Arc::new(Sessions::in_memory()));
     let config = crate::setup::load_config(common)?;
     crate::setup::make_tools_with(common, config, Some(sessions))
 }
