@@ -15,14 +15,14 @@
 //! ```
 //!
 //! - [`cli`] parses the arguments and runs a subcommand; `mcp` and `serve`
-//!   hand over to [`server`], `bench` to [`bench`].
+//!   hand over to [`server`], `bench` to [`bench`](mod@bench).
 //! - [`server`]: the MCP server (the `mcp` feature) and the JSON-lines
 //!   server, with what they share (the calls in flight, flow control, the
 //!   stop on a signal).
 //! - [`setup`]: what every command is set up from: the common options
 //!   (`--cwd`, `--fs`, `--backend`, …), the configuration, the workspace,
 //!   the session store, the tools, printing and exit statuses.
-//! - [`bench`]: the benchmark harness (corpus, workloads, measurement,
+//! - [`bench`](mod@bench): the benchmark harness (corpus, workloads, measurement,
 //!   report, transports); it imports none of the others.
 
 mod bench;
