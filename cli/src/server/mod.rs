@@ -5,7 +5,7 @@
 //! Both sit on [`Tools::call`] and the tools' definitions, and share what
 //! is not protocol:
 //!
-//! - the [`Tools`] come from the command line's common setup
+//! - the [`Tools`] come from the common setup the command line uses too
 //!   ([`crate::setup::make_tools`]: backend, configuration, spill
 //!   store, filesystem, guard), so every common option applies as it does to
 //!   one CLI call; a server keeps its sessions (read observations, guard
