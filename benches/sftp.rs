@@ -34,7 +34,7 @@ use dsh_search::{GlobRequest, GrepRequest, NativeBackend, SearchBackend};
 // The benchmark corpus is the binary's (`dsh-search bench` generates the
 // same trees): included as a source file rather than made a library item,
 // since generating fake source trees is no part of the search API.
-#[path = "../src/bin/dsh-search/bench/corpus.rs"]
+#[path = "../cli/src/bench/corpus.rs"]
 #[allow(dead_code, reason = "this bench uses part of the corpus module")]
 mod corpus;
 use corpus::Tier;

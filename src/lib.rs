@@ -38,7 +38,10 @@
 //!
 //! The `dsh-search` binary (its command line, its MCP and JSON-lines
 //! servers, its benchmark harness) is built on this API alone; it is not
-//! part of the library.
+//! part of the library but a package of its own in the same workspace
+//! (`dsh-search-cli`, in `cli/`), so the library depends on no
+//! command-line parser and no MCP SDK. The one cargo feature, `sftp` (on by
+//! default), adds `SftpFs` and the SSH stack with its Tokio runtime.
 //!
 //! # The public API
 //!

@@ -280,7 +280,7 @@ pub(crate) fn session_lock_keeps_every_observation() {
 
 /// With `HOME` unset (as on Windows) and no other state directory named,
 /// `--session` keeps its state in `%LOCALAPPDATA%\dsh-search`
-/// (`cli/setup.rs: state_dir_from_env`), and a `read` then an `edit` in
+/// (`cli/src/setup/mod.rs: state_dir_from_env`), and a `read` then an `edit` in
 /// two processes add up there. A grep over the cap spills its complete
 /// result into the user's temp directory (`%TMP%`, `std::env::temp_dir`,
 /// `spill.rs: LocalSpillStore`), and the footer's reference opens with

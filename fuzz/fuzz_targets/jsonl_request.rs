@@ -4,7 +4,7 @@
 #![no_main]
 #![allow(dead_code)]
 
-#[path = "../../src/bin/dsh-search/server/decode.rs"]
+#[path = "../../cli/src/server/decode.rs"]
 mod decode;
 
 use libfuzzer_sys::fuzz_target;

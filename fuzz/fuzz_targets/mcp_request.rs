@@ -3,9 +3,9 @@
 #![no_main]
 #![allow(dead_code)]
 
-#[path = "../../src/bin/dsh-search/server/decode.rs"]
+#[path = "../../cli/src/server/decode.rs"]
 mod decode;
-#[path = "../../src/bin/dsh-search/server/mcp_decode.rs"]
+#[path = "../../cli/src/server/mcp_decode.rs"]
 mod mcp_decode;
 
 use libfuzzer_sys::fuzz_target;

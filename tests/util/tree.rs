@@ -110,9 +110,13 @@ fn os_name(p: &[u8]) -> &OsStr {
     );
 }
 
-/// The repository's `fixtures/` directory.
+/// The repository's `fixtures/` directory, beside the binary's package
+/// (`cli/`, whose tests these are).
 pub fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR"));
+    cli.parent()
+        .expect("cli/ is in the repository")
+        .join("fixtures")
 }
 
 fn rel(root: &Path, p: &[u8]) -> PathBuf {

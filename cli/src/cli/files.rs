@@ -3,7 +3,7 @@
 //! Without `--session` the tools run on the bare provider: no observation
 //! policy, unconditional writes and edits. With `--session ID` the policy
 //! applies and the session's observations persist in the state directory
-//! ([`super::setup`]), so `read` then `edit` as two commands behaves like
+//! ([`crate::setup`]), so `read` then `edit` as two commands behaves like
 //! two calls of one session.
 
 use std::io::{self, Read};
@@ -11,8 +11,8 @@ use std::io::{self, Read};
 use dsh_search::CancelToken;
 use serde_json::{json, Map, Value};
 
-use super::setup::{exit_code, print, run_call, tools_and_context};
-use super::{Common, EditArgs, Format, ReadArgs, WriteArgs};
+use super::{EditArgs, ReadArgs, WriteArgs};
+use crate::setup::{exit_code, fail, print, run_call, tools_and_context, Common, Format};
 
 /// `dsh-search read`.
 pub(crate) fn read(common: &Common, args: &ReadArgs) -> u8 {
@@ -33,7 +33,7 @@ pub(crate) fn read(common: &Common, args: &ReadArgs) -> u8 {
 pub(crate) fn write(common: &Common, args: &WriteArgs) -> u8 {
     let (tools, ctx) = match tools_and_context(common) {
         Ok(both) => both,
-        Err(e) => return super::fail(e),
+        Err(e) => return fail(e),
     };
     let mut stdin = CancellableStdin::new(common.cancel.clone());
     let result = tools.write_stream(&args.file, &mut stdin, &ctx);

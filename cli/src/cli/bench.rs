@@ -7,8 +7,8 @@ use std::process::Command;
 use clap::Args;
 use dsh_search::backend::rg::rg_from_env;
 
-use super::Common;
 use crate::bench::{self, corpus::Tier, measure, report, Level};
+use crate::setup::{fail, Common};
 
 /// `dsh-search bench` options.
 #[derive(Debug, Args)]
@@ -67,7 +67,7 @@ pub(crate) fn run(common: &Common, args: &BenchArgs) -> u8 {
     };
     match run {
         Ok(()) => 0,
-        Err(e) => super::fail(e),
+        Err(e) => fail(e),
     }
 }
 

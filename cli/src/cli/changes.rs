@@ -9,20 +9,21 @@ use std::sync::Arc;
 
 use dsh_search::fs::{Change, LocalFs, OverlayFs};
 
-use super::{ChangesArgs, Common};
+use super::ChangesArgs;
+use crate::setup::{fail, Common};
 
 /// `dsh-search changes`.
 pub(crate) fn run(common: &Common, args: &ChangesArgs) -> u8 {
     let Some(dir) = &common.overlay else {
-        return super::fail("changes needs --overlay DIR, the overlay directory to read");
+        return fail("changes needs --overlay DIR, the overlay directory to read");
     };
     let workdir = match common.workdir() {
         Ok(w) => w,
-        Err(e) => return super::fail(format!("cannot read the current directory: {e}")),
+        Err(e) => return fail(format!("cannot read the current directory: {e}")),
     };
     let fs = match OverlayFs::on_disk(Arc::new(LocalFs::new()), &workdir, dir) {
         Ok(fs) => fs,
-        Err(e) => return super::fail(e),
+        Err(e) => return fail(e),
     };
     let text = if args.diff {
         fs.diff()
@@ -37,7 +38,7 @@ pub(crate) fn run(common: &Common, args: &ChangesArgs) -> u8 {
             let _ = out.flush();
             0
         }
-        Err(e) => super::fail(e),
+        Err(e) => fail(e),
     }
 }
 

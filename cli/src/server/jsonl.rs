@@ -74,7 +74,7 @@ use super::decode::{self, Request, MAX_LINE_BYTES};
 #[cfg(doc)]
 use super::{decode::MAX_VALUES, MAX_BYTES_IN_FLIGHT, MAX_CALLS_IN_FLIGHT};
 use super::{Backlog, InFlight, MAX_BACKLOG};
-use crate::cli::Common;
+use crate::setup::Common;
 
 /// Calls run at once; further calls wait in a queue (their cancellation
 /// still works: a call cancelled in the queue answers at once).
@@ -90,7 +90,7 @@ pub(crate) fn run(common: &Common) -> u8 {
         Ok((t, w))
     }) {
         Ok(x) => x,
-        Err(e) => return crate::cli::fail(e),
+        Err(e) => return crate::setup::fail(e),
     };
     let session = super::connection_session(common, "serve");
     let server = Arc::new(Server::new(tools, workdir, session, Box::new(io::stdout())));

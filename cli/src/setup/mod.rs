@@ -1,13 +1,19 @@
-//! The command line's setup, in one place: the configuration, the
-//! workspace and its backend, the session store, the tools, the call
-//! context, and how a result is printed and becomes an exit status. The
-//! subcommand modules ([`super::tools`], [`super::files`], [`super::raw`])
-//! and the servers build on it and never on each other.
+//! What every command sets up, in one place: the common options
+//! ([`Common`]), the configuration, the workspace and its backend
+//! ([`workspace`]), the session store, the tools, the call context, and
+//! how a result is printed and becomes an exit status. The command line's
+//! subcommands (`crate::cli`) and the servers (`crate::server`) build on
+//! it and never on each other; it imports neither.
 //!
 //! With `--session ID` one persistent session store (the state directory:
 //! `$DSH_SEARCH_STATE_DIR`, `$XDG_STATE_HOME/dsh-search` or
 //! `~/.local/state/dsh-search`) holds both the observation policy's reads
 //! and the guard's counters, so that separate invocations add up.
+
+mod options;
+pub(crate) mod workspace;
+
+pub(crate) use options::{Common, Format};
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -18,8 +24,6 @@ use dsh_search::config::Config;
 use dsh_search::tool::{CallContext, ToolResult, Tools};
 use dsh_search::Sessions;
 use serde_json::Value;
-
-use super::{Common, Format};
 
 /// The configuration `--config` names, or the defaults.
 pub(crate) fn load_config(common: &Common) -> Result<Config, String> {
@@ -33,7 +37,7 @@ pub(crate) fn load_config(common: &Common) -> Result<Config, String> {
 /// configuration's `graceMs` for rg (`--format raw`).
 pub(crate) fn backend(common: &Common) -> Result<Arc<dyn SearchBackend>, String> {
     let config = load_config(common)?;
-    Ok(super::workspace::open(common)?.backend(&config))
+    Ok(workspace::open(common)?.backend(&config))
 }
 
 /// The deployment's tools for the common options: the configured backend,
@@ -52,10 +56,10 @@ pub(crate) fn make_tools_with(
     config: Config,
     sessions: Option<Arc<Sessions>>,
 ) -> Result<Tools, String> {
-    let workspace = super::workspace::open(common)?;
+    let workspace = workspace::open(common)?;
     workspace
         .tools(config, sessions)
-        .map_err(super::workspace::describe)
+        .map_err(workspace::describe)
 }
 
 /// The persistent session store for `--session`, `None` without it.
@@ -78,13 +82,13 @@ pub(crate) fn tools_and_context(common: &Common) -> Result<(Tools, CallContext),
 pub(crate) fn run_call(common: &Common, tool: &str, args: &Value, format: Format) -> u8 {
     let (tools, ctx) = match tools_and_context(common) {
         Ok(both) => both,
-        Err(e) => return super::fail(e),
+        Err(e) => return fail(e),
     };
     let result = tools.call(tool, args, &ctx);
     match format {
         Format::Json => match serde_json::to_string(&result) {
             Ok(s) => print(&s),
-            Err(e) => return super::fail(e),
+            Err(e) => return fail(e),
         },
         _ => print(&result.content),
     }
@@ -153,4 +157,11 @@ fn state_dir_from_env() -> Option<PathBuf> {
         return Some(dir.join("dsh-search"));
     }
     None
+}
+
+/// Print a command-level failure (not a tool result) and return exit
+/// status 2.
+pub(crate) fn fail(msg: impl std::fmt::Display) -> u8 {
+    eprintln!("dsh-search: {msg}");
+    2
 }

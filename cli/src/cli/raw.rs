@@ -12,7 +12,8 @@ use std::io::{self, BufWriter, Write};
 use dsh_search::{GlobRequest, GrepRequest};
 use dsh_search::{Invocation, RawRun};
 
-use super::{Common, GlobArgs, GrepArgs};
+use super::{GlobArgs, GrepArgs};
+use crate::setup::{fail, Common};
 
 /// `dsh-search glob --format raw`.
 pub(crate) fn glob(common: &Common, args: &GlobArgs) -> u8 {
@@ -37,12 +38,12 @@ pub(crate) fn grep(common: &Common, args: &GrepArgs) -> u8 {
 fn run(common: &Common, build: impl FnOnce(std::path::PathBuf) -> Invocation) -> u8 {
     let workdir = match common.workdir() {
         Ok(dir) => dir,
-        Err(e) => return super::fail(format_args!("cannot use the current directory: {e}")),
+        Err(e) => return fail(format_args!("cannot use the current directory: {e}")),
     };
     let invocation = build(workdir);
-    let backend = match super::setup::backend(common) {
+    let backend = match crate::setup::backend(common) {
         Ok(b) => b,
-        Err(e) => return super::fail(e),
+        Err(e) => return fail(e),
     };
     finish(&invocation.cancel(common.cancel.clone()).run(&*backend))
 }
@@ -55,13 +56,13 @@ fn finish(run: &RawRun) -> u8 {
         // rg exits 0 quietly when its reader goes away
         // (ripgrep `core/main.rs`: "broken pipe" → exit 0).
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return 0,
-        Err(e) => return super::fail(format_args!("cannot write to standard output: {e}")),
+        Err(e) => return fail(format_args!("cannot write to standard output: {e}")),
     }
     print_stderr(run.stderr_lines());
     match (run.exit_code(), run.failure()) {
         // rg's codes are 0, 1 and 2; anything else is clamped to an error.
         (Some(code), _) => u8::try_from(code).unwrap_or(2),
-        (None, Some(why)) => super::fail(why),
+        (None, Some(why)) => fail(why),
         (None, None) => unreachable!("a run without an exit code has a failure"),
     }
 }

@@ -9,15 +9,15 @@ use std::ffi::OsString;
 use dsh_search::tool::definitions;
 use serde_json::{json, Map, Value};
 
-use super::setup::{load_config, print, run_call};
-use super::{CallArgs, Common, Format, GlobArgs, GrepArgs};
+use super::{CallArgs, GlobArgs, GrepArgs};
+use crate::setup::{fail, load_config, print, run_call, Common, Format};
 
 /// The tools' `path`: text (a JSON string), unlike the raw invocation's.
 fn text_path(path: &Option<OsString>) -> Result<Option<&str>, u8> {
     match path {
         None => Ok(None),
         Some(p) => p.to_str().map(Some).ok_or_else(|| {
-            super::fail(format_args!(
+            fail(format_args!(
                 "the path {} is not UTF-8: the tools take text paths (--format raw takes any)",
                 p.to_string_lossy()
             ))
@@ -55,11 +55,11 @@ pub(crate) fn grep(common: &Common, args: &GrepArgs) -> u8 {
 /// `dsh-search call TOOL JSON`.
 pub(crate) fn call(common: &Common, args: &CallArgs) -> u8 {
     if args.format == Format::Raw {
-        return super::fail("--format raw is only available for glob and grep");
+        return fail("--format raw is only available for glob and grep");
     }
     let value: Value = match serde_json::from_str(&args.arguments) {
         Ok(v) => v,
-        Err(e) => return super::fail(format!("the arguments are not valid JSON: {e}")),
+        Err(e) => return fail(format!("the arguments are not valid JSON: {e}")),
     };
     run_call(common, &args.tool, &value, args.format)
 }
@@ -68,7 +68,7 @@ pub(crate) fn call(common: &Common, args: &CallArgs) -> u8 {
 pub(crate) fn definitions(common: &Common) -> u8 {
     let config = match load_config(common) {
         Ok(c) => c,
-        Err(e) => return super::fail(e),
+        Err(e) => return fail(e),
     };
     print(&definitions::to_json(&config));
     0

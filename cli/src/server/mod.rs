@@ -5,8 +5,8 @@
 //! Both sit on [`Tools::call`] and the tools' definitions, and share what
 //! is not protocol:
 //!
-//! - the [`Tools`] come from the command line's common setup
-//!   ([`crate::cli::setup::make_tools`]: backend, configuration, spill
+//! - the [`Tools`] come from the common setup the command line uses too
+//!   ([`crate::setup::make_tools`]: backend, configuration, spill
 //!   store, filesystem, guard), so every common option applies as it does to
 //!   one CLI call; a server keeps its sessions (read observations, guard
 //!   counters) in memory for its life unless `--session` names a persistent
@@ -41,7 +41,7 @@ use dsh_search::tool::Tools;
 use dsh_search::CancelToken;
 use dsh_search::Sessions;
 
-use crate::cli::Common;
+use crate::setup::Common;
 
 /// How long a server waits, after a signal, for its cancelled calls to end
 /// before it exits anyway. A cancelled search stops within milliseconds on
@@ -115,10 +115,10 @@ impl Drop for Waiting<'_> {
 /// so it applies the policy, with the sessions (and the guard's counters)
 /// held in its memory.
 pub(crate) fn tools_for(common: &Common) -> Result<Tools, String> {
-    let sessions = crate::cli::setup::session_store(common)?
-        .unwrap_or_else(|| Arc::new(Sessions::in_memory()));
-    let config = crate::cli::setup::load_config(common)?;
-    crate::cli::setup::make_tools_with(common, config, Some(sessions))
+    let sessions =
+        crate::setup::session_store(common)?.unwrap_or_else(|| Arc::new(Sessions::in_memory()));
+    let config = crate::setup::load_config(common)?;
+    crate::setup::make_tools_with(common, config, Some(sessions))
 }
 
 /// The session id of a connection: `--session`, else `<prefix>-` and 16
@@ -327,7 +327,7 @@ mod imp {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     use signal_hook::iterator::Signals;
 
-    use crate::cli::Common;
+    use crate::setup::Common;
 
     pub(super) fn on_signal(
         _common: &Common,
@@ -353,7 +353,7 @@ mod imp {
 mod imp {
     use std::time::Duration;
 
-    use crate::cli::Common;
+    use crate::setup::Common;
 
     pub(super) fn on_signal(
         common: &Common,

@@ -63,7 +63,7 @@ use super::mcp_decode::{error_line, mcp_line, McpLine};
 use super::{InFlight, MAX_BACKLOG};
 #[cfg(doc)]
 use super::{MAX_BYTES_IN_FLIGHT, MAX_CALLS_IN_FLIGHT};
-use crate::cli::Common;
+use crate::setup::Common;
 
 /// How long the server waits for the client's answer to `roots/list`.
 const ROOTS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -76,7 +76,7 @@ fn log(msg: std::fmt::Arguments<'_>) {
 pub(crate) fn run(common: &Common) -> u8 {
     let handler = match Handler::new(common) {
         Ok(h) => h,
-        Err(e) => return crate::cli::fail(e),
+        Err(e) => return crate::setup::fail(e),
     };
     super::drain_on_signal(common, Arc::clone(&handler.inflight), |i| i, log);
     // The calls hold at most MAX_WORKERS blocking threads (`running`); a
@@ -92,7 +92,7 @@ pub(crate) fn run(common: &Common) -> u8 {
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => return crate::cli::fail(format!("cannot start the MCP runtime: {e}")),
+        Err(e) => return crate::setup::fail(format!("cannot start the MCP runtime: {e}")),
     };
     let inflight = Arc::clone(&handler.inflight);
     runtime.block_on(async move {

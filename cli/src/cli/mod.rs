@@ -4,26 +4,24 @@
 //! layer: [`raw`] (rg's own output), [`tools`] (the model-facing glob, grep
 //! and `call`), [`files`] (read, write, edit), [`changes`] (an overlay's
 //! changes), [`bench`](mod@bench); the servers (`mcp`, `serve`) live in
-//! [`crate::server`]. What they all set up (configuration, workspace,
-//! backend, sessions, tools, printing) is [`setup`]'s, so that none of
-//! them imports another.
+//! [`crate::server`]. What they all set up, the servers included (the
+//! common options, configuration, workspace, backend, sessions, tools,
+//! printing), is [`crate::setup`]'s, so that none of them imports another.
 
 pub(crate) mod bench;
 pub(crate) mod changes;
 pub(crate) mod files;
 pub(crate) mod raw;
-pub(crate) mod setup;
 pub(crate) mod tools;
-pub(crate) mod workspace;
 
 use std::ffi::OsString;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
-use dsh_search::backend::BackendKind;
 use dsh_search::CancelToken;
+
+use crate::setup::{Common, Format};
 
 /// dsh-search: the glob and grep tools of a coding agent, in-process.
 #[derive(Debug, Parser)]
@@ -35,77 +33,6 @@ pub(crate) struct Cli {
     /// What to run.
     #[command(subcommand)]
     pub(crate) command: Command,
-}
-
-/// Options every subcommand takes.
-#[derive(Clone, Debug, Args)]
-pub(crate) struct Common {
-    /// The search backend: the in-process engine or a real `rg`.
-    #[arg(long, global = true, value_enum, default_value_t = BackendArg::Native)]
-    pub(crate) backend: BackendArg,
-    /// The workdir (rg's current directory); defaults to the current directory.
-    #[arg(long, global = true, value_name = "DIR")]
-    pub(crate) cwd: Option<PathBuf>,
-    /// A JSON file with the tools' and the guard's configuration keys.
-    #[arg(long, global = true, value_name = "FILE.json")]
-    pub(crate) config: Option<PathBuf>,
-    /// The session id: owner of spills, read observations and guard counters.
-    #[arg(long, global = true, value_name = "ID")]
-    pub(crate) session: Option<String>,
-    /// The workspace's filesystem: `local` (the disk), `mem[:ROOT]`, a
-    /// copy of ROOT (default: the workdir) in memory, at the same path, or
-    /// `sftp://[USER@]HOST[:PORT]`, a host over SSH (`--cwd` is then the
-    /// remote workdir, an absolute path).
-    #[arg(long, global = true, value_name = "FS", default_value = "local")]
-    pub(crate) fs: dsh_search::FsSpec,
-    /// With `--fs sftp://`: the private key to log in with (default: the
-    /// SSH agent at SSH_AUTH_SOCK).
-    #[arg(long, global = true, value_name = "FILE")]
-    pub(crate) identity: Option<PathBuf>,
-    /// With `--fs sftp://`: the known-hosts file the host key must be in
-    /// (default: ~/.ssh/known_hosts); an unknown or changed key is refused.
-    #[arg(long, global = true, value_name = "FILE")]
-    pub(crate) known_hosts: Option<PathBuf>,
-    /// The overlay directory: an upper layer on the local disk over the
-    /// workdir. write and edit change only it; every tool sees the merged
-    /// view; `changes` lists what it holds.
-    #[arg(long, global = true, value_name = "DIR")]
-    pub(crate) overlay: Option<PathBuf>,
-    /// Set by SIGINT, SIGTERM or SIGHUP (Ctrl-C or Ctrl-Break on Windows):
-    /// the running call stops (an rg child included, which lives in its own
-    /// process group and would not get the terminal's signal).
-    #[arg(skip)]
-    pub(crate) cancel: CancelToken,
-}
-
-/// `--backend` values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum BackendArg {
-    /// The in-process engine.
-    Native,
-    /// A real `rg` process.
-    Rg,
-}
-
-impl From<BackendArg> for BackendKind {
-    fn from(b: BackendArg) -> BackendKind {
-        match b {
-            BackendArg::Native => BackendKind::Native,
-            BackendArg::Rg => BackendKind::Rg,
-        }
-    }
-}
-
-/// `--format` values.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Format {
-    /// The result's content, as the model sees it, and a newline.
-    #[default]
-    Text,
-    /// The whole result object.
-    Json,
-    /// What `rg` itself prints, on stdout and stderr, with its exit code.
-    Raw,
 }
 
 /// The subcommands.
@@ -221,16 +148,6 @@ pub(crate) struct CallArgs {
     pub(crate) format: Format,
 }
 
-impl Common {
-    /// The workdir: `--cwd`, else the process's current directory.
-    pub(crate) fn workdir(&self) -> std::io::Result<PathBuf> {
-        match &self.cwd {
-            Some(dir) => Ok(dir.clone()),
-            None => std::env::current_dir(),
-        }
-    }
-}
-
 /// Parse the process's arguments and run; returns the process exit code.
 pub(crate) fn run() -> ExitCode {
     // Before anything else: this process may be the trampoline that starts
@@ -292,11 +209,5 @@ fn mcp(common: &Common) -> u8 {
 
 #[cfg(not(feature = "mcp"))]
 fn mcp(_common: &Common) -> u8 {
-    fail("this dsh-search was built without the `mcp` feature")
-}
-
-/// Print a CLI-level failure (not a tool result) and return exit status 2.
-pub(crate) fn fail(msg: impl std::fmt::Display) -> u8 {
-    eprintln!("dsh-search: {msg}");
-    2
+    crate::setup::fail("this dsh-search was built without the `mcp` feature")
 }
