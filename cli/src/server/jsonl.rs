@@ -71,6 +71,7 @@ use dsh_search::tool::{CallContext, Tools};
 use serde_json::Value;
 
 use super::decode::{self, Request, MAX_LINE_BYTES};
+use super::lines::{CappedLine, Step};
 #[cfg(doc)]
 use super::{decode::MAX_VALUES, MAX_BYTES_IN_FLIGHT, MAX_CALLS_IN_FLIGHT};
 use super::{Backlog, InFlight, MAX_BACKLOG};
@@ -145,12 +146,20 @@ struct Job {
     cost: usize,
 }
 
-/// What one read of a line found.
-enum Line {
-    Complete,
-    /// Longer than the cap: skipped up to its newline (or EOF).
-    TooLong,
-    Eof,
+/// Fill and feed until a line, a line past the cap, or the end.
+fn read_line(input: &mut impl BufRead, capped: &mut CappedLine) -> io::Result<Step> {
+    loop {
+        let available = match input.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let (take, step) = capped.feed(available);
+        input.consume(take);
+        if step != Step::More {
+            return Ok(step);
+        }
+    }
 }
 
 impl Server {
@@ -183,19 +192,22 @@ impl Server {
     /// Read requests from `input` until EOF (or until the output breaks),
     /// then wait for the calls in flight to answer.
     pub(crate) fn serve(self: &Arc<Self>, mut input: impl BufRead) {
-        let mut line = Vec::new();
+        let mut capped = CappedLine::new(MAX_LINE_BYTES);
         loop {
             // A client that does not read its answers is not read either,
             // nor one whose calls are not done.
             self.inflight.wait_room();
             self.backlog.wait_below(MAX_BACKLOG);
-            match read_line(&mut input, &mut line, MAX_LINE_BYTES) {
-                Ok(Line::Complete) => self.handle(&line),
-                Ok(Line::TooLong) => self.reject(
+            match read_line(&mut input, &mut capped) {
+                Ok(Step::Line) => {
+                    let line = std::mem::take(&mut capped.line);
+                    self.handle(&line);
+                }
+                Ok(Step::TooLong) => self.reject(
                     "null",
                     &format!("the request line is longer than {MAX_LINE_BYTES} bytes"),
                 ),
-                Ok(Line::Eof) => break,
+                Ok(_) => break,
                 Err(e) => {
                     log(format_args!("cannot read stdin, stopping: {e}"));
                     break;
@@ -365,69 +377,5 @@ impl Server {
             ),
         }
         self.inflight.finish(job.cost);
-    }
-}
-
-/// Read one line into `buf` (cleared first), at most `max` bytes of it.
-fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<Line> {
-    buf.clear();
-    let mut too_long = false;
-    loop {
-        let available = match input.fill_buf() {
-            Ok(a) => a,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if available.is_empty() {
-            return Ok(match (too_long, buf.is_empty()) {
-                (true, _) => Line::TooLong,
-                (false, true) => Line::Eof,
-                (false, false) => Line::Complete,
-            });
-        }
-        let newline = memchr::memchr(b'\n', available);
-        let take = newline.map_or(available.len(), |i| i + 1);
-        if !too_long && buf.len() + take > max {
-            too_long = true;
-            buf.clear();
-            buf.shrink_to(64 << 10);
-        }
-        if !too_long {
-            buf.extend_from_slice(&available[..take]);
-        }
-        input.consume(take);
-        if newline.is_some() {
-            return Ok(if too_long {
-                Line::TooLong
-            } else {
-                Line::Complete
-            });
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{read_line, Line};
-
-    fn lines(input: &[u8], max: usize) -> Vec<String> {
-        let mut r = std::io::BufReader::with_capacity(4, input);
-        let mut buf = Vec::new();
-        let mut out = Vec::new();
-        loop {
-            match read_line(&mut r, &mut buf, max).unwrap() {
-                Line::Complete => out.push(String::from_utf8(buf.clone()).unwrap()),
-                Line::TooLong => out.push("<too long>".into()),
-                Line::Eof => return out,
-            }
-        }
-    }
-
-    #[test]
-    fn lines_are_split_capped_and_skipped_to_their_end() {
-        assert_eq!(lines(b"ab\ncdefghij\nk", 5), ["ab\n", "<too long>", "k"]);
-        assert_eq!(lines(b"abcdefgh", 5), ["<too long>"]);
-        assert_eq!(lines(b"abcd\n", 5), ["abcd\n"]);
-        assert!(lines(b"", 5).is_empty());
     }
 }

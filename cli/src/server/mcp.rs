@@ -59,6 +59,7 @@ use super::decode::MAX_LINE_BYTES;
 #[cfg(doc)]
 use super::decode::MAX_VALUES;
 use super::jsonl::MAX_WORKERS;
+use super::lines::{CappedLine, Step};
 use super::mcp_decode::{error_line, mcp_line, McpLine};
 use super::{InFlight, MAX_BACKLOG};
 #[cfg(doc)]
@@ -514,10 +515,9 @@ impl Drop for Answering {
 /// lifecycle), so the server stops their work instead of finishing it.
 struct StdioLines {
     reader: BufReader<StdioReader>,
-    /// The line read so far (kept across a dropped `receive`).
-    line: Vec<u8>,
-    /// Skipping the rest of a line longer than [`MAX_LINE_BYTES`].
-    skipping: bool,
+    /// The line read so far, or the rest of a line longer than
+    /// [`MAX_LINE_BYTES`] being skipped (kept across a dropped `receive`).
+    capped: CappedLine,
     writer: Arc<AsyncMutex<Option<StdioWriter>>>,
     inflight: Arc<InFlight<u64>>,
     /// The messages waiting for stdout.
@@ -529,8 +529,7 @@ impl StdioLines {
     fn new(reader: StdioReader, writer: StdioWriter, inflight: Arc<InFlight<u64>>) -> StdioLines {
         StdioLines {
             reader: BufReader::new(reader),
-            line: Vec::new(),
-            skipping: false,
+            capped: CappedLine::new(MAX_LINE_BYTES),
             writer: Arc::new(AsyncMutex::new(Some(writer))),
             inflight,
             backlog: Arc::new(watch::Sender::new(0)),
@@ -538,7 +537,7 @@ impl StdioLines {
         }
     }
 
-    /// Read up to the end of a line into `self.line`.
+    /// Read up to the end of a line into `self.capped.line`.
     ///
     /// Cancellation-safe, as rmcp's service loop needs (it polls
     /// `receive` in a `select!` and drops it when another branch is ready
@@ -547,33 +546,13 @@ impl StdioLines {
     async fn fill_line(&mut self) -> std::io::Result<LineRead> {
         loop {
             let available = self.reader.fill_buf().await?;
-            if available.is_empty() {
-                self.skipping = false;
-                return Ok(if self.line.is_empty() {
-                    LineRead::Eof
-                } else {
-                    LineRead::Line
-                });
-            }
-            let newline = memchr::memchr(b'\n', available);
-            let take = newline.map_or(available.len(), |i| i + 1);
-            if self.skipping {
-                self.reader.consume(take);
-                if newline.is_some() {
-                    self.skipping = false;
-                }
-                continue;
-            }
-            if self.line.len() + take > MAX_LINE_BYTES {
-                self.line = Vec::new();
-                self.skipping = newline.is_none();
-                self.reader.consume(take);
-                return Ok(LineRead::TooLong);
-            }
-            self.line.extend_from_slice(&available[..take]);
+            let (take, step) = self.capped.feed(available);
             self.reader.consume(take);
-            if newline.is_some() {
-                return Ok(LineRead::Line);
+            match step {
+                Step::Line => return Ok(LineRead::Line),
+                Step::TooLong => return Ok(LineRead::TooLong),
+                Step::Eof => return Ok(LineRead::Eof),
+                Step::More => {}
             }
         }
     }
@@ -690,7 +669,7 @@ impl Transport<RoleServer> for StdioLines {
                 }
             }
             // From here on nothing awaits: the line is handled whole.
-            let line = std::mem::take(&mut self.line);
+            let line = std::mem::take(&mut self.capped.line);
             match mcp_line(&line) {
                 McpLine::Blank => {}
                 McpLine::Ignore { why } => log(format_args!("{why}")),

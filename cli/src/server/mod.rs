@@ -25,6 +25,7 @@
 
 pub(crate) mod decode;
 pub(crate) mod jsonl;
+mod lines;
 #[cfg(feature = "mcp")]
 pub(crate) mod mcp;
 #[cfg(feature = "mcp")]
