@@ -25,27 +25,31 @@ fn text_path(path: &Option<OsString>) -> Result<Option<&str>, u8> {
     }
 }
 
+/// The arguments glob and grep share: `pattern`, and `path` when given
+/// (as UTF-8 text; else the exit code of the refusal, said on stderr).
+fn search_args(pattern: &str, path: &Option<OsString>) -> Result<Map<String, Value>, u8> {
+    let mut obj = Map::new();
+    obj.insert("pattern".into(), json!(pattern));
+    if let Some(p) = text_path(path)? {
+        obj.insert("path".into(), json!(p));
+    }
+    Ok(obj)
+}
+
 /// `dsh-search glob --format text|json`.
 pub(crate) fn glob(common: &Common, args: &GlobArgs) -> u8 {
-    let mut obj = Map::new();
-    obj.insert("pattern".into(), json!(args.pattern));
-    match text_path(&args.path) {
-        Ok(Some(p)) => drop(obj.insert("path".into(), json!(p))),
-        Ok(None) => {}
-        Err(code) => return code,
+    match search_args(&args.pattern, &args.path) {
+        Ok(obj) => run_call(common, "glob", &Value::Object(obj), args.format),
+        Err(code) => code,
     }
-    run_call(common, "glob", &Value::Object(obj), args.format)
 }
 
 /// `dsh-search grep --format text|json`.
 pub(crate) fn grep(common: &Common, args: &GrepArgs) -> u8 {
-    let mut obj = Map::new();
-    obj.insert("pattern".into(), json!(args.pattern));
-    match text_path(&args.path) {
-        Ok(Some(p)) => drop(obj.insert("path".into(), json!(p))),
-        Ok(None) => {}
+    let mut obj = match search_args(&args.pattern, &args.path) {
+        Ok(obj) => obj,
         Err(code) => return code,
-    }
+    };
     if let Some(i) = &args.include {
         obj.insert("include".into(), json!(i));
     }
