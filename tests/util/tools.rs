@@ -123,6 +123,17 @@ impl Memo {
         })
     }
 
+    /// [`Memo::rg_of_case`]'s sharing on any platform (its test).
+    fn sharing(inner: Arc<dyn SearchBackend>) -> Memo {
+        Memo {
+            inner,
+            globs: Mutex::default(),
+            greps: Mutex::default(),
+            share: true,
+            shared: Default::default(),
+        }
+    }
+
     /// How many requests replayed a run without a budget.
     pub fn shared(&self) -> usize {
         self.shared.load(std::sync::atomic::Ordering::Relaxed)
@@ -576,4 +587,31 @@ fn is_piece_of_split_name(path: &str, root: &Path) -> bool {
         }
     }
     false
+}
+
+/// The rg backend's memo replays a run without a budget for a request with
+/// one only while the output is far inside it: a budget the output passes
+/// starts rg again, which stops at the budget.
+#[test]
+fn memo_replays_an_unbudgeted_run_only_within_the_budget() {
+    let Some(_env) = rg::env() else { return };
+    let tree = super::tree::Tree::build(&[
+        super::tree::file("a.txt", "needle one\n"),
+        super::tree::file("b.txt", "needle two\n"),
+    ]);
+    let memo = Memo::sharing(Arc::new(RgBackend::default()));
+    let mut req = GrepRequest::new("needle", tree.root());
+    let free = memo.grep(&req);
+    assert_eq!(free.status, Status::Exited(0), "{:?}", free.stderr);
+    assert_eq!(memo.shared(), 0);
+    // The tools' budget: replayed, the same outcome.
+    req.raw_budget = Some(configs()[0].1.search.raw_output_max_bytes);
+    assert_eq!(memo.grep(&req), free);
+    assert_eq!(memo.shared(), 1);
+    // A budget the output passes: rg runs again and is stopped there.
+    req.raw_budget = Some(40);
+    let cut = memo.grep(&req);
+    assert_eq!(memo.shared(), 1);
+    assert_eq!(cut.status, Status::OverBudget);
+    assert_ne!(cut, free);
 }
