@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::Path;
 
-use dsh_search::{RgBackend, SearchBackend};
+use dsh_search::SearchBackend;
 
 use self::rg::{Call, Env, Raw};
 use self::tree::Tree;
@@ -125,6 +125,24 @@ pub struct Report {
     /// Tool-level calls compared and paths read, by kind (`tools::check_case`).
     tool_checks: BTreeMap<String, usize>,
     failures: Vec<String>,
+}
+
+/// One case's failures and tool-level tally, or `None` when the
+/// `DSH_SEARCH_CASE` filter left it out.
+type CaseOutcome = Option<(Vec<String>, BTreeMap<String, usize>)>;
+
+/// How many cases of a table run at once: `DSH_SEARCH_CASE_THREADS`, by
+/// default 1 (in order) on Unix, and 4 on Windows, where a case spends
+/// most of its time on Wine starting rg.exe and the rest in this process:
+/// cases at once overlap the two (`conformance::basic_grep` under Wine on
+/// 2 busy cores: 74 s one case at a time, 36 s with 4, 37 s with 8;
+/// README "Platforms").
+pub fn case_threads() -> usize {
+    std::env::var("DSH_SEARCH_CASE_THREADS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&n: &usize| n >= 1)
+        .unwrap_or(if cfg!(windows) { 4 } else { 1 })
 }
 
 /// How the actual side of a case is produced.
@@ -241,20 +259,67 @@ impl Report {
             }
             return;
         }
-        for case in cases {
-            self.run(env, tree, case, &mode);
+        let threads = case_threads().min(cases.len());
+        if threads <= 1 {
+            for case in cases {
+                self.run(env, tree, case, &mode);
+            }
+            return;
+        }
+        // Each case is independent (its own processes, its own tools and
+        // memos), so `threads` workers take them in turn; the outcomes are
+        // merged in the table's order, so the report reads as a serial run's.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let outcomes: Vec<std::sync::Mutex<Option<CaseOutcome>>> =
+            cases.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        let this = &*self;
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(case) = cases.get(i) else { break };
+                    let outcome = this.run_case(env, tree, case, &mode);
+                    *outcomes[i].lock().unwrap() = Some(outcome);
+                });
+            }
+        });
+        for outcome in outcomes {
+            let outcome = outcome.into_inner().unwrap().expect("every case ran");
+            self.merge(outcome);
         }
     }
 
     fn run(&mut self, env: &Env, tree: &Tree, case: &Case, mode: &Mode) {
+        let outcome = self.run_case(env, tree, case, mode);
+        self.merge(outcome);
+    }
+
+    /// Add one case's outcome to the tally.
+    fn merge(&mut self, outcome: CaseOutcome) {
+        let Some((failures, tool_checks)) = outcome else {
+            return;
+        };
+        self.cases += 1;
+        self.failures.extend(failures);
+        for (k, n) in tool_checks {
+            *self.tool_checks.entry(k).or_default() += n;
+        }
+    }
+
+    /// Run one case: `None` when the `DSH_SEARCH_CASE` filter leaves it
+    /// out, else its failures and tool-level tally.
+    fn run_case(&self, env: &Env, tree: &Tree, case: &Case, mode: &Mode) -> CaseOutcome {
         let label = format!("{}{}: {}", self.name, self.context, case.label());
         if !selected(&label) {
-            return;
+            return None;
         }
-        self.cases += 1;
+        let mut failures = Vec::new();
+        let mut tool_checks = BTreeMap::new();
         let call = case.resolved(tree.root());
         let cwd = tree.root().join(&case.cwd);
         let selfcheck = std::env::var_os("DSH_SEARCH_SELFCHECK").is_some_and(|v| v == "1");
+        // The case's rg backend, for its raw level and its tool level.
+        let rg_of_case = tools::Memo::rg_of_case();
         let (expected, actuals): (Raw, Vec<(&str, Raw)>) = match mode {
             // Harness check: rg against a second run of itself must always
             // agree, whatever the engine's state.
@@ -274,10 +339,9 @@ impl Report {
                 )],
             ),
             Mode::InProcess => {
-                let rgb = RgBackend::default();
                 let mut actuals = vec![(
                     "rg backend",
-                    rg::run_backend(&rgb as &dyn SearchBackend, &call, &cwd),
+                    rg::run_backend(&*rg_of_case as &dyn SearchBackend, &call, &cwd),
                 )];
                 for way in workspaces::ways(tree.root(), &cwd) {
                     actuals.push((way.label, rg::run_backend(&*way.backend, &call, &cwd)));
@@ -338,7 +402,7 @@ impl Report {
         }
         for (who, actual) in actuals {
             if let Some(d) = rg::diff(&call, &expected, &actual) {
-                self.failures.push(format!("[{who}] {label}\n{d}"));
+                failures.push(format!("[{who}] {label}\n{d}"));
             }
         }
         // The same call at the tool level, both backends, and `read` of
@@ -351,11 +415,12 @@ impl Report {
                 tree.root(),
                 &cwd,
                 &label,
-                &mut self.failures,
-                &mut self.tool_checks,
+                &mut failures,
+                &mut tool_checks,
                 workspaces::over_sftp(),
+                rg_of_case,
             );
-            return;
+            return Some((failures, tool_checks));
         }
         if !selfcheck {
             tools::check_case(
@@ -363,10 +428,12 @@ impl Report {
                 tree.root(),
                 &cwd,
                 &label,
-                &mut self.failures,
-                &mut self.tool_checks,
+                &mut failures,
+                &mut tool_checks,
+                rg_of_case,
             );
         }
+        Some((failures, tool_checks))
     }
 
     /// A suffix for the labels of the next cases (e.g. ` tree=3`).

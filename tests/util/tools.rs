@@ -84,10 +84,15 @@ pub fn configs() -> Vec<(&'static str, Config)> {
 /// only after the backend has answered (rendering, caps, spill, meta), so
 /// one real search per backend and case is enough, and keeps the suite's
 /// runtime near the raw level's.
-struct Memo {
+pub struct Memo {
     inner: Arc<dyn SearchBackend>,
     globs: Mutex<HashMap<String, Outcome<GlobResults>>>,
     greps: Mutex<HashMap<String, Outcome<GrepResults>>>,
+    /// Whether a request with a budget may replay the same request's
+    /// outcome without one ([`Memo::unbudgeted`]).
+    share: bool,
+    /// How many requests were answered that way.
+    shared: std::sync::atomic::AtomicUsize,
 }
 
 impl Memo {
@@ -96,8 +101,78 @@ impl Memo {
             inner,
             globs: Mutex::default(),
             greps: Mutex::default(),
+            share: false,
+            shared: Default::default(),
         })
     }
+
+    /// The rg backend of one case, for its raw level (no budget) and its
+    /// tool level (the tools' budget): on Windows the tool level replays
+    /// the raw level's run of the same request ([`Memo::unbudgeted`]), so
+    /// rg.exe starts once per case for the rg backend instead of twice.
+    /// Under Wine a start is the run's main cost (about 0.1 s of a loaded
+    /// machine's time; README "Platforms"). On Unix each level starts its
+    /// own rg, as before.
+    pub fn rg_of_case() -> Arc<Memo> {
+        Arc::new(Memo {
+            inner: Arc::new(RgBackend::default()),
+            globs: Mutex::default(),
+            greps: Mutex::default(),
+            share: cfg!(windows),
+            shared: Default::default(),
+        })
+    }
+
+    /// [`Memo::rg_of_case`]'s sharing on any platform (its test).
+    fn sharing(inner: Arc<dyn SearchBackend>) -> Memo {
+        Memo {
+            inner,
+            globs: Mutex::default(),
+            greps: Mutex::default(),
+            share: true,
+            shared: Default::default(),
+        }
+    }
+
+    /// How many requests replayed a run without a budget.
+    pub fn shared(&self) -> usize {
+        self.shared.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The outcome of the same request run without a budget, when it can
+    /// stand for a run with `budget`: the rg backend only looks at the
+    /// budget once rg's stdout has grown past it (`backend/rg/process.rs`,
+    /// `drain_stdout`), so a run whose output stays well inside it (half,
+    /// as the raw form here is rewritten from the parsed results) reads
+    /// the same bytes and ends the same way with or without it.
+    fn unbudgeted<T: Clone>(
+        &self,
+        seen: &HashMap<String, Outcome<T>>,
+        key: &str,
+        budget: Option<u64>,
+        raw_len: impl Fn(&T) -> usize,
+    ) -> Option<Outcome<T>> {
+        let budget = budget.filter(|_| self.share)?;
+        let o = seen.get(key)?;
+        if (raw_len(&o.results) as u64).saturating_mul(2) > budget {
+            return None;
+        }
+        self.shared
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(o.clone())
+    }
+}
+
+fn raw_len_glob(r: &GlobResults) -> usize {
+    let mut v = Vec::new();
+    r.write_raw(&mut v).expect("writing to a Vec");
+    v.len()
+}
+
+fn raw_len_grep(r: &GrepResults) -> usize {
+    let mut v = Vec::new();
+    r.write_raw(&mut v).expect("writing to a Vec");
+    v.len()
 }
 
 impl SearchBackend for Memo {
@@ -106,29 +181,41 @@ impl SearchBackend for Memo {
     }
 
     fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults> {
-        let key = format!(
-            "{:?}",
-            (&req.pattern, &req.path, &req.workdir, req.raw_budget)
-        );
-        let mut seen = self.globs.lock().unwrap();
-        seen.entry(key)
+        let key =
+            |budget: Option<u64>| format!("{:?}", (&req.pattern, &req.path, &req.workdir, budget));
+        // A panic of the search (reported by the raw level) leaves the
+        // lock poisoned; the tool level then runs its own.
+        let mut seen = self.globs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(o) = seen.get(&key(req.raw_budget)) {
+            return o.clone();
+        }
+        if let Some(o) = self.unbudgeted(&seen, &key(None), req.raw_budget, raw_len_glob) {
+            seen.insert(key(req.raw_budget), o.clone());
+            return o;
+        }
+        seen.entry(key(req.raw_budget))
             .or_insert_with(|| retried(|| self.inner.glob(req)))
             .clone()
     }
 
     fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults> {
-        let key = format!(
-            "{:?}",
-            (
-                &req.pattern,
-                &req.path,
-                &req.include,
-                &req.workdir,
-                req.raw_budget
+        let key = |budget: Option<u64>| {
+            format!(
+                "{:?}",
+                (&req.pattern, &req.path, &req.include, &req.workdir, budget)
             )
-        );
-        let mut seen = self.greps.lock().unwrap();
-        seen.entry(key)
+        };
+        // A panic of the search (reported by the raw level) leaves the
+        // lock poisoned; the tool level then runs its own.
+        let mut seen = self.greps.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(o) = seen.get(&key(req.raw_budget)) {
+            return o.clone();
+        }
+        if let Some(o) = self.unbudgeted(&seen, &key(None), req.raw_budget, raw_len_grep) {
+            seen.insert(key(req.raw_budget), o.clone());
+            return o;
+        }
+        seen.entry(key(req.raw_budget))
             .or_insert_with(|| retried(|| self.inner.grep(req)))
             .clone()
     }
@@ -165,8 +252,8 @@ struct Pair {
     rg: Tools,
 }
 
-/// Fresh tools for one case (fresh memos).
-fn pairs(ways: Vec<workspaces::Way>) -> Vec<Pair> {
+/// Fresh tools for one case (fresh memos; the rg backend's is `rg`).
+fn pairs(ways: Vec<workspaces::Way>, rg: Arc<Memo>) -> Vec<Pair> {
     let natives: Vec<_> = ways
         .into_iter()
         .map(|w| {
@@ -174,7 +261,7 @@ fn pairs(ways: Vec<workspaces::Way>) -> Vec<Pair> {
             (w.label, backend, w.fs)
         })
         .collect();
-    let rg: Arc<dyn SearchBackend> = Memo::new(Arc::new(RgBackend::default()));
+    let rg: Arc<dyn SearchBackend> = rg;
     configs()
         .into_iter()
         .map(|(name, config)| Pair {
@@ -227,7 +314,8 @@ fn show(r: &ToolResult) -> String {
 /// Run `call` in `workdir` through the tools on both backends under every
 /// configuration, direct and nested; then `read` every returned path.
 /// Failures are pushed to `failures`; `tally` counts the calls compared
-/// and the reads by what they had to answer.
+/// and the reads by what they had to answer. `rg` is the case's rg
+/// backend ([`Memo::rg_of_case`]), which its raw level may have run.
 pub fn check_case(
     call: &Call,
     root: &Path,
@@ -235,6 +323,7 @@ pub fn check_case(
     label: &str,
     failures: &mut Vec<String>,
     tally: &mut BTreeMap<String, usize>,
+    rg: Arc<Memo>,
 ) {
     check_case_on(
         call,
@@ -244,10 +333,12 @@ pub fn check_case(
         failures,
         tally,
         workspaces::ways(root, workdir),
+        rg,
     )
 }
 
 /// [`check_case`] with the native engine on the filesystems of `ways`.
+#[allow(clippy::too_many_arguments)]
 pub fn check_case_on(
     call: &Call,
     root: &Path,
@@ -256,10 +347,12 @@ pub fn check_case_on(
     failures: &mut Vec<String>,
     tally: &mut BTreeMap<String, usize>,
     ways: Vec<workspaces::Way>,
+    rg: Arc<Memo>,
 ) {
     let (tool, args) = tool_args(call);
     let mut returned: Option<Value> = None;
-    let pairs = pairs(ways);
+    let shared_before = rg.shared();
+    let pairs = pairs(ways, rg.clone());
     for pair in &pairs {
         for direct in [true, false] {
             let mut ctx = CallContext::new(workdir).session("parity");
@@ -293,6 +386,14 @@ pub fn check_case_on(
                 }
             }
         }
+    }
+    let shared = rg.shared() - shared_before;
+    if shared > 0 {
+        // Shown in the tally, so a run says how many rg.exe starts the raw
+        // level's run stood for (Windows only).
+        *tally
+            .entry("rg runs shared with the raw level".into())
+            .or_default() += shared;
     }
     if let Some(value) = returned {
         for path in returned_paths(&value) {
@@ -486,4 +587,31 @@ fn is_piece_of_split_name(path: &str, root: &Path) -> bool {
         }
     }
     false
+}
+
+/// The rg backend's memo replays a run without a budget for a request with
+/// one only while the output is far inside it: a budget the output passes
+/// starts rg again, which stops at the budget.
+#[test]
+fn memo_replays_an_unbudgeted_run_only_within_the_budget() {
+    let Some(_env) = rg::env() else { return };
+    let tree = super::tree::Tree::build(&[
+        super::tree::file("a.txt", "needle one\n"),
+        super::tree::file("b.txt", "needle two\n"),
+    ]);
+    let memo = Memo::sharing(Arc::new(RgBackend::default()));
+    let mut req = GrepRequest::new("needle", tree.root());
+    let free = memo.grep(&req);
+    assert_eq!(free.status, Status::Exited(0), "{:?}", free.stderr);
+    assert_eq!(memo.shared(), 0);
+    // The tools' budget: replayed, the same outcome.
+    req.raw_budget = Some(configs()[0].1.search.raw_output_max_bytes);
+    assert_eq!(memo.grep(&req), free);
+    assert_eq!(memo.shared(), 1);
+    // A budget the output passes: rg runs again and is stopped there.
+    req.raw_budget = Some(40);
+    let cut = memo.grep(&req);
+    assert_eq!(memo.shared(), 1);
+    assert_eq!(cut.status, Status::OverBudget);
+    assert_ne!(cut, free);
 }
