@@ -142,6 +142,7 @@ pub mod config;
 pub mod event;
 pub mod fs;
 mod guard;
+mod index;
 mod invocation;
 mod js;
 mod outcome;
@@ -174,6 +175,7 @@ pub use tool::{CallContext, CallGuard, ToolError, ToolResult, Tools};
 
 // The filesystems, and a workspace described as the command line and the
 // Node binding describe it.
+pub use index::{Answer, Index, IndexStatus, IndexedBackend};
 pub use fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs, TextFs};
 #[cfg(feature = "sftp")]
 pub use fs::{SftpBuilder, SftpFs};
