@@ -48,6 +48,10 @@ struct Inner {
     by_index: AtomicU64,
     by_scan: AtomicU64,
     builds: AtomicU64,
+    /// Files grep's prefilter spared the engine.
+    skipped: Arc<AtomicU64>,
+    /// [`Index::simulate_overflow`] was called.
+    overflow: std::sync::atomic::AtomicBool,
 }
 
 struct State {
@@ -109,6 +113,8 @@ pub struct IndexStatus {
     pub builds: u64,
     /// Directories watched.
     pub watches: usize,
+    /// Files grep's prefilter answered for without their being opened.
+    pub files_skipped: u64,
 }
 
 impl Index {
@@ -137,6 +143,8 @@ impl Index {
                 by_index: AtomicU64::new(0),
                 by_scan: AtomicU64::new(0),
                 builds: AtomicU64::new(0),
+                skipped: Arc::new(AtomicU64::new(0)),
+                overflow: std::sync::atomic::AtomicBool::new(false),
             }),
         };
         let mut state = index.inner.state.lock().recover_poison();
@@ -155,6 +163,15 @@ impl Index {
     pub fn rescan(&self) {
         let mut state = self.inner.state.lock().recover_poison();
         self.rebuild(&mut state);
+    }
+
+    /// Make the watcher's next drain report that its queue overflowed, as
+    /// the kernel does when events come faster than they are read: the
+    /// call that drains it is answered by the scan and the mirror rebuilt.
+    /// For tests of that path (the kernel's limit is system-wide).
+    #[doc(hidden)]
+    pub fn simulate_overflow(&self) {
+        self.inner.overflow.store(true, Ordering::SeqCst);
     }
 
     /// Wait until no build is running, at most `timeout`; whether the
@@ -194,6 +211,7 @@ impl Index {
             answered_by_scan: self.inner.by_scan.load(Ordering::Relaxed),
             builds: self.inner.builds.load(Ordering::Relaxed),
             watches,
+            files_skipped: self.inner.skipped.load(Ordering::Relaxed),
         }
     }
 
@@ -222,6 +240,9 @@ impl Index {
             Phase::Unavailable(why) => return Err(why.clone()),
             Phase::Live { tree, watcher } => match watcher.drain() {
                 Err(e) => format!("the watcher failed: {e}"),
+                Ok(_) if self.inner.overflow.swap(false, Ordering::SeqCst) => {
+                    "the watcher's queue overflowed".into()
+                }
                 Ok(changes) if changes.lost.is_some() => changes.lost.unwrap_or_default().into(),
                 Ok(changes) if changes.is_empty() => return Ok(tree.clone()),
                 Ok(changes) => {
@@ -252,6 +273,7 @@ impl Index {
             root: self.inner.root.clone(),
             tree: tree?,
             query: query.map(Arc::new),
+            skipped: self.inner.skipped.clone(),
         })
     }
 

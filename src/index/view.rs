@@ -13,6 +13,7 @@
 use std::ffi::OsStr;
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::grams::Query;
@@ -30,6 +31,8 @@ pub(crate) struct View {
     pub(crate) root: PathBuf,
     pub(crate) tree: Arc<DirNode>,
     pub(crate) query: Option<Arc<Query>>,
+    /// Counts the files [`FileSystem::known_miss`] answered for.
+    pub(crate) skipped: Arc<AtomicU64>,
 }
 
 /// A directory of the view: mirrored, or the disk's.
@@ -182,7 +185,11 @@ impl FileSystem for View {
         if meta.kind != FileType::File || content.len != meta.len {
             return None;
         }
-        (!query.admits(&content.grams)).then_some(meta.len)
+        if query.admits(&content.grams) {
+            return None;
+        }
+        self.skipped.fetch_add(1, Ordering::Relaxed);
+        Some(meta.len)
     }
 
     fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<LocalFile> {
