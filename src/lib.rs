@@ -175,10 +175,10 @@ pub use tool::{CallContext, CallGuard, ToolError, ToolResult, Tools};
 
 // The filesystems, and a workspace described as the command line and the
 // Node binding describe it.
-pub use index::{Answer, Index, IndexStatus, IndexedBackend};
 pub use fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs, TextFs};
 #[cfg(feature = "sftp")]
 pub use fs::{SftpBuilder, SftpFs};
+pub use index::{Answer, Index, IndexStatus, IndexedBackend};
 pub use workspace::{
     known_hosts_from_env, ssh_user_from_env, FsSpec, ParseFsSpecError, SftpAddress, Workspace,
     WorkspaceError, WorkspaceOptions,

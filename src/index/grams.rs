@@ -217,7 +217,9 @@ fn info(hir: &Hir) -> Info {
     match hir.kind() {
         HirKind::Empty | HirKind::Look(_) => Info::Exact(BTreeSet::from([Vec::new()])),
         HirKind::Literal(lit) => Info::Exact(BTreeSet::from([lit.0.to_vec()])),
-        HirKind::Class(class) => class_strings(class).map_or(Info::Inexact(Query::All), Info::Exact),
+        HirKind::Class(class) => {
+            class_strings(class).map_or(Info::Inexact(Query::All), Info::Exact)
+        }
         HirKind::Capture(c) => info(&c.sub),
         HirKind::Repetition(r) => {
             if r.min == 0 {
@@ -348,7 +350,10 @@ mod tests {
     fn a_file_with_a_match_is_always_admitted() {
         let cases = [
             ("needle", "a needle here"),
-            (r"EXPORT_SYMBOL_GPL\(\w+_init\)", "EXPORT_SYMBOL_GPL(foo_init)"),
+            (
+                r"EXPORT_SYMBOL_GPL\(\w+_init\)",
+                "EXPORT_SYMBOL_GPL(foo_init)",
+            ),
             ("(?i)needle", "NeEdLe"),
             ("(?i)kelvin", "\u{212A}ELVIN"),
             ("foo|barbaz", "xx barbaz"),

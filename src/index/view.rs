@@ -120,11 +120,19 @@ impl FileSystem for View {
         }
     }
 
-    fn open_dir_at(&self, parent: &ViewDir, parent_path: &Path, name: &OsStr) -> io::Result<ViewDir> {
+    fn open_dir_at(
+        &self,
+        parent: &ViewDir,
+        parent_path: &Path,
+        name: &OsStr,
+    ) -> io::Result<ViewDir> {
         match parent {
             ViewDir::Mirror(node) => match node.get(os_bytes(name)) {
                 Some(Entry { dir: Some(d), .. }) => Ok(ViewDir::Mirror(d.clone())),
-                _ => self.disk.open_dir(&parent_path.join(name)).map(ViewDir::Disk),
+                _ => self
+                    .disk
+                    .open_dir(&parent_path.join(name))
+                    .map(ViewDir::Disk),
             },
             ViewDir::Disk(d) => self
                 .disk
