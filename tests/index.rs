@@ -459,7 +459,13 @@ fn index_follows_every_change_like_rg() {
                 }
             }
         }
-        skipped += ix.index.status().files_skipped;
+        let s = ix.index.status();
+        if s.dirs_listed == 0 {
+            report.fail(format!(
+                "tree={t}: no directory was listed from the mirror: {s:?}"
+            ));
+        }
+        skipped += s.files_skipped;
     }
     report.finish();
     assert!(
@@ -629,4 +635,71 @@ fn a_checkout_rewriting_the_whole_tree_is_followed() {
     check_all(env, &mut report, &ix, &root, "after the checkout");
     assert_eq!(answer(&ix, &root), Answer::Index);
     report.finish();
+}
+
+/// What an index of a real tree costs and saves, printed (not asserted):
+/// `DSH_SEARCH_INDEX_CORPUS=<dir> cargo test --release --test tests
+/// index::footprint -- --ignored --nocapture`. Build time, memory against
+/// the corpus bytes, and a few calls through the index and by the scan.
+#[test]
+#[ignore = "a measurement: needs DSH_SEARCH_INDEX_CORPUS"]
+fn footprint() {
+    let corpus = PathBuf::from(
+        std::env::var_os("DSH_SEARCH_INDEX_CORPUS").expect("DSH_SEARCH_INDEX_CORPUS=<dir>"),
+    );
+    let started = std::time::Instant::now();
+    let index = Index::start(&corpus).unwrap();
+    assert!(
+        index.wait_ready(Duration::from_secs(3600)),
+        "{:?}",
+        index.status()
+    );
+    let built = started.elapsed();
+    let s = index.status();
+    println!(
+        "built in {built:?}: {} dirs, {} entries, {} text files of {} bytes; trigram bitmaps {} bytes ({:.1}% of them)",
+        s.dirs,
+        s.entries,
+        s.files,
+        s.file_bytes,
+        s.gram_bytes,
+        100.0 * s.gram_bytes as f64 / s.file_bytes.max(1) as f64
+    );
+    let indexed = index.backend();
+    let scan = dsh_search::NativeBackend::new();
+    let time = |label: &str, f: &dyn Fn()| {
+        f();
+        let t = std::time::Instant::now();
+        for _ in 0..3 {
+            f();
+        }
+        println!("{label}: {:?}", t.elapsed() / 3);
+    };
+    for pattern in [
+        "zzyzx_rare_literal",
+        "EXPORT_SYMBOL_GPL\\(\\w+_init\\)",
+        "\\w{30}",
+    ] {
+        let req = dsh_search::GrepRequest::new(pattern, &corpus);
+        time(&format!("grep {pattern} indexed"), &|| {
+            indexed.grep(&req);
+        });
+        time(&format!("grep {pattern} scan"), &|| {
+            scan.grep(&req);
+        });
+        let o = indexed.grep(&req);
+        println!(
+            "  {:?}, skipped so far {}, summary {:?}",
+            o.status,
+            index.status().files_skipped,
+            o.results.events.last()
+        );
+    }
+    let req = dsh_search::GlobRequest::new("*", &corpus);
+    time("glob * indexed", &|| {
+        indexed.glob(&req);
+    });
+    time("glob * scan", &|| {
+        scan.glob(&req);
+    });
 }

@@ -50,6 +50,8 @@ struct Inner {
     builds: AtomicU64,
     /// Files grep's prefilter spared the engine.
     skipped: Arc<AtomicU64>,
+    /// Directories listed from the mirror.
+    listed: Arc<AtomicU64>,
     /// [`Index::simulate_overflow`] was called.
     overflow: std::sync::atomic::AtomicBool,
 }
@@ -115,6 +117,8 @@ pub struct IndexStatus {
     pub watches: usize,
     /// Files grep's prefilter answered for without their being opened.
     pub files_skipped: u64,
+    /// Directories the calls listed from the mirror, not the disk.
+    pub dirs_listed: u64,
 }
 
 impl Index {
@@ -144,6 +148,7 @@ impl Index {
                 by_scan: AtomicU64::new(0),
                 builds: AtomicU64::new(0),
                 skipped: Arc::new(AtomicU64::new(0)),
+                listed: Arc::new(AtomicU64::new(0)),
                 overflow: std::sync::atomic::AtomicBool::new(false),
             }),
         };
@@ -212,6 +217,7 @@ impl Index {
             builds: self.inner.builds.load(Ordering::Relaxed),
             watches,
             files_skipped: self.inner.skipped.load(Ordering::Relaxed),
+            dirs_listed: self.inner.listed.load(Ordering::Relaxed),
         }
     }
 
@@ -274,6 +280,7 @@ impl Index {
             tree: tree?,
             query: query.map(Arc::new),
             skipped: self.inner.skipped.clone(),
+            listed: self.inner.listed.clone(),
         })
     }
 
@@ -369,5 +376,27 @@ impl SearchBackend for IndexedBackend {
 
     fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults> {
         self.grep_answered(req).0
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grep_opens_only_the_candidates() {
+        let td = tempfile::tempdir().unwrap();
+        std::fs::create_dir(td.path().join("sub")).unwrap();
+        std::fs::write(td.path().join("a.txt"), "hello\n").unwrap();
+        std::fs::write(td.path().join("sub/b.txt"), "needle\n").unwrap();
+        let index = Index::start(td.path()).unwrap();
+        assert!(index.wait_ready(Duration::from_secs(60)));
+        let b = index.backend();
+        let (o, answer) = b.grep_answered(&GrepRequest::new("needle", td.path()));
+        assert_eq!(answer, Answer::Index);
+        assert_eq!(o.results.matches().count(), 1);
+        let s = index.status();
+        assert_eq!(s.files_skipped, 1, "{s:?}");
+        assert_eq!(s.dirs_listed, 2, "{s:?}");
     }
 }

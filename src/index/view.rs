@@ -33,6 +33,8 @@ pub(crate) struct View {
     pub(crate) query: Option<Arc<Query>>,
     /// Counts the files [`FileSystem::known_miss`] answered for.
     pub(crate) skipped: Arc<AtomicU64>,
+    /// Counts the directories listed from the mirror.
+    pub(crate) listed: Arc<AtomicU64>,
 }
 
 /// A directory of the view: mirrored, or the disk's.
@@ -50,11 +52,29 @@ enum Found<'t> {
 impl View {
     /// The mirror's answer for `path`, or `None`: ask the disk.
     fn lookup(&self, path: &Path) -> Option<Found<'_>> {
-        let bytes = path_bytes(path);
-        if bytes.ends_with(b"/") || bytes.ends_with(b"/.") {
-            // `file/` is ENOTDIR on the disk; the components would drop it.
-            return None;
+        // `X/` and `X/.` name X only when it is a directory (`file/` is
+        // ENOTDIR on the disk), which the components would not say: they
+        // drop both. The walk's root is often spelled so (`paths::Root`).
+        let mut bytes = path_bytes(path);
+        let mut must_be_dir = false;
+        loop {
+            if let Some(rest) = bytes.strip_suffix(b"/") {
+                bytes = rest;
+            } else if let Some(rest) = bytes.strip_suffix(b"/.") {
+                bytes = rest;
+            } else {
+                break;
+            }
+            must_be_dir = true;
         }
+        let found = self.lookup_lexical(&crate::fs::names::path(bytes))?;
+        match found {
+            Found::Entry(Entry { dir: None, .. }) if must_be_dir => None,
+            found => Some(found),
+        }
+    }
+
+    fn lookup_lexical(&self, path: &Path) -> Option<Found<'_>> {
         let rest = path.strip_prefix(&self.root).ok()?;
         let mut node: &DirNode = &self.tree;
         let mut comps = rest.components().peekable();
@@ -144,6 +164,7 @@ impl FileSystem for View {
     fn list(&self, dir: &ViewDir, listing: &mut Listing) {
         match dir {
             ViewDir::Mirror(node) => {
+                self.listed.fetch_add(1, Ordering::Relaxed);
                 listing.clear();
                 for e in &node.entries {
                     match e.meta {
