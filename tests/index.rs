@@ -353,7 +353,7 @@ fn change(r: &mut Rng, root: &Path, tools: &Tools) -> String {
             };
             let tmp = dir.join(".link-tmp");
             let _ = fs::remove_file(abs(&tmp));
-            std::os::unix::fs::symlink(&target, abs(&tmp))
+            std::os::unix::fs::symlink(target, abs(&tmp))
                 .and_then(|_| fs::rename(abs(&tmp), abs(&link)))
                 .map(|_| format!("symlink {} -> {target}", link.display()))
         }

@@ -201,6 +201,13 @@ fn read_content(path: &Path, seen: &mut Vec<u64>) -> Option<Arc<Content>> {
     if !m.is_file() || m.len() > CONTENT_MAX {
         return None;
     }
+    // A file with another name elsewhere can be written through it, and
+    // inotify reports that to the other name's directory only: never
+    // ruled out by its trigrams.
+    #[cfg(unix)]
+    if std::os::unix::fs::MetadataExt::nlink(&m) > 1 {
+        return None;
+    }
     let mut data = Vec::with_capacity(m.len() as usize);
     file.take(CONTENT_MAX + 1).read_to_end(&mut data).ok()?;
     if data.len() as u64 != m.len()

@@ -36,7 +36,9 @@ pub(crate) enum WatchError {
     /// index's own limit): the tree cannot be kept current.
     Limit,
     /// This directory only (unreadable, gone): it is not mirrored, and
-    /// the view reads it from the disk.
+    /// the view reads it from the disk. (Only the Linux watcher adds
+    /// watches.)
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     Dir,
 }
 
