@@ -91,6 +91,9 @@ const PATTERNS: &[&str] = &[
     "[0-9]+ 456",
     "",
 ];
+/// The patterns of [`PATTERNS`] the prefilter cannot narrow: the scan
+/// answers them.
+const UNNARROWED: &[&str] = &["\\w+", ""];
 /// Patterns the prefilter narrows, matching the lines the changes write.
 const NARROWED: &[&str] = &[
     "needle",
@@ -445,7 +448,11 @@ fn index_follows_every_change_like_rg() {
                 if !check(env, &mut report, &ix, &call, &root, &label) {
                     continue;
                 }
-                if ix.index.status().answered_by_index != by_index + 1 {
+                let narrowed = match &call {
+                    Call::Grep { pattern, .. } => !UNNARROWED.contains(&pattern.as_str()),
+                    Call::Glob { .. } => true,
+                };
+                if narrowed && ix.index.status().answered_by_index != by_index + 1 {
                     report.fail(format!(
                         "{label}: not answered by the index: {:?}",
                         ix.index.status()

@@ -323,6 +323,9 @@ fn build(inner: &Inner, generation: u64) {
     }
 }
 
+/// Why a grep whose pattern the prefilter cannot narrow is the scan's.
+const UNNARROWED: &str = "the pattern has no required literal the prefilter can use";
+
 /// The search backend of an indexed workspace ([`Index::backend`]).
 pub struct IndexedBackend {
     index: Index,
@@ -344,9 +347,15 @@ impl IndexedBackend {
     }
 
     /// [`SearchBackend::grep`], and which path answered it. A pattern the
-    /// prefilter cannot narrow still walks the mirror, opening every file.
+    /// prefilter cannot narrow is answered by the scan: every file would
+    /// be opened anyway, and the disk's own descriptors open them faster
+    /// than paths through the mirror.
     pub fn grep_answered(&self, req: &GrepRequest) -> (Outcome<GrepResults>, Answer) {
-        match self.index.view(grams::plan(&req.pattern)) {
+        let Some(query) = grams::plan(&req.pattern) else {
+            self.index.inner.by_scan.fetch_add(1, Ordering::Relaxed);
+            return (self.scan.grep(req), Answer::Scan(UNNARROWED.into()));
+        };
+        match self.index.view(Some(query)) {
             Ok(view) => (run(view, |b| b.grep(req)), Answer::Index),
             Err(why) => (self.scan.grep(req), Answer::Scan(why)),
         }
