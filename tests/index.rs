@@ -710,3 +710,66 @@ fn footprint() {
         scan.glob(&req);
     });
 }
+
+/// A change is in the very next call's answer, with no wait: one made
+/// through the tools, and one made by another process (a shell that has
+/// exited before the call starts).
+#[test]
+fn the_next_call_sees_a_change_with_no_wait() {
+    let Some(env) = rg::env() else { return };
+    let mut report = Report::new("index next call");
+    let tree = small_tree();
+    let root = tree.root().to_path_buf();
+    let ix = open_indexed(&root);
+    let grep = |p: &str| Call::Grep {
+        pattern: p.into(),
+        path: None,
+        include: None,
+    };
+    for i in 0..10 {
+        let args = serde_json::json!({"file_path": format!("src/t{i}.txt"), "content": format!("token_by_tool_{i}\n")});
+        let res = ix.tools.call("write", &args, &CallContext::new(&root));
+        assert!(!res.is_error, "{}", res.content);
+        let res = ix.tools.call(
+            "grep",
+            &serde_json::json!({"pattern": format!("token_by_tool_{i}")}),
+            &CallContext::new(&root),
+        );
+        assert!(
+            res.content.starts_with("Found 1 match"),
+            "{i}: {}",
+            res.content
+        );
+        check(
+            env,
+            &mut report,
+            &ix,
+            &grep(&format!("token_by_tool_{i}")),
+            &root,
+            "tool",
+        );
+        let ok = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf 'token_by_shell_{i}\\n' >> docs/d.txt"))
+            .current_dir(&root)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        let label = format!("shell {i}");
+        check(
+            env,
+            &mut report,
+            &ix,
+            &grep(&format!("token_by_shell_{i}")),
+            &root,
+            &label,
+        );
+    }
+    assert!(
+        ix.index.status().files_skipped > 0,
+        "{:?}",
+        ix.index.status()
+    );
+    report.finish();
+}
