@@ -682,10 +682,19 @@ fn footprint() {
         }
         println!("{label}: {:?}", t.elapsed() / 3);
     };
+    let req = dsh_search::GlobRequest::new("*", &corpus);
+    time("glob * indexed", &|| {
+        indexed.glob(&req);
+    });
+    time("glob * scan", &|| {
+        scan.glob(&req);
+    });
+    // (`\\w{30}` and the other patterns the prefilter cannot narrow are
+    // the scan's: nothing to measure.)
     for pattern in [
         "zzyzx_rare_literal",
         "EXPORT_SYMBOL_GPL\\(\\w+_init\\)",
-        "\\w{30}",
+        "EXPORT_SYMBOL_GPL",
     ] {
         let req = dsh_search::GrepRequest::new(pattern, &corpus);
         time(&format!("grep {pattern} indexed"), &|| {
@@ -702,13 +711,6 @@ fn footprint() {
             o.results.events.last()
         );
     }
-    let req = dsh_search::GlobRequest::new("*", &corpus);
-    time("glob * indexed", &|| {
-        indexed.glob(&req);
-    });
-    time("glob * scan", &|| {
-        scan.glob(&req);
-    });
 }
 
 /// A change is in the very next call's answer, with no wait: one made
