@@ -654,6 +654,18 @@ fn footprint() {
     let corpus = PathBuf::from(
         std::env::var_os("DSH_SEARCH_INDEX_CORPUS").expect("DSH_SEARCH_INDEX_CORPUS=<dir>"),
     );
+    // The resident memory the index adds (the process holds little else).
+    let rss = || {
+        let status = fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        line.split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            * 1024
+    };
+    let rss_before = rss();
     let started = std::time::Instant::now();
     let index = Index::start(&corpus).unwrap();
     assert!(
@@ -671,6 +683,11 @@ fn footprint() {
         s.file_bytes,
         s.gram_bytes,
         100.0 * s.gram_bytes as f64 / s.file_bytes.max(1) as f64
+    );
+    let added = rss().saturating_sub(rss_before);
+    println!(
+        "resident memory added: {added} bytes ({:.1}% of the text bytes)",
+        100.0 * added as f64 / s.file_bytes.max(1) as f64
     );
     let indexed = index.backend();
     let scan = dsh_search::NativeBackend::new();
