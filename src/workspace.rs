@@ -145,7 +145,8 @@ pub enum WorkspaceError {
     /// An SFTP workspace without a known-hosts file to check the host
     /// key against.
     NoKnownHosts,
-    /// `mem` or an overlay without a root to load or cover.
+    /// `mem`, an overlay or the index without a root to load, cover or
+    /// index.
     NoRoot,
     /// A path that must be absolute is not (`what` names it).
     Relative {
@@ -198,7 +199,7 @@ impl fmt::Display for WorkspaceError {
                 "an sftp:// workspace needs a known-hosts file to check the host key against",
             ),
             WorkspaceError::NoRoot => {
-                f.write_str("mem and an overlay need the root directory they load or cover")
+                f.write_str("mem, an overlay and the index need the root directory they load, cover or index")
             }
             WorkspaceError::Relative { what, path } => write!(
                 f,
@@ -734,6 +735,34 @@ mod tests {
         let mut o = WorkspaceOptions::new(FsSpec::Mem(Some("rel".into())));
         o.root(td.path());
         assert!(open(&o).contains("the mem ROOT rel is relative"));
+    }
+
+    #[test]
+    fn the_index_is_refused_where_it_cannot_serve_yet() {
+        let td = tempfile::tempdir().unwrap();
+        let upper = td.path().join("upper");
+        let mut o = WorkspaceOptions::new(FsSpec::Mem(None));
+        o.root(td.path()).index(true);
+        assert!(open(&o).contains("not available for mem yet"));
+        let mut o = WorkspaceOptions::new(FsSpec::Local);
+        o.root(td.path()).overlay(&upper).index(true);
+        assert!(open(&o).contains("not available for an overlay yet"));
+        assert!(!upper.exists(), "the overlay directory was created");
+        let mut o = WorkspaceOptions::new(FsSpec::Local);
+        o.root(td.path()).backend(BackendKind::Rg).index(true);
+        assert!(open(&o).contains("not available for the rg backend yet"));
+        let mut o = WorkspaceOptions::new(FsSpec::Local);
+        o.index(true);
+        assert!(open(&o).contains("need the root directory"));
+        let mut o = WorkspaceOptions::new(FsSpec::Local);
+        o.root(td.path()).index(true);
+        let ws = o.open().unwrap();
+        assert!(ws.index().is_some());
+        assert!(WorkspaceOptions::new(FsSpec::Local)
+            .open()
+            .unwrap()
+            .index()
+            .is_none());
     }
 
     #[cfg(feature = "sftp")]
