@@ -148,6 +148,7 @@ pub mod config;
 pub mod event;
 pub mod fs;
 mod guard;
+mod index;
 mod invocation;
 mod js;
 mod outcome;
@@ -183,6 +184,7 @@ pub use tool::{CallContext, CallGuard, ToolError, ToolResult, Tools};
 pub use fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs, TextFs};
 #[cfg(feature = "sftp")]
 pub use fs::{SftpBuilder, SftpFs};
+pub use index::{Answer, Index, IndexStatus, IndexedBackend};
 pub use workspace::{
     known_hosts_from_env, ssh_user_from_env, FsSpec, ParseFsSpecError, SftpAddress, Workspace,
     WorkspaceError, WorkspaceOptions,

@@ -11,6 +11,7 @@ use crate::config::Config;
 use crate::fs::SftpFs;
 use crate::fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs};
 use crate::guard::Guard;
+use crate::index::Index;
 use crate::session::Sessions;
 use crate::spill::LocalSpillStore;
 use crate::tool::Tools;
@@ -144,7 +145,8 @@ pub enum WorkspaceError {
     /// An SFTP workspace without a known-hosts file to check the host
     /// key against.
     NoKnownHosts,
-    /// `mem` or an overlay without a root to load or cover.
+    /// `mem`, an overlay or the index without a root to load, cover or
+    /// index.
     NoRoot,
     /// A path that must be absolute is not (`what` names it).
     Relative {
@@ -167,6 +169,11 @@ pub enum WorkspaceError {
     Sftp(io::Error),
     /// The configuration's spill root cannot be used.
     SpillRoot(io::Error),
+    /// The index ([`WorkspaceOptions::index`]) asked of a workspace it
+    /// cannot serve yet; says which.
+    IndexUnsupported(&'static str),
+    /// The index's root cannot be resolved.
+    Index(io::Error),
     /// `mem`, an overlay or `sftp://` on Windows, where they are not
     /// available: they hold `/`-separated Unix paths (`contract.md` §10),
     /// not drive paths.
@@ -192,7 +199,7 @@ impl fmt::Display for WorkspaceError {
                 "an sftp:// workspace needs a known-hosts file to check the host key against",
             ),
             WorkspaceError::NoRoot => {
-                f.write_str("mem and an overlay need the root directory they load or cover")
+                f.write_str("mem, an overlay and the index need the root directory they load, cover or index")
             }
             WorkspaceError::Relative { what, path } => write!(
                 f,
@@ -204,6 +211,10 @@ impl fmt::Display for WorkspaceError {
             }
             WorkspaceError::Overlay(e) | WorkspaceError::Sftp(e) => write!(f, "{e}"),
             WorkspaceError::SpillRoot(e) => write!(f, "cannot use the spill root: {e}"),
+            WorkspaceError::IndexUnsupported(what) => {
+                write!(f, "the index is not available for {what} yet: it indexes the local disk with the native backend")
+            }
+            WorkspaceError::Index(e) => write!(f, "cannot index the root: {e}"),
             WorkspaceError::UnixPathsOnly => f.write_str(
                 "mem, overlay and sftp:// workspaces are not available on Windows: they hold `/`-separated Unix paths, not drive paths",
             ),
@@ -217,7 +228,8 @@ impl std::error::Error for WorkspaceError {
             WorkspaceError::LoadMem { source: e, .. }
             | WorkspaceError::Overlay(e)
             | WorkspaceError::Sftp(e)
-            | WorkspaceError::SpillRoot(e) => Some(e),
+            | WorkspaceError::SpillRoot(e)
+            | WorkspaceError::Index(e) => Some(e),
             _ => None,
         }
     }
@@ -276,6 +288,7 @@ pub struct WorkspaceOptions {
     rg: Option<PathBuf>,
     identity: Option<PathBuf>,
     known_hosts: Option<PathBuf>,
+    index: bool,
 }
 
 impl WorkspaceOptions {
@@ -334,6 +347,20 @@ impl WorkspaceOptions {
         self
     }
 
+    /// Keep a live index of the root ([`Index`], `docs/index.md`): glob
+    /// answered from a mirror of the tree, grep opening only the files
+    /// that can match, every answer the scan's byte for byte. For a
+    /// long-lived workspace on the local disk with the native backend
+    /// (others are refused for now), with a root. It is built in the
+    /// background when the workspace opens; until then, and whenever it
+    /// cannot vouch for its mirror, calls are answered by the scan. Off
+    /// Linux it has no watcher and the scan answers every call. By default,
+    /// off.
+    pub fn index(&mut self, on: bool) -> &mut WorkspaceOptions {
+        self.index = on;
+        self
+    }
+
     /// Open the workspace: load `mem`, create the overlay directory, set
     /// up the SFTP filesystem (not connected yet: see
     /// [`Workspace::connect`]). Refuses the combinations that cannot work
@@ -346,11 +373,32 @@ impl WorkspaceOptions {
         if self.backend == BackendKind::Rg && !local_disk {
             return Err(WorkspaceError::RgNeedsLocalDisk);
         }
+        let index_root = if self.index {
+            let unsupported = match (&self.fs, self.overlay.is_some(), self.backend) {
+                (FsSpec::Local, false, BackendKind::Native) => None,
+                (FsSpec::Local, false, BackendKind::Rg) => Some("the rg backend"),
+                (FsSpec::Local, true, _) => Some("an overlay"),
+                (FsSpec::Mem(_), _, _) => Some("mem"),
+                (FsSpec::Sftp(_), _, _) => Some("sftp://"),
+            };
+            if let Some(what) = unsupported {
+                return Err(WorkspaceError::IndexUnsupported(what));
+            }
+            let root = self.root.as_deref().ok_or(WorkspaceError::NoRoot)?;
+            Some(absolute("root", root)?.to_path_buf())
+        } else {
+            None
+        };
         let fs = self.open_fs()?;
+        let index = match index_root {
+            Some(root) => Some(Index::start(&root).map_err(WorkspaceError::Index)?),
+            None => None,
+        };
         Ok(Workspace {
             fs,
             backend: self.backend,
             rg: self.rg.clone(),
+            index,
         })
     }
 
@@ -485,6 +533,7 @@ pub struct Workspace {
     fs: Fs,
     backend: BackendKind,
     rg: Option<PathBuf>,
+    index: Option<Index>,
 }
 
 impl fmt::Debug for Workspace {
@@ -500,6 +549,7 @@ impl fmt::Debug for Workspace {
         f.debug_struct("Workspace")
             .field("fs", &fs)
             .field("backend", &self.backend)
+            .field("index", &self.index)
             .finish()
     }
 }
@@ -540,8 +590,14 @@ impl Workspace {
         }
     }
 
+    /// The workspace's index, when [`WorkspaceOptions::index`] asked for
+    /// one.
+    pub fn index(&self) -> Option<&Index> {
+        self.index.as_ref()
+    }
+
     /// The search backend over the workspace: the engine on its
-    /// filesystem, or rg (local disk only) with the configuration's
+    /// filesystem (through the index when there is one), or rg (local disk only) with the configuration's
     /// `graceMs`.
     pub fn backend(&self, config: &Config) -> Arc<dyn SearchBackend> {
         fn native<F: FileSystem>(fs: &Arc<F>) -> Arc<dyn SearchBackend> {
@@ -553,6 +609,9 @@ impl Workspace {
                 path: self.rg.clone(),
                 grace: Duration::from_millis(config.search.grace_ms),
             }));
+        }
+        if let Some(index) = &self.index {
+            return Arc::new(index.backend());
         }
         match &self.fs {
             Fs::Local(fs) => native(fs),
@@ -676,6 +735,34 @@ mod tests {
         let mut o = WorkspaceOptions::new(FsSpec::Mem(Some("rel".into())));
         o.root(td.path());
         assert!(open(&o).contains("the mem ROOT rel is relative"));
+    }
+
+    #[test]
+    fn the_index_is_refused_where_it_cannot_serve_yet() {
+        let td = tempfile::tempdir().unwrap();
+        let upper = td.path().join("upper");
+        let mut o = WorkspaceOptions::new(FsSpec::Mem(None));
+        o.root(td.path()).index(true);
+        assert!(open(&o).contains("not available for mem yet"));
+        let mut o = WorkspaceOptions::new(FsSpec::Local);
+        o.root(td.path()).overlay(&upper).index(true);
+        assert!(open(&o).contains("not available for an overlay yet"));
+        assert!(!upper.exists(), "the overlay directory was created");
+        let mut o = WorkspaceOptions::new(FsSpec::Local);
+        o.root(td.path()).backend(BackendKind::Rg).index(true);
+        assert!(open(&o).contains("not available for the rg backend yet"));
+        let mut o = WorkspaceOptions::new(FsSpec::Local);
+        o.index(true);
+        assert!(open(&o).contains("need the root directory"));
+        let mut o = WorkspaceOptions::new(FsSpec::Local);
+        o.root(td.path()).index(true);
+        let ws = o.open().unwrap();
+        assert!(ws.index().is_some());
+        assert!(WorkspaceOptions::new(FsSpec::Local)
+            .open()
+            .unwrap()
+            .index()
+            .is_none());
     }
 
     #[cfg(feature = "sftp")]

@@ -137,3 +137,9 @@ mod windows_files;
 // against rg on the same tree, the agent session, faults.
 #[cfg(all(unix, feature = "sftp"))]
 mod sftp;
+
+// The live index (issue 23, `docs/index.md`): random trees changed on the
+// disk and through the tools, every call compared with rg at once; the
+// failure modes (overflow, watch limit, root replaced, checkout).
+#[cfg(target_os = "linux")]
+mod index;

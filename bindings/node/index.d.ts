@@ -49,8 +49,16 @@ export interface ToolsOptions {
   fs?: 'local' | 'mem' | `mem:${string}` | `sftp://${string}`
   /** An overlay directory: write and edit change only it; every tool sees the merged view. Not with `sftp://`. */
   overlay?: string
-  /** The directory `mem` loads and the overlay covers (default: `process.cwd()`). Not with `sftp://`. */
+  /** The directory `mem` loads, the overlay covers and the index mirrors (default: `process.cwd()`). Not with `sftp://`. */
   root?: string
+  /**
+   * Keep a live index of `root` (docs/index.md): glob from a mirror of the
+   * tree, grep opening only the files that can match, every result the
+   * scan's byte for byte. Built in the background (the scan answers until
+   * it is ready); Linux only (elsewhere the scan answers every call); the
+   * local disk with the native backend only (default: off).
+   */
+  index?: boolean
   /** With `sftp://`: the private key to log in with (default: the SSH agent at `SSH_AUTH_SOCK`). */
   identity?: string
   /**

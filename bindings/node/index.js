@@ -145,10 +145,14 @@ class Tools {
     for (const key of ['overlay', 'root', 'identity', 'knownHosts']) {
       if (o[key] !== undefined) o[key] = path.resolve(o[key])
     }
-    // mem and an overlay cover a directory: the root, else the current one
-    // (a remote workspace has none: its calls' cwds name remote directories).
+    if (o.index !== undefined && typeof o.index !== 'boolean') {
+      throw new TypeError(`Tools: options.index must be a boolean, got ${describe(o.index)}`)
+    }
+    // mem, an overlay and the index cover a directory: the root, else the
+    // current one (a remote workspace has none: its calls' cwds name remote
+    // directories).
     const remote = (o.fs || '').startsWith('sftp://')
-    if (o.root === undefined && !remote && (o.overlay !== undefined || (o.fs || '').startsWith('mem'))) {
+    if (o.root === undefined && !remote && (o.overlay !== undefined || o.index === true || (o.fs || '').startsWith('mem'))) {
       o.root = process.cwd()
     }
     let json

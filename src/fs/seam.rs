@@ -386,6 +386,20 @@ pub trait FileSystem: Send + Sync + 'static {
         let _ = (dir, dir_path, name, metadata);
     }
 
+    /// For grep's walk, before the regular file `name` of `dir` (whose
+    /// path is `dir_path`) is opened: its length, when the filesystem knows
+    /// that the call's pattern has no match in it and that the searcher
+    /// would read it as plain text (no NUL, no byte-order mark). The engine
+    /// then counts it as searched without a match, as it counts a file
+    /// whose bytes it checked whole (`searches` 1, `bytes_searched` its
+    /// length, nothing printed), without opening it. Only a filesystem
+    /// built for one call knows the pattern (the index's view,
+    /// `docs/index.md`); `None` (the default): open it.
+    fn known_miss(&self, dir: &Self::Dir, dir_path: &Path, name: &OsStr) -> Option<u64> {
+        let _ = (dir, dir_path, name);
+        None
+    }
+
     /// Whether a walk that would open each directory by its whole path
     /// ([`FileSystem::open_dir`], so that queued directories hold no
     /// descriptor) should rather open a subdirectory through its parent as

@@ -53,12 +53,33 @@ pub fn ways(root: &Path, cwd: &Path) -> Vec<Way> {
     let mem = Arc::new(in_memory(root, cwd));
     let overlay = OverlayFs::new(disk.clone(), root, Arc::new(MemFs::new()), root)
         .expect("an overlay over the tree");
-    vec![
-        way("native", disk),
+    let mut ways = vec![
+        way("native", disk.clone()),
         way("native (portable)", Arc::new(LocalFs::new().portable())),
         way("native (in memory)", mem),
         way("native (empty overlay)", Arc::new(overlay)),
-    ]
+    ];
+    if cfg!(target_os = "linux") {
+        ways.push(indexed(root, disk));
+    }
+    ways
+}
+
+/// The live index of the tree (`docs/index.md`), built before the call
+/// (a guard against a hang, not a timed wait): the call is answered from
+/// its mirror and prefilter.
+fn indexed(root: &Path, disk: Arc<LocalFs>) -> Way {
+    let index = dsh_search::Index::start(root).expect("the tree can be indexed");
+    assert!(
+        index.wait_ready(std::time::Duration::from_secs(60)),
+        "{:?}",
+        index.status()
+    );
+    Way {
+        label: "native (indexed)",
+        backend: Arc::new(index.backend()),
+        fs: disk,
+    }
 }
 
 /// The native engine over SFTP to the shared test `sshd`, on the same

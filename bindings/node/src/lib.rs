@@ -523,7 +523,7 @@ impl NativeTools {
 /// options, with the sessions (read observations, guard counters) in
 /// memory for the life of the object.
 fn make_tools(options: &Value) -> std::result::Result<(Workspace, Tools), String> {
-    const KEYS: [&str; 7] = [
+    const KEYS: [&str; 8] = [
         "config",
         "backend",
         "fs",
@@ -531,6 +531,7 @@ fn make_tools(options: &Value) -> std::result::Result<(Workspace, Tools), String
         "root",
         "identity",
         "knownHosts",
+        "index",
     ];
     let Value::Object(obj) = options else {
         return Err("Tools: options must be an object".into());
@@ -565,8 +566,13 @@ fn make_tools(options: &Value) -> std::result::Result<(Workspace, Tools), String
             address.user = dsh_search::ssh_user_from_env();
         }
     }
+    let index = match obj.get("index") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(on)) => *on,
+        Some(_) => return Err("Tools: index must be a boolean".into()),
+    };
     let mut o = WorkspaceOptions::new(fs);
-    o.backend(backend).rg_path(rg_from_env());
+    o.backend(backend).rg_path(rg_from_env()).index(index);
     if remote && obj.contains_key("root") {
         return Err("Tools: root names a local directory (for mem and an overlay): an sftp:// workspace has none; a call's cwd is the remote directory".into());
     }

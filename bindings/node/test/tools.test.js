@@ -227,3 +227,32 @@ test('a tool-level mistake is a tool result, not a rejection', async () => {
   assert.equal(missing.isError, true)
   assert.match(missing.content, /pattern/)
 })
+
+test('index: true answers as the scan does, and sees a write at the next call', async () => {
+  const tree = h.buildTree(TREE)
+  try {
+    const indexed = new Tools({ index: true, root: tree.root })
+    const scan = new Tools()
+    const ctx = { cwd: tree.root }
+    const calls = [
+      ['grep', { pattern: 'add' }],
+      ['grep', { pattern: 'a \\+ b' }],
+      ['glob', { pattern: '**/*.rs' }],
+    ]
+    for (let round = 0; round < 3; round++) {
+      for (const [tool, args] of calls) {
+        const a = await indexed.call(tool, args, ctx)
+        const b = await scan.call(tool, args, ctx)
+        assert.equal(a.content, b.content, `${tool} ${JSON.stringify(args)}`)
+      }
+      const w = await indexed.call('write', { file_path: `src/new${round}.rs`, content: `fn add${round}() {}\n` }, ctx)
+      assert.equal(w.isError, false, w.content)
+      const r = await indexed.call('grep', { pattern: `add${round}\\(` }, ctx)
+      assert.match(r.content, /^Found 1 match/)
+    }
+    assert.throws(() => new Tools({ index: 'yes' }), /options\.index must be a boolean/)
+    assert.throws(() => new Tools({ index: true, fs: 'mem', root: tree.root }), /index is not available for mem/)
+  } finally {
+    tree.cleanup()
+  }
+})

@@ -477,6 +477,13 @@ impl<'a, F: FileSystem> Worker<'a, F> {
             if source.path_form() == PathForm::Rg && super::paths::too_long_for_rg(path) {
                 return Err(super::paths::name_too_long());
             }
+            if let Source::InDir(dir, name) = source {
+                // The index's prefilter: no match possible in this text
+                // file, counted as `clean_miss` counts one read whole.
+                if let Some(len) = fs.known_miss(dir.handle(), dir.path(), name) {
+                    return Ok(Some(clean_miss(len)));
+                }
+            }
             let open = || match source {
                 Source::InDir(dir, name) => fs.open_at(dir.handle(), dir.path(), name),
                 Source::Explicit => fs.open(path, &cancel),

@@ -1,0 +1,411 @@
+//! A live index of a local tree for long-lived workspaces (`docs/index.md`):
+//! a mirror of the tree's names, kinds and metadata, with each text file's
+//! trigrams, kept current by a watcher and settled before every call. glob
+//! walks the mirror instead of the disk; grep opens only the files whose
+//! trigrams the pattern's required literals admit. The engine is the same
+//! as the scan's, over a [`FileSystem`](crate::fs::FileSystem) view of the
+//! mirror, so every answer is the scan's, byte for byte.
+//!
+//! Opt-in: [`WorkspaceOptions::index`](crate::WorkspaceOptions::index).
+
+mod grams;
+mod mirror;
+mod view;
+mod watch;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use crate::backend::{NativeBackend, SearchBackend};
+use crate::fs::LocalFs;
+use crate::outcome::{GlobResults, GrepResults, Outcome};
+use crate::request::{GlobRequest, GrepRequest};
+use crate::sync::RecoverPoison;
+
+use mirror::{DirNode, Lost, Scanner};
+use watch::Watcher;
+
+/// A live index of one directory of the local disk. Cheap to clone (a
+/// handle); the watcher and the mirror live as long as some clone does.
+///
+/// Built in the background from [`Index::start`]: until it is ready, and
+/// whenever it cannot vouch for its mirror (a watcher overflow, the watch
+/// limit, the root replaced), calls are answered by the scan.
+#[derive(Clone)]
+pub struct Index {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    root: PathBuf,
+    disk: Arc<LocalFs>,
+    watch_limit: Option<usize>,
+    state: Mutex<State>,
+    changed: Condvar,
+    by_index: AtomicU64,
+    by_scan: AtomicU64,
+    builds: AtomicU64,
+    /// Files grep's prefilter spared the engine.
+    skipped: Arc<AtomicU64>,
+    /// Directories listed from the mirror.
+    listed: Arc<AtomicU64>,
+    /// [`Index::simulate_overflow`] was called.
+    overflow: std::sync::atomic::AtomicBool,
+}
+
+struct State {
+    phase: Phase,
+    /// Bumped by each build started: a build that finishes after another
+    /// started is dropped.
+    generation: u64,
+}
+
+enum Phase {
+    Building,
+    Live {
+        tree: Arc<DirNode>,
+        watcher: Watcher,
+    },
+    /// Cannot be kept current; the reason. The scan answers every call.
+    Unavailable(String),
+}
+
+/// Which path answered a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// The mirror (and for grep the prefilter).
+    Index,
+    /// The scan of the disk, and why: the index is building, or cannot
+    /// vouch for its mirror.
+    Scan(String),
+}
+
+impl fmt::Display for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Answer::Index => f.write_str("index"),
+            Answer::Scan(why) => write!(f, "scan ({why})"),
+        }
+    }
+}
+
+/// What an index holds and has done ([`Index::status`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexStatus {
+    /// `building`, `live`, or `unavailable: <why>`.
+    pub state: String,
+    /// Directories mirrored.
+    pub dirs: usize,
+    /// Entries mirrored.
+    pub entries: usize,
+    /// Text files whose trigrams are held, and their bytes.
+    pub files: usize,
+    /// The bytes of those files.
+    pub file_bytes: u64,
+    /// The bytes the trigram bitmaps take.
+    pub gram_bytes: usize,
+    /// Calls answered from the index, and by the scan.
+    pub answered_by_index: u64,
+    /// Calls answered by the scan.
+    pub answered_by_scan: u64,
+    /// Builds started (the first, and one per rebuild).
+    pub builds: u64,
+    /// Directories watched.
+    pub watches: usize,
+    /// Files grep's prefilter answered for without their being opened.
+    pub files_skipped: u64,
+    /// Directories the calls listed from the mirror, not the disk.
+    pub dirs_listed: u64,
+}
+
+impl Index {
+    /// Start indexing the directory `root` (made absolute and real) in the
+    /// background. Never waits for the build: calls before it ends are
+    /// answered by the scan.
+    pub fn start(root: &Path) -> std::io::Result<Index> {
+        Index::start_with(root, None)
+    }
+
+    /// [`Index::start`], with at most `watch_limit` directories watched:
+    /// past it, the index gives up as at the system's watch limit (for
+    /// tests of that path).
+    pub fn start_with(root: &Path, watch_limit: Option<usize>) -> std::io::Result<Index> {
+        let root = std::fs::canonicalize(root)?;
+        let index = Index {
+            inner: Arc::new(Inner {
+                root,
+                disk: Arc::new(LocalFs::new()),
+                watch_limit,
+                state: Mutex::new(State {
+                    phase: Phase::Building,
+                    generation: 0,
+                }),
+                changed: Condvar::new(),
+                by_index: AtomicU64::new(0),
+                by_scan: AtomicU64::new(0),
+                builds: AtomicU64::new(0),
+                skipped: Arc::new(AtomicU64::new(0)),
+                listed: Arc::new(AtomicU64::new(0)),
+                overflow: std::sync::atomic::AtomicBool::new(false),
+            }),
+        };
+        let mut state = index.inner.state.lock().recover_poison();
+        index.rebuild(&mut state);
+        drop(state);
+        Ok(index)
+    }
+
+    /// The root it mirrors (real, absolute).
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// Drop the mirror and build it again in the background, as after a
+    /// watcher overflow: calls are answered by the scan meanwhile.
+    pub fn rescan(&self) {
+        let mut state = self.inner.state.lock().recover_poison();
+        self.rebuild(&mut state);
+    }
+
+    /// Make the watcher's next drain report that its queue overflowed, as
+    /// the kernel does when events come faster than they are read: the
+    /// call that drains it is answered by the scan and the mirror rebuilt.
+    /// For tests of that path (the kernel's limit is system-wide).
+    #[doc(hidden)]
+    pub fn simulate_overflow(&self) {
+        self.inner.overflow.store(true, Ordering::SeqCst);
+    }
+
+    /// Wait until no build is running, at most `timeout`; whether the
+    /// index is then live.
+    pub fn wait_ready(&self, timeout: Duration) -> bool {
+        let state = self.inner.state.lock().recover_poison();
+        let (state, _) = self
+            .inner
+            .changed
+            .wait_timeout_while(state, timeout, |s| matches!(s.phase, Phase::Building))
+            .recover_poison();
+        matches!(state.phase, Phase::Live { .. })
+    }
+
+    /// What it holds and has done.
+    pub fn status(&self) -> IndexStatus {
+        let state = self.inner.state.lock().recover_poison();
+        let mut totals = mirror::Totals::default();
+        let mut watches = 0;
+        let state_text = match &state.phase {
+            Phase::Building => "building".to_string(),
+            Phase::Live { tree, watcher } => {
+                mirror::totals(tree, &mut totals);
+                watches = watcher.len();
+                "live".to_string()
+            }
+            Phase::Unavailable(why) => format!("unavailable: {why}"),
+        };
+        IndexStatus {
+            state: state_text,
+            dirs: totals.dirs,
+            entries: totals.entries,
+            files: totals.files_read,
+            file_bytes: totals.bytes_read,
+            gram_bytes: totals.gram_bytes,
+            answered_by_index: self.inner.by_index.load(Ordering::Relaxed),
+            answered_by_scan: self.inner.by_scan.load(Ordering::Relaxed),
+            builds: self.inner.builds.load(Ordering::Relaxed),
+            watches,
+            files_skipped: self.inner.skipped.load(Ordering::Relaxed),
+            dirs_listed: self.inner.listed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Start a build (the state's lock held): the scan answers until it
+    /// ends.
+    fn rebuild(&self, state: &mut State) {
+        state.generation += 1;
+        state.phase = Phase::Building;
+        self.inner.builds.fetch_add(1, Ordering::Relaxed);
+        let generation = state.generation;
+        let inner = self.inner.clone();
+        let spawned = std::thread::Builder::new()
+            .name("dsh-search-index".into())
+            .spawn(move || build(&inner, generation));
+        if let Err(e) = spawned {
+            state.phase = Phase::Unavailable(format!("no thread to build it: {e}"));
+        }
+    }
+
+    /// Settle the mirror with every change queued before now, and take a
+    /// snapshot of it; or say why the scan must answer.
+    fn snapshot(&self) -> Result<Arc<DirNode>, String> {
+        let mut state = self.inner.state.lock().recover_poison();
+        let lost = match &mut state.phase {
+            Phase::Building => return Err("the index is being built".into()),
+            Phase::Unavailable(why) => return Err(why.clone()),
+            Phase::Live { tree, watcher } => match watcher.drain() {
+                Err(e) => format!("the watcher failed: {e}"),
+                Ok(_) if self.inner.overflow.swap(false, Ordering::SeqCst) => {
+                    "the watcher's queue overflowed".into()
+                }
+                Ok(changes) if changes.lost.is_some() => changes.lost.unwrap_or_default().into(),
+                Ok(changes) if changes.is_empty() => return Ok(tree.clone()),
+                Ok(changes) => {
+                    let mut scanner = Scanner::new(&self.inner.disk, watcher, &self.inner.root);
+                    match mirror::apply(tree, &mut scanner, &changes) {
+                        Ok(()) => return Ok(tree.clone()),
+                        Err(Lost(why)) => why.into(),
+                    }
+                }
+            },
+        };
+        // The mirror cannot be vouched for: rebuilt in the background, and
+        // this call answered by the scan.
+        self.rebuild(&mut state);
+        Err(lost)
+    }
+
+    /// The view a call walks, or why the scan answers it.
+    fn view(&self, query: Option<grams::Query>) -> Result<view::View, String> {
+        let tree = self.snapshot();
+        let counter = match tree {
+            Ok(_) => &self.inner.by_index,
+            Err(_) => &self.inner.by_scan,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        Ok(view::View {
+            disk: self.inner.disk.clone(),
+            root: self.inner.root.clone(),
+            tree: tree?,
+            query: query.map(Arc::new),
+            skipped: self.inner.skipped.clone(),
+            listed: self.inner.listed.clone(),
+        })
+    }
+
+    /// A search backend answering from the index where it can, by the
+    /// scan of the local disk otherwise.
+    pub fn backend(&self) -> IndexedBackend {
+        IndexedBackend {
+            index: self.clone(),
+            scan: NativeBackend::on(self.inner.disk.clone()),
+        }
+    }
+}
+
+impl fmt::Debug for Index {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Index")
+            .field("root", &self.inner.root)
+            .finish()
+    }
+}
+
+/// The build of generation `generation`: a watcher, one walk, then the
+/// mirror installed unless another build started meanwhile.
+fn build(inner: &Inner, generation: u64) {
+    let phase = match Watcher::new(inner.watch_limit) {
+        Err(e) => Phase::Unavailable(format!("no watcher: {e}")),
+        Ok(mut watcher) => {
+            let mut scanner = Scanner::new(&inner.disk, &mut watcher, &inner.root);
+            match scanner.scan_dir(Path::new("")) {
+                Ok(Some(tree)) => Phase::Live { tree, watcher },
+                Ok(None) => Phase::Unavailable("the root cannot be listed".into()),
+                Err(Lost(why)) => Phase::Unavailable(why.into()),
+            }
+        }
+    };
+    let mut state = inner.state.lock().recover_poison();
+    if state.generation == generation {
+        state.phase = phase;
+        inner.changed.notify_all();
+    }
+}
+
+/// Why a grep whose pattern the prefilter cannot narrow is the scan's.
+const UNNARROWED: &str = "the pattern has no required literal the prefilter can use";
+
+/// The search backend of an indexed workspace ([`Index::backend`]).
+pub struct IndexedBackend {
+    index: Index,
+    scan: NativeBackend<LocalFs>,
+}
+
+impl IndexedBackend {
+    /// The index it answers from.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// [`SearchBackend::glob`], and which path answered it.
+    pub fn glob_answered(&self, req: &GlobRequest) -> (Outcome<GlobResults>, Answer) {
+        match self.index.view(None) {
+            Ok(view) => (run(view, |b| b.glob(req)), Answer::Index),
+            Err(why) => (self.scan.glob(req), Answer::Scan(why)),
+        }
+    }
+
+    /// [`SearchBackend::grep`], and which path answered it. A pattern the
+    /// prefilter cannot narrow is answered by the scan: every file would
+    /// be opened anyway, and the disk's own descriptors open them faster
+    /// than paths through the mirror.
+    pub fn grep_answered(&self, req: &GrepRequest) -> (Outcome<GrepResults>, Answer) {
+        let Some(query) = grams::plan(&req.pattern) else {
+            self.index.inner.by_scan.fetch_add(1, Ordering::Relaxed);
+            return (self.scan.grep(req), Answer::Scan(UNNARROWED.into()));
+        };
+        match self.index.view(Some(query)) {
+            Ok(view) => (run(view, |b| b.grep(req)), Answer::Index),
+            Err(why) => (self.scan.grep(req), Answer::Scan(why)),
+        }
+    }
+}
+
+fn run<T>(view: view::View, f: impl FnOnce(&NativeBackend<view::View>) -> T) -> T {
+    f(&NativeBackend::on(Arc::new(view)))
+}
+
+impl fmt::Debug for IndexedBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IndexedBackend")
+            .field("index", &self.index)
+            .finish()
+    }
+}
+
+impl SearchBackend for IndexedBackend {
+    fn name(&self) -> &'static str {
+        "native"
+    }
+
+    fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults> {
+        self.glob_answered(req).0
+    }
+
+    fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults> {
+        self.grep_answered(req).0
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grep_opens_only_the_candidates() {
+        let td = tempfile::tempdir().unwrap();
+        std::fs::create_dir(td.path().join("sub")).unwrap();
+        std::fs::write(td.path().join("a.txt"), "hello\n").unwrap();
+        std::fs::write(td.path().join("sub/b.txt"), "needle\n").unwrap();
+        let index = Index::start(td.path()).unwrap();
+        assert!(index.wait_ready(Duration::from_secs(60)));
+        let b = index.backend();
+        let (o, answer) = b.grep_answered(&GrepRequest::new("needle", td.path()));
+        assert_eq!(answer, Answer::Index);
+        assert_eq!(o.results.matches().count(), 1);
+        let s = index.status();
+        assert_eq!(s.files_skipped, 1, "{s:?}");
+        assert_eq!(s.dirs_listed, 2, "{s:?}");
+    }
+}

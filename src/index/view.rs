@@ -1,0 +1,245 @@
+//! One call's view of an indexed tree (`docs/index.md`, "How a call is
+//! answered"): a [`FileSystem`] whose listings and stats inside the root
+//! come from a snapshot of the mirror, and whose reads go to the disk. The
+//! engine walks it as it walks any filesystem, so what it prints is what it
+//! prints on the disk; the one addition is [`FileSystem::known_miss`], the
+//! prefilter's answer for the call's pattern.
+//!
+//! Whatever the mirror does not hold is the disk's: a path outside the root,
+//! through a symlink or `..`, ending in a separator; a directory that is not
+//! mirrored (a VCS directory, one that could not be listed); an entry whose
+//! stat failed.
+
+use std::ffi::OsStr;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::grams::Query;
+use super::mirror::{DirNode, Entry};
+use crate::cancel::CancelToken;
+use crate::fs::names::{os_bytes, path_bytes};
+use crate::fs::{
+    FileSystem, FileType, Listing, LocalDir, LocalFile, LocalFs, Metadata, WriteError, WriteGuard,
+    Written,
+};
+
+/// A snapshot of the mirror over the disk, with the call's query.
+pub(crate) struct View {
+    pub(crate) disk: Arc<LocalFs>,
+    pub(crate) root: PathBuf,
+    pub(crate) tree: Arc<DirNode>,
+    pub(crate) query: Option<Arc<Query>>,
+    /// Counts the files [`FileSystem::known_miss`] answered for.
+    pub(crate) skipped: Arc<AtomicU64>,
+    /// Counts the directories listed from the mirror.
+    pub(crate) listed: Arc<AtomicU64>,
+}
+
+/// A directory of the view: mirrored, or the disk's.
+pub(crate) enum ViewDir {
+    Mirror(Arc<DirNode>),
+    Disk(LocalDir),
+}
+
+/// What a path names in the mirror.
+enum Found<'t> {
+    Root,
+    Entry(&'t Entry),
+}
+
+impl View {
+    /// The mirror's answer for `path`, or `None`: ask the disk.
+    fn lookup(&self, path: &Path) -> Option<Found<'_>> {
+        // `X/` and `X/.` name X only when it is a directory (`file/` is
+        // ENOTDIR on the disk), which the components would not say: they
+        // drop both. The walk's root is often spelled so (`paths::Root`).
+        let mut bytes = path_bytes(path);
+        let mut must_be_dir = false;
+        loop {
+            if let Some(rest) = bytes.strip_suffix(b"/") {
+                bytes = rest;
+            } else if let Some(rest) = bytes.strip_suffix(b"/.") {
+                bytes = rest;
+            } else {
+                break;
+            }
+            must_be_dir = true;
+        }
+        let found = self.lookup_lexical(&crate::fs::names::path(bytes))?;
+        match found {
+            Found::Entry(Entry { dir: None, .. }) if must_be_dir => None,
+            found => Some(found),
+        }
+    }
+
+    fn lookup_lexical(&self, path: &Path) -> Option<Found<'_>> {
+        let rest = path.strip_prefix(&self.root).ok()?;
+        let mut node: &DirNode = &self.tree;
+        let mut comps = rest.components().peekable();
+        if comps.peek().is_none() {
+            return Some(Found::Root);
+        }
+        while let Some(c) = comps.next() {
+            let Component::Normal(name) = c else {
+                return None;
+            };
+            let entry = node.get(os_bytes(name))?;
+            if comps.peek().is_none() {
+                return Some(Found::Entry(entry));
+            }
+            node = entry.dir.as_deref()?;
+        }
+        None
+    }
+
+    fn mirrored_meta(&self, path: &Path, follow: bool) -> Option<Metadata> {
+        match self.lookup(path)? {
+            Found::Entry(e) => e.meta.filter(|m| !(follow && m.kind == FileType::Symlink)),
+            Found::Root => None,
+        }
+    }
+}
+
+impl FileSystem for View {
+    type Dir = ViewDir;
+    type File = LocalFile;
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        self.disk.canonicalize(path)
+    }
+
+    fn current_dir(&self, workdir: &Path) -> io::Result<PathBuf> {
+        self.disk.current_dir(workdir)
+    }
+
+    fn metadata(&self, path: &Path) -> io::Result<Metadata> {
+        match self.mirrored_meta(path, true) {
+            Some(m) => Ok(m),
+            None => self.disk.metadata(path),
+        }
+    }
+
+    fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata> {
+        match self.mirrored_meta(path, false) {
+            Some(m) => Ok(m),
+            None => self.disk.symlink_metadata(path),
+        }
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        self.disk.read_link(path)
+    }
+
+    fn open_dir(&self, path: &Path) -> io::Result<ViewDir> {
+        match self.lookup(path) {
+            Some(Found::Root) => Ok(ViewDir::Mirror(self.tree.clone())),
+            Some(Found::Entry(Entry { dir: Some(d), .. })) => Ok(ViewDir::Mirror(d.clone())),
+            _ => self.disk.open_dir(path).map(ViewDir::Disk),
+        }
+    }
+
+    fn open_dir_at(
+        &self,
+        parent: &ViewDir,
+        parent_path: &Path,
+        name: &OsStr,
+    ) -> io::Result<ViewDir> {
+        match parent {
+            ViewDir::Mirror(node) => match node.get(os_bytes(name)) {
+                Some(Entry { dir: Some(d), .. }) => Ok(ViewDir::Mirror(d.clone())),
+                _ => self
+                    .disk
+                    .open_dir(&parent_path.join(name))
+                    .map(ViewDir::Disk),
+            },
+            ViewDir::Disk(d) => self
+                .disk
+                .open_dir_at(d, parent_path, name)
+                .map(ViewDir::Disk),
+        }
+    }
+
+    fn list(&self, dir: &ViewDir, listing: &mut Listing) {
+        match dir {
+            ViewDir::Mirror(node) => {
+                self.listed.fetch_add(1, Ordering::Relaxed);
+                listing.clear();
+                for e in &node.entries {
+                    match e.meta {
+                        Some(m) => listing.push_with_metadata(&e.name, e.kind, m),
+                        None => listing.push(&e.name, e.kind),
+                    }
+                }
+            }
+            ViewDir::Disk(d) => self.disk.list(d, listing),
+        }
+    }
+
+    fn metadata_at(
+        &self,
+        dir: &ViewDir,
+        dir_path: &Path,
+        name: &OsStr,
+        follow: bool,
+    ) -> io::Result<Metadata> {
+        match dir {
+            ViewDir::Mirror(node) => {
+                let m = node.get(os_bytes(name)).and_then(|e| e.meta);
+                match m.filter(|m| !(follow && m.kind == FileType::Symlink)) {
+                    Some(m) => Ok(m),
+                    None if follow => self.disk.metadata(&dir_path.join(name)),
+                    None => self.disk.symlink_metadata(&dir_path.join(name)),
+                }
+            }
+            ViewDir::Disk(d) => self.disk.metadata_at(d, dir_path, name, follow),
+        }
+    }
+
+    fn open_at(&self, dir: &ViewDir, dir_path: &Path, name: &OsStr) -> io::Result<LocalFile> {
+        match dir {
+            ViewDir::Mirror(_) => self.disk.open(&dir_path.join(name), &CancelToken::new()),
+            ViewDir::Disk(d) => self.disk.open_at(d, dir_path, name),
+        }
+    }
+
+    fn known_miss(&self, dir: &ViewDir, _dir_path: &Path, name: &OsStr) -> Option<u64> {
+        let (ViewDir::Mirror(node), Some(query)) = (dir, &self.query) else {
+            return None;
+        };
+        let entry = node.get(os_bytes(name))?;
+        let meta = entry.meta?;
+        let content = entry.content.as_ref()?;
+        if meta.kind != FileType::File || content.len != meta.len {
+            return None;
+        }
+        if query.admits(&content.grams) {
+            return None;
+        }
+        self.skipped.fetch_add(1, Ordering::Relaxed);
+        Some(meta.len)
+    }
+
+    fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<LocalFile> {
+        self.disk.open(path, cancel)
+    }
+
+    fn read_control(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.disk.read_control(path)
+    }
+
+    fn git_global_excludes(&self, workdir: &Path) -> Option<(PathBuf, Vec<u8>)> {
+        self.disk.git_global_excludes(workdir)
+    }
+
+    fn write(
+        &self,
+        path: &Path,
+        content: &[u8],
+        guard: &WriteGuard,
+        cancel: &CancelToken,
+    ) -> Result<Written, WriteError> {
+        self.disk.write(path, content, guard, cancel)
+    }
+}
