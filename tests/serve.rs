@@ -493,3 +493,121 @@ fn sigterm_and_sigint_cancel_the_calls_in_flight_and_exit_0() {
         );
     }
 }
+
+/// `serve --index` answers as `serve` does, call by call, while another
+/// process changes the tree between calls (`docs/index.md`: the events
+/// queued before a call are applied before it is answered); `serve` itself
+/// is rg's, by the conformance suite.
+#[test]
+fn an_indexed_server_answers_as_the_scan_while_another_process_changes_the_tree() {
+    let ws = Ws::needles(4)
+        .with("src/a.rs", "fn alpha() {}\n")
+        .with(".gitignore", "ignored.txt\n");
+    std::fs::create_dir(ws.path().join(".git")).unwrap();
+    let mut scan = serve(&ws);
+    let mut indexed = Served::spawn(ws.bin().args(["--index", "serve"]));
+    let root = ws.path().to_path_buf();
+    type Change<'a> = Box<dyn Fn(usize) + 'a>;
+    let changes: Vec<(&str, Change)> = vec![
+        (
+            "append",
+            Box::new(|i| {
+                let mut f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(root.join("f1.txt"))
+                    .unwrap();
+                std::io::Write::write_all(&mut f, format!("token_{i}\n").as_bytes()).unwrap();
+            }),
+        ),
+        (
+            "create",
+            Box::new(|i| {
+                std::fs::write(
+                    root.join(format!("src/new{i}.rs")),
+                    format!("fn token_{i}() {{}}\n"),
+                )
+                .unwrap()
+            }),
+        ),
+        (
+            "rename",
+            Box::new(|i| {
+                std::fs::rename(
+                    root.join(format!("src/new{i}.rs")),
+                    root.join(format!("moved{i}.txt")),
+                )
+                .unwrap()
+            }),
+        ),
+        (
+            "ignored",
+            Box::new(|i| std::fs::write(root.join("ignored.txt"), format!("token_{i}\n")).unwrap()),
+        ),
+        (
+            "unignore",
+            Box::new(|_| std::fs::write(root.join(".gitignore"), "nothing\n").unwrap()),
+        ),
+        (
+            "delete",
+            Box::new(|i| std::fs::remove_file(root.join(format!("moved{i}.txt"))).unwrap()),
+        ),
+    ];
+    let mut found = 0;
+    for (round, (what, change)) in changes.iter().enumerate() {
+        // The round's token is in the tree after the change (`rename` moves
+        // the file `create` wrote in the round before).
+        let i = match *what {
+            "rename" => round - 1,
+            // `moved1.txt` goes; the tokens left are searched for.
+            "delete" => 1,
+            _ => round,
+        };
+        change(i);
+        for (n, args) in [
+            ("grep", json!({"pattern": format!("token_{i}")})),
+            ("grep", json!({"pattern": "token_\\d+"})),
+            ("glob", json!({"pattern": "*"})),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(k, (tool, a))| {
+            (
+                k,
+                json!({"id": format!("{round}.{k}"), "tool": tool, "arguments": a}),
+            )
+        }) {
+            scan.send(&args);
+            indexed.send(&args);
+            let (a, b) = (scan.recv(), indexed.recv());
+            assert_eq!(a, b, "{what}, call {n}: {args}");
+            found += usize::from(content(&a).starts_with("Found"));
+        }
+    }
+    // The calls found something: the comparison was not of empty answers.
+    assert!(found >= 8, "{found}");
+}
+
+#[test]
+fn index_is_refused_where_it_cannot_run() {
+    let ws = Ws::needles(1);
+    for (args, what) in [
+        (&["--index", "--fs", "mem", "serve"][..], "mem"),
+        (
+            &["--index", "--backend", "rg", "serve"][..],
+            "the rg backend",
+        ),
+    ] {
+        let out = ws
+            .bin()
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("--index is not available for {what} yet")),
+            "{args:?}: {stderr}"
+        );
+    }
+}

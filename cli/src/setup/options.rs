@@ -43,6 +43,12 @@ pub(crate) struct Common {
     /// view; `changes` lists what it holds.
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) overlay: Option<PathBuf>,
+    /// Keep a live index of the workdir for the life of the process
+    /// (`docs/index.md`): for `serve` and `mcp`, whose calls then skip the
+    /// files that cannot match, with the same answers. The local disk and
+    /// the native backend only.
+    #[arg(long, global = true)]
+    pub(crate) index: bool,
     /// Set by SIGINT, SIGTERM or SIGHUP (Ctrl-C or Ctrl-Break on Windows):
     /// the running call stops (an rg child included, which lives in its own
     /// process group and would not get the terminal's signal).

@@ -42,6 +42,7 @@ pub(crate) fn open(common: &Common) -> Result<Workspace, String> {
     if let Some(dir) = &common.overlay {
         options.overlay(absolute(dir)?);
     }
+    options.index(common.index);
     if let Some(key) = &common.identity {
         options.identity(key);
     }
@@ -73,6 +74,7 @@ pub(crate) fn describe(e: WorkspaceError) -> String {
     match e {
         WorkspaceError::RgNeedsLocalDisk => "--backend rg searches the local disk only: it cannot be used with --fs mem, --fs sftp:// or --overlay".into(),
         WorkspaceError::OverlayOverSftp => "--overlay cannot be used with --fs sftp://".into(),
+        WorkspaceError::IndexUnsupported(what) => format!("--index is not available for {what} yet: it indexes the local disk with the native backend"),
         WorkspaceError::NoKnownHosts => {
             "no --known-hosts and no HOME to find ~/.ssh/known_hosts in".into()
         }
