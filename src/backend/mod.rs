@@ -19,6 +19,8 @@ pub use native::{
     set_helper_delay, set_search_threads, set_search_threads_from_env, NativeBackend,
 };
 pub use rg::RgBackend;
+// The index plans its prefilter from the tree the matcher is built from.
+pub(crate) use native::parse_pattern;
 
 /// Runs the two fixed invocations. Object safe: tools hold `&dyn SearchBackend`.
 pub trait SearchBackend: Send + Sync {

@@ -197,16 +197,7 @@ pub(crate) fn plan(pattern: &str) -> Option<Query> {
     if pattern.len() > PATTERN_MAX || nesting > NESTING_MAX {
         return None;
     }
-    // As `matcher::build` configures grep-regex (rg-semantics.md §10.3).
-    let hir = regex_syntax::ParserBuilder::new()
-        .multi_line(true)
-        .unicode(true)
-        .octal(false)
-        .case_insensitive(false)
-        .dot_matches_new_line(false)
-        .build()
-        .parse(pattern)
-        .ok()?;
+    let hir = crate::backend::parse_pattern(pattern)?;
     match info(&hir).query() {
         Query::All => None,
         q => Some(q),

@@ -107,21 +107,26 @@ pub(crate) fn build_cancellable(
 /// two; a pattern the parser refuses does not take it either.
 pub(crate) fn whole_file_prefilter(pattern: &str) -> bool {
     use regex_syntax::hir::Look;
-    let hir = regex_syntax::ParserBuilder::new()
+    parse(pattern).is_some_and(|hir| {
+        let looks = hir.properties().look_set();
+        !looks.contains(Look::Start) && !looks.contains(Look::End)
+    })
+}
+
+/// `pattern` parsed as [`build`] has grep-regex parse it (multi-line,
+/// Unicode, no octal; `rg-semantics.md` §10.3): the tree the matcher's
+/// matches come from, for the decisions taken before a search; `None`
+/// where the parser refuses it (the matcher's build then says why).
+pub(crate) fn parse(pattern: &str) -> Option<regex_syntax::hir::Hir> {
+    regex_syntax::ParserBuilder::new()
         .multi_line(true)
         .unicode(true)
         .octal(false)
         .case_insensitive(false)
         .dot_matches_new_line(false)
         .build()
-        .parse(pattern);
-    match hir {
-        Ok(hir) => {
-            let looks = hir.properties().look_set();
-            !looks.contains(Look::Start) && !looks.contains(Look::End)
-        }
-        Err(_) => false,
-    }
+        .parse(pattern)
+        .ok()
 }
 
 /// The searcher: line numbers on, encoding `Auto` (BOM sniffing), no mmap.

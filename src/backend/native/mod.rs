@@ -44,6 +44,7 @@ mod parallel_walk;
 mod explicit;
 mod grep;
 mod matcher;
+pub(crate) use matcher::parse as parse_pattern;
 mod reader;
 mod rgignore;
 mod schedule;
