@@ -152,6 +152,7 @@ mod index;
 mod invocation;
 mod js;
 mod outcome;
+mod quoting;
 mod request;
 mod session;
 mod spill;

@@ -9,8 +9,8 @@
 use super::target::Nearest;
 
 /// The quoting of file names and model strings, shared with the tools'
-/// texts (`tool::quoting`).
-pub(crate) use crate::tool::quoting::quote;
+/// texts (`quoting`).
+pub(crate) use crate::quoting::quote;
 
 /// The glob call that lists directory `dir` (display form): the `path`
 /// argument is left out for the workdir itself.

@@ -221,7 +221,7 @@ impl Tools {
             _ => return None,
         };
         let raw = args.get(key)?.as_str()?;
-        let unshown = super::quoting::unshown(raw)?;
+        let unshown = crate::quoting::unshown(raw)?;
         let fs = self.text.filesystem();
         if fs.symlink_metadata(&ctx.workdir.join(raw)).is_ok() {
             return None;

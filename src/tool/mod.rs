@@ -13,7 +13,6 @@ pub mod definitions;
 mod dispatch;
 mod display;
 mod files;
-pub(crate) mod quoting;
 mod render;
 mod result;
 mod search;

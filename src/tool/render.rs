@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use crate::config::SearchConfig;
+use crate::quoting::shown;
 use crate::spill::SpillRef;
 use crate::tool::display::preview_line;
-use crate::tool::quoting::shown;
 use crate::tool::search::{GlobValue, GrepValue};
 
 /// The unsaved recovery texts (`seed-reference.md` §3.2, §3.4, literal).

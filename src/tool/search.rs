@@ -108,7 +108,7 @@ pub(super) fn stderr_excerpt(lines: &[String], max_bytes: u64) -> Option<String>
     let mut text = String::new();
     for l in lines {
         // rg's messages quote file names raw: escaped here (D6).
-        text.push_str(&super::quoting::escaped_line(l));
+        text.push_str(&crate::quoting::escaped_line(l));
         text.push('\n');
     }
     let max = usize::try_from(max_bytes).unwrap_or(usize::MAX);

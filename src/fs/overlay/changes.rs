@@ -26,7 +26,7 @@ use crate::cancel::CancelToken;
 use crate::fs::names::{os_str, path_bytes};
 use crate::fs::seam::{FileSystem, FileType, Listing};
 use crate::fs::BINARY_SNIFF_BYTES;
-use crate::tool::quoting;
+use crate::quoting;
 
 /// One file an overlay changed.
 #[derive(Clone, Debug, PartialEq, Eq)]

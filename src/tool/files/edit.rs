@@ -60,10 +60,10 @@ pub(crate) fn edit(
     let p = target.display_str();
     // The message follows the argument, not the number of replacements.
     let content = if replace_all {
-        let p = crate::tool::quoting::shown(&p);
+        let p = crate::quoting::shown(&p);
         format!("The file {p} has been updated. All occurrences were successfully replaced.")
     } else {
-        let p = crate::tool::quoting::shown(&p);
+        let p = crate::quoting::shown(&p);
         format!("The file {p} has been updated successfully.")
     };
     // Moved, not serialized: `json!` would copy texts that may be large.

@@ -80,7 +80,7 @@ fn refuse_directory_path(
 pub(crate) fn fs_error(e: FsError) -> ToolError {
     // The message quotes the path raw: a name's control, bidi and
     // zero-width characters are escaped in place (D6).
-    let message = super::quoting::escaped_line(&e.message).into_owned();
+    let message = crate::quoting::escaped_line(&e.message).into_owned();
     ToolError::coded("FsError", e.code.as_str(), message)
 }
 
@@ -95,6 +95,6 @@ pub(crate) fn with_remedy(e: FsError) -> FsError {
 
 /// The `<path>…</path>` envelope shared by the three tools.
 fn envelope(display: &str, body: &str) -> String {
-    let display = super::quoting::shown(display);
+    let display = crate::quoting::shown(display);
     format!("<path>{display}</path>\n<type>file</type>\n<content>\n{body}\n</content>")
 }
