@@ -34,7 +34,10 @@ fn backends() -> Vec<(&'static str, Arc<dyn SearchBackend>)> {
     rg::env().expect("the Windows tests need rg.exe");
     vec![
         ("native", Arc::new(NativeBackend::new())),
-        ("rg", Arc::new(Retried(RgBackend::default()))),
+        (
+            "rg",
+            Arc::new(Retried(crate::util::rg::reference_backend())),
+        ),
     ]
 }
 

@@ -320,6 +320,18 @@ fn hold_while_alive(ctl: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The rg backend spawning the reference rg by its path: a test of the
+/// backend must not depend on another test having put rg on `PATH` first
+/// ([`env`] does, for the CLI's children). Panics as [`env`] does without
+/// the reference.
+pub fn reference_backend() -> dsh_search::RgBackend {
+    let path = env().map(|e| e.rg.clone());
+    dsh_search::RgBackend::with_config(dsh_search::RgConfig {
+        path,
+        ..dsh_search::RgConfig::default()
+    })
+}
+
 /// The environment, or `None` when the suite was explicitly skipped with
 /// `DSH_SEARCH_SKIP_CONFORMANCE=1`. A missing or wrong rg fails the test.
 pub fn env() -> Option<&'static Env> {
