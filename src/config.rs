@@ -154,6 +154,10 @@ pub struct Config {
     pub spill: SpillConfig,
     /// The guard.
     pub guard: GuardConfig,
+    /// Keep a live index of the workspace (`index`, `false`;
+    /// `docs/index.md`), where the workspace allows one: the command
+    /// line's `--index` as a key. A key of this crate, not of the seed.
+    pub index: bool,
 }
 
 /// The top-level keys, in validation order.
@@ -175,6 +179,7 @@ const TOP_KEYS: &[&str] = &[
     "maxInlineBytes",
     "spillRoot",
     "guard",
+    "index",
 ];
 
 const GUARD_KEYS: &[&str] = &["disabled", "maxEditBytes", "zeroResultBlock"];
@@ -288,6 +293,11 @@ impl Config {
                 "zeroResultBlock",
                 &mut c.guard.zero_result_block,
             )?;
+        }
+        if let Some(v) = obj.get("index") {
+            c.index = v
+                .as_bool()
+                .ok_or("config: index must be a boolean".to_string())?;
         }
         Ok(c)
     }
@@ -488,6 +498,16 @@ mod tests {
         let g = c.unwrap().guard;
         assert!(g.disabled);
         assert_eq!(g.zero_result_block, 2);
+    }
+
+    #[test]
+    fn index_is_a_boolean_key_off_by_default() {
+        assert!(!Config::default().index);
+        assert!(Config::from_json(&json!({"index": true})).unwrap().index);
+        assert_eq!(
+            err(json!({"index": "yes"})),
+            "config: index must be a boolean"
+        );
     }
 
     #[test]

@@ -590,12 +590,16 @@ fn an_indexed_server_answers_as_the_scan_while_another_process_changes_the_tree(
 #[test]
 fn index_is_refused_where_it_cannot_run() {
     let ws = Ws::needles(1);
+    // The configuration's `index` key turns it on as `--index` does.
+    let config = ws.file("config.json", r#"{"index": true}"#);
+    let config = config.to_str().unwrap();
     for (args, what) in [
         (&["--index", "--fs", "mem", "serve"][..], "mem"),
         (
             &["--index", "--backend", "rg", "serve"][..],
             "the rg backend",
         ),
+        (&["--config", config, "--fs", "mem", "serve"][..], "mem"),
     ] {
         let out = ws
             .bin()
@@ -606,7 +610,9 @@ fn index_is_refused_where_it_cannot_run() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
-            stderr.contains(&format!("--index is not available for {what} yet")),
+            stderr.contains(&format!(
+                "the index (--index, or the configuration's index key) is not available for {what} yet"
+            )),
             "{args:?}: {stderr}"
         );
     }

@@ -37,7 +37,7 @@ pub(crate) fn load_config(common: &Common) -> Result<Config, String> {
 /// configuration's `graceMs` for rg (`--format raw`).
 pub(crate) fn backend(common: &Common) -> Result<Arc<dyn SearchBackend>, String> {
     let config = load_config(common)?;
-    Ok(workspace::open(common)?.backend(&config))
+    Ok(workspace::open(common, &config)?.backend(&config))
 }
 
 /// The deployment's tools for the common options: the configured backend,
@@ -56,7 +56,7 @@ pub(crate) fn make_tools_with(
     config: Config,
     sessions: Option<Arc<Sessions>>,
 ) -> Result<Tools, String> {
-    let workspace = workspace::open(common)?;
+    let workspace = workspace::open(common, &config)?;
     workspace
         .tools(config, sessions)
         .map_err(workspace::describe)

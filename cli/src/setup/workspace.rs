@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use dsh_search::backend::rg::rg_from_env;
+use dsh_search::config::Config;
 use dsh_search::{FsSpec, Workspace, WorkspaceError, WorkspaceOptions};
 
 use super::Common;
@@ -15,7 +16,7 @@ use super::Common;
 /// The workspace of the common options, connected when it is remote (so
 /// that a wrong key, an unknown host key or a refused connection is one
 /// clear error before the call).
-pub(crate) fn open(common: &Common) -> Result<Workspace, String> {
+pub(crate) fn open(common: &Common, config: &Config) -> Result<Workspace, String> {
     let workdir = absolute(
         &common
             .workdir()
@@ -42,7 +43,7 @@ pub(crate) fn open(common: &Common) -> Result<Workspace, String> {
     if let Some(dir) = &common.overlay {
         options.overlay(absolute(dir)?);
     }
-    options.index(common.index);
+    options.index(common.index || config.index);
     if let Some(key) = &common.identity {
         options.identity(key);
     }
@@ -74,7 +75,7 @@ pub(crate) fn describe(e: WorkspaceError) -> String {
     match e {
         WorkspaceError::RgNeedsLocalDisk => "--backend rg searches the local disk only: it cannot be used with --fs mem, --fs sftp:// or --overlay".into(),
         WorkspaceError::OverlayOverSftp => "--overlay cannot be used with --fs sftp://".into(),
-        WorkspaceError::IndexUnsupported(what) => format!("--index is not available for {what} yet: it indexes the local disk with the native backend"),
+        WorkspaceError::IndexUnsupported(what) => format!("the index (--index, or the configuration's index key) is not available for {what} yet: it indexes the local disk with the native backend"),
         WorkspaceError::NoKnownHosts => {
             "no --known-hosts and no HOME to find ~/.ssh/known_hosts in".into()
         }
