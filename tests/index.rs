@@ -855,6 +855,11 @@ fn meta_says_which_path_answered_and_nothing_else_changes() {
             }
         }
     }
+    // The search's own error carries the key too.
+    let a = ix
+        .tools
+        .call("grep", &json!({"pattern": "needle("}), &direct);
+    assert!(a.is_error && said(&a) == unnarrowed, "{a:?}");
     ix.index.simulate_overflow();
     let a = ix
         .tools
