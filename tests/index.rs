@@ -792,3 +792,82 @@ fn the_next_call_sees_a_change_with_no_wait() {
     );
     report.finish();
 }
+
+/// `meta.index` of a tool result (`docs/index.md`, "What `meta` says").
+fn said(r: &dsh_search::tool::ToolResult) -> &str {
+    r.meta
+        .as_ref()
+        .and_then(|m| m.get("index"))
+        .and_then(|v| v.as_str())
+        .unwrap_or_else(|| panic!("no meta.index in {r:?}"))
+}
+
+/// `r` without `meta.index` (a `meta` left empty goes).
+fn unsaid(mut r: dsh_search::tool::ToolResult) -> dsh_search::tool::ToolResult {
+    if let Some(serde_json::Value::Object(m)) = &mut r.meta {
+        m.remove("index");
+        if m.is_empty() {
+            r.meta = None;
+        }
+    }
+    r
+}
+
+#[test]
+fn meta_says_which_path_answered_and_nothing_else_changes() {
+    use serde_json::json;
+    let tree = small_tree();
+    let root = tree.root().to_path_buf();
+    let ix = open_indexed(&root);
+    let scan = WorkspaceOptions::new(FsSpec::Local)
+        .root(&root)
+        .open()
+        .expect("an unindexed workspace opens")
+        .tools(Config::default(), None)
+        .expect("tools");
+    let direct = CallContext::new(&root);
+    let mut nested = CallContext::new(&root);
+    nested.direct = false;
+    let unnarrowed = "scan: the pattern has no required literal the prefilter can use";
+    for (tool, args, expected) in [
+        ("grep", json!({"pattern": "needle"}), "mirror"),
+        ("glob", json!({"pattern": "**/*.txt"}), "mirror"),
+        ("grep", json!({"pattern": "\\w{30}"}), unnarrowed),
+        // The search itself fails (rg's regex parse error): the scan ran
+        // it, as no literal could be planned from it.
+        ("grep", json!({"pattern": "needle("}), unnarrowed),
+        // Refused before any search was asked for: the tools' own check
+        // of the path, the argument schema.
+        ("grep", json!({"pattern": "needle", "path": "gone"}), "none"),
+        ("grep", json!({"pattern": 3}), "none"),
+        ("glob", json!({}), "none"),
+    ] {
+        for ctx in [&direct, &nested] {
+            let a = ix.tools.call(tool, &args, ctx);
+            let b = scan.call(tool, &args, ctx);
+            assert_eq!(said(&a), expected, "{tool} {args}: {a:?}");
+            // An unindexed workspace adds nothing; the rest is the same.
+            assert!(b.meta.as_ref().is_none_or(|m| m.get("index").is_none()));
+            assert_eq!(unsaid(a.clone()), b, "{tool} {args}");
+            if !ctx.direct || a.is_error {
+                // No presentation meta: the key alone.
+                assert_eq!(a.meta, Some(json!({ "index": expected })), "{tool} {args}");
+            }
+        }
+    }
+    // The search's own error carries the key too.
+    let a = ix
+        .tools
+        .call("grep", &json!({"pattern": "needle("}), &direct);
+    assert!(a.is_error && said(&a) == unnarrowed, "{a:?}");
+    ix.index.simulate_overflow();
+    let a = ix
+        .tools
+        .call("grep", &json!({"pattern": "needle"}), &direct);
+    assert_eq!(said(&a), "scan: the watcher's queue overflowed", "{a:?}");
+    assert!(a.content.starts_with("Found 2 matches"), "{}", a.content);
+    assert_eq!(
+        unsaid(a),
+        scan.call("grep", &json!({"pattern": "needle"}), &direct)
+    );
+}

@@ -553,6 +553,8 @@ fn an_indexed_server_answers_as_the_scan_while_another_process_changes_the_tree(
         ),
     ];
     let mut found = 0;
+    // Off Linux there is no watcher: the scan answers every call.
+    let mut said_mirror = !cfg!(target_os = "linux");
     for (round, (what, change)) in changes.iter().enumerate() {
         // The round's token is in the tree after the change (`rename` moves
         // the file `create` wrote in the round before).
@@ -567,6 +569,7 @@ fn an_indexed_server_answers_as_the_scan_while_another_process_changes_the_tree(
             ("grep", json!({"pattern": format!("token_{i}")})),
             ("grep", json!({"pattern": "token_\\d+"})),
             ("glob", json!({"pattern": "*"})),
+            ("grep", json!({"pattern": "\\w{30}"})),
         ]
         .into_iter()
         .enumerate()
@@ -578,14 +581,61 @@ fn an_indexed_server_answers_as_the_scan_while_another_process_changes_the_tree(
         }) {
             scan.send(&args);
             indexed.send(&args);
-            let (a, b) = (scan.recv(), indexed.recv());
+            let (a, mut b) = (scan.recv(), indexed.recv());
+            // The indexed server's `result.meta.index` says which path
+            // answered (`docs/index.md`, "What `meta` says"); the unindexed
+            // server's has no such key, and the rest is the same.
+            assert!(a["result"]["meta"].get("index").is_none(), "{a}");
+            let said = b["result"]["meta"]
+                .as_object_mut()
+                .and_then(|m| m.remove("index"));
+            let said = said.as_ref().and_then(Value::as_str).unwrap_or_default();
+            // `\w{30}` (call 3) has no literal the prefilter can use.
+            // The server answers while its index is built (no wait): the
+            // scan then, and the mirror once it is ready.
+            let expected: &[&str] = match n {
+                _ if !cfg!(target_os = "linux") => &[NO_WATCHER],
+                3 => &["scan: the pattern has no required literal the prefilter can use"],
+                _ => &["mirror", BUILDING],
+            };
+            assert!(
+                expected.contains(&said),
+                "{said:?}: {what}, call {n}: {args}"
+            );
+            said_mirror |= said == "mirror";
             assert_eq!(a, b, "{what}, call {n}: {args}");
             found += usize::from(content(&a).starts_with("Found"));
         }
     }
     // The calls found something: the comparison was not of empty answers.
     assert!(found >= 8, "{found}");
+    // The index becomes ready and then answers (asked again until it has;
+    // a build of this small tree that has not ended in 120 s is a hang,
+    // not a slow machine, and fails the test instead of holding the suite).
+    let hang = std::time::Instant::now() + Duration::from_secs(120);
+    let mut k = 0;
+    while !said_mirror {
+        assert!(
+            std::time::Instant::now() < hang,
+            "serve --index never answered from its mirror"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+        k += 1;
+        let args =
+            json!({"id": format!("ready.{k}"), "tool": "glob", "arguments": {"pattern": "*"}});
+        indexed.send(&args);
+        let b = indexed.recv();
+        let said = b["result"]["meta"]["index"].as_str().unwrap_or_default();
+        assert!(["mirror", BUILDING].contains(&said), "{b}");
+        said_mirror = said == "mirror";
+    }
 }
+
+/// `meta.index` of a call an index still being built leaves to the scan.
+const BUILDING: &str = "scan: the index is being built";
+
+/// `meta.index` of every call off Linux (`docs/index.md`).
+const NO_WATCHER: &str = "scan: no watcher: the index watches the disk on Linux only";
 
 #[test]
 fn index_is_refused_where_it_cannot_run() {

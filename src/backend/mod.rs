@@ -32,6 +32,25 @@ pub trait SearchBackend: Send + Sync {
 
     /// Search contents as `rg --json --regexp=…` would (`contract.md` §2).
     fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults>;
+
+    /// Whether this backend answers from a live index (`docs/index.md`):
+    /// the tools then say in each glob and grep result's `meta` which path
+    /// answered it.
+    fn indexed(&self) -> bool {
+        false
+    }
+
+    /// [`SearchBackend::glob`], and which path of an index answered it
+    /// (`None` for a backend without one).
+    fn glob_with_answer(&self, req: &GlobRequest) -> (Outcome<GlobResults>, Option<crate::Answer>) {
+        (self.glob(req), None)
+    }
+
+    /// [`SearchBackend::grep`], and which path of an index answered it
+    /// (`None` for a backend without one).
+    fn grep_with_answer(&self, req: &GrepRequest) -> (Outcome<GrepResults>, Option<crate::Answer>) {
+        (self.grep(req), None)
+    }
 }
 
 /// The closed set of backends the CLI and the tools can be asked for.

@@ -83,6 +83,17 @@ pub enum Answer {
     Scan(String),
 }
 
+impl Answer {
+    /// The value of the `index` key of a glob or grep result's `meta`
+    /// (`docs/index.md`, "What `meta` says"): `mirror`, or `scan: <why>`.
+    pub fn meta_value(&self) -> String {
+        match self {
+            Answer::Index => "mirror".into(),
+            Answer::Scan(why) => format!("scan: {why}"),
+        }
+    }
+}
+
 impl fmt::Display for Answer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -385,6 +396,20 @@ impl SearchBackend for IndexedBackend {
 
     fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults> {
         self.grep_answered(req).0
+    }
+
+    fn indexed(&self) -> bool {
+        true
+    }
+
+    fn glob_with_answer(&self, req: &GlobRequest) -> (Outcome<GlobResults>, Option<Answer>) {
+        let (outcome, answer) = self.glob_answered(req);
+        (outcome, Some(answer))
+    }
+
+    fn grep_with_answer(&self, req: &GrepRequest) -> (Outcome<GrepResults>, Option<Answer>) {
+        let (outcome, answer) = self.grep_answered(req);
+        (outcome, Some(answer))
     }
 }
 

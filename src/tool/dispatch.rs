@@ -52,6 +52,14 @@ pub trait CallGuard: Send + Sync {
     }
 }
 
+/// The `index` value of a glob or grep of an indexed workspace that ended
+/// before a search was asked for (its arguments refused, the guard, a
+/// cancellation before dispatch).
+const NO_SEARCH: &str = "none";
+
+/// Why the scan answers a grep of a text the spill store saved.
+const SAVED: &str = "a saved result is outside the index";
+
 /// The tools over one backend, with their configuration, an optional spill
 /// store and an optional guard. Cheap to share: every field is immutable.
 #[derive(Clone)]
@@ -166,6 +174,36 @@ impl Tools {
     /// Dispatch one call. Never panics on any input; every failure is an
     /// error result.
     pub fn call(&self, name: &str, args: &Value, ctx: &CallContext) -> ToolResult {
+        let mut answer = None;
+        let mut result = self.dispatch(name, args, ctx, &mut answer);
+        // An indexed workspace says in every glob and grep result which
+        // path answered it (`docs/index.md`, "What `meta` says"); nothing
+        // else of the result changes, and an unindexed workspace adds
+        // nothing.
+        if self.backend.indexed() && matches!(name, "glob" | "grep") {
+            let said = match answer {
+                Some(a) => a.meta_value(),
+                None => NO_SEARCH.to_string(),
+            };
+            match &mut result.meta {
+                Some(Value::Object(meta)) => {
+                    meta.insert("index".into(), Value::String(said));
+                }
+                _ => result.meta = Some(serde_json::json!({ "index": said })),
+            }
+        }
+        result
+    }
+
+    /// [`Tools::call`] without the index's `meta` key; `answer` is set to
+    /// which path answered a glob or grep that asked for a search.
+    fn dispatch(
+        &self,
+        name: &str,
+        args: &Value,
+        ctx: &CallContext,
+        answer: &mut Option<crate::Answer>,
+    ) -> ToolResult {
         if ctx.cancel.is_cancelled() {
             return ToolResult::error(ToolError::coded(
                 "AbortError",
@@ -197,8 +235,8 @@ impl Tools {
             }
         }
         let result = match name {
-            "glob" => self.glob(obj, ctx),
-            "grep" => self.grep(obj, ctx),
+            "glob" => self.glob(obj, ctx, answer),
+            "grep" => self.grep(obj, ctx, answer),
             "read" => self.file_tool(files::read, "read", text, args, ctx),
             "write" => self.file_tool(files::write, "write", text, args, ctx),
             "edit" => self.file_tool(files::edit, "edit", text, args, ctx),
@@ -268,14 +306,19 @@ impl Tools {
         }
     }
 
-    fn glob(&self, obj: &serde_json::Map<String, Value>, ctx: &CallContext) -> ToolResult {
+    fn glob(
+        &self,
+        obj: &serde_json::Map<String, Value>,
+        ctx: &CallContext,
+        answer: &mut Option<crate::Answer>,
+    ) -> ToolResult {
         let args = match GlobArgs::from_validated(obj) {
             Ok(a) => a,
             Err(e) => return ToolResult::error(e),
         };
         let cfg = &self.config.search;
         let value = match self.under_deadline(ctx, |cancel| {
-            run_glob(&*self.backend, &args, ctx, cancel, cfg)
+            run_glob(&*self.backend, &args, ctx, cancel, cfg, answer)
         }) {
             Ok(v) => v,
             Err(e) => return ToolResult::error(e),
@@ -298,18 +341,29 @@ impl Tools {
         result
     }
 
-    fn grep(&self, obj: &serde_json::Map<String, Value>, ctx: &CallContext) -> ToolResult {
+    fn grep(
+        &self,
+        obj: &serde_json::Map<String, Value>,
+        ctx: &CallContext,
+        answer: &mut Option<crate::Answer>,
+    ) -> ToolResult {
         let args = match GrepArgs::from_validated(obj) {
             Ok(a) => a,
             Err(e) => return ToolResult::error(e),
         };
         let cfg = &self.config.search;
         let backend = self.grep_backend(args.path.as_deref(), ctx);
-        let value =
-            match self.under_deadline(ctx, |cancel| run_grep(backend, &args, ctx, cancel, cfg)) {
-                Ok(v) => v,
-                Err(e) => return ToolResult::error(e),
-            };
+        let value = self.under_deadline(ctx, |cancel| {
+            run_grep(backend, &args, ctx, cancel, cfg, answer)
+        });
+        // A saved result is read from the local disk, never the index.
+        if answer.is_none() && !std::ptr::addr_eq(backend, &*self.backend) {
+            *answer = Some(crate::Answer::Scan(SAVED.into()));
+        }
+        let value = match value {
+            Ok(v) => v,
+            Err(e) => return ToolResult::error(e),
+        };
         let spilled = if ctx.direct && render::grep_over_cap(&value, cfg) {
             self.save(
                 ctx,

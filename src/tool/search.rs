@@ -224,6 +224,7 @@ pub(super) fn run_glob(
     ctx: &CallContext,
     cancel: &CancelToken,
     config: &SearchConfig,
+    answer: &mut Option<crate::Answer>,
 ) -> Result<GlobValue, ToolError> {
     let tokens = [cancel, &ctx.cancel];
     if any_cancelled(&tokens) {
@@ -241,7 +242,8 @@ pub(super) fn run_glob(
     if req.nul_argument().is_some() {
         return Err(launch_failed("glob"));
     }
-    let outcome = backend.glob(&req);
+    let (outcome, answered) = backend.glob_with_answer(&req);
+    *answer = answered;
     let root = match &args.path {
         Some(p) => display_path(p, &ctx.workdir),
         None => ".".to_string(),
@@ -286,6 +288,7 @@ pub(super) fn run_grep(
     ctx: &CallContext,
     cancel: &CancelToken,
     config: &SearchConfig,
+    answer: &mut Option<crate::Answer>,
 ) -> Result<GrepValue, ToolError> {
     let tokens = [cancel, &ctx.cancel];
     if any_cancelled(&tokens) {
@@ -303,7 +306,8 @@ pub(super) fn run_grep(
     if req.nul_argument().is_some() {
         return Err(launch_failed("grep"));
     }
-    let outcome = backend.grep(&req);
+    let (outcome, answered) = backend.grep_with_answer(&req);
+    *answer = answered;
     if !ladder("grep", &outcome, &tokens, config)? {
         return Ok(GrepValue::default());
     }

@@ -88,6 +88,9 @@ pub struct Memo {
     inner: Arc<dyn SearchBackend>,
     globs: Mutex<HashMap<String, Outcome<GlobResults>>>,
     greps: Mutex<HashMap<String, Outcome<GrepResults>>>,
+    /// Which path of an index answered each request run (the key is the
+    /// tool's name and the request's).
+    answers: Mutex<HashMap<String, dsh_search::Answer>>,
     /// Whether a request with a budget may replay the same request's
     /// outcome without one ([`Memo::unbudgeted`]).
     share: bool,
@@ -101,6 +104,7 @@ impl Memo {
             inner,
             globs: Mutex::default(),
             greps: Mutex::default(),
+            answers: Mutex::default(),
             share: false,
             shared: Default::default(),
         })
@@ -118,6 +122,7 @@ impl Memo {
             inner: Arc::new(RgBackend::default()),
             globs: Mutex::default(),
             greps: Mutex::default(),
+            answers: Mutex::default(),
             share: cfg!(windows),
             shared: Default::default(),
         })
@@ -129,9 +134,23 @@ impl Memo {
             inner,
             globs: Mutex::default(),
             greps: Mutex::default(),
+            answers: Mutex::default(),
             share: true,
             shared: Default::default(),
         }
+    }
+
+    fn answered(&self, tool: &str, key: String, answer: Option<dsh_search::Answer>) {
+        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        match answer {
+            Some(a) => answers.insert(format!("{tool} {key}"), a),
+            None => answers.remove(&format!("{tool} {key}")),
+        };
+    }
+
+    fn answer(&self, tool: &str, key: String) -> Option<dsh_search::Answer> {
+        let answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        answers.get(&format!("{tool} {key}")).cloned()
     }
 
     /// How many requests replayed a run without a budget.
@@ -180,6 +199,42 @@ impl SearchBackend for Memo {
         self.inner.name()
     }
 
+    fn indexed(&self) -> bool {
+        self.inner.indexed()
+    }
+
+    // The replayed outcome's answer is the run's: the tools put it in
+    // `meta.index` of an indexed workspace's results (`docs/index.md`).
+    fn glob_with_answer(
+        &self,
+        req: &GlobRequest,
+    ) -> (Outcome<GlobResults>, Option<dsh_search::Answer>) {
+        let o = self.glob(req);
+        let key = format!(
+            "{:?}",
+            (&req.pattern, &req.path, &req.workdir, req.raw_budget)
+        );
+        (o, self.answer("glob", key))
+    }
+
+    fn grep_with_answer(
+        &self,
+        req: &GrepRequest,
+    ) -> (Outcome<GrepResults>, Option<dsh_search::Answer>) {
+        let o = self.grep(req);
+        let key = format!(
+            "{:?}",
+            (
+                &req.pattern,
+                &req.path,
+                &req.include,
+                &req.workdir,
+                req.raw_budget
+            )
+        );
+        (o, self.answer("grep", key))
+    }
+
     fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults> {
         let key =
             |budget: Option<u64>| format!("{:?}", (&req.pattern, &req.path, &req.workdir, budget));
@@ -194,7 +249,13 @@ impl SearchBackend for Memo {
             return o;
         }
         seen.entry(key(req.raw_budget))
-            .or_insert_with(|| retried(|| self.inner.glob(req)))
+            .or_insert_with(|| {
+                retried(|| {
+                    let (o, answer) = self.inner.glob_with_answer(req);
+                    self.answered("glob", key(req.raw_budget), answer);
+                    o
+                })
+            })
             .clone()
     }
 
@@ -216,7 +277,13 @@ impl SearchBackend for Memo {
             return o;
         }
         seen.entry(key(req.raw_budget))
-            .or_insert_with(|| retried(|| self.inner.grep(req)))
+            .or_insert_with(|| {
+                retried(|| {
+                    let (o, answer) = self.inner.grep_with_answer(req);
+                    self.answered("grep", key(req.raw_budget), answer);
+                    o
+                })
+            })
             .clone()
     }
 }
@@ -307,6 +374,35 @@ pub fn tool_args(call: &Call) -> (&'static str, Value) {
     }
 }
 
+/// The values `meta.index` of an indexed workspace's glob or grep may hold
+/// (`docs/index.md`, "What `meta` says").
+pub fn is_index_value(v: &str) -> bool {
+    v == "mirror" || v == "none" || v.strip_prefix("scan: ").is_some_and(|why| !why.is_empty())
+}
+
+/// `r` without its `meta.index` key, checked: present with an allowed value
+/// when `indexed`, absent otherwise. A `meta` that held only the key goes.
+pub fn without_index_key(mut r: ToolResult, indexed: bool) -> Result<ToolResult, String> {
+    let said = match &mut r.meta {
+        Some(Value::Object(meta)) => meta.remove("index"),
+        _ => None,
+    };
+    match (indexed, said) {
+        (true, Some(Value::String(v))) if is_index_value(&v) => {}
+        (false, None) => {}
+        (_, said) => {
+            return Err(format!(
+                "meta.index {said:?} (indexed: {indexed}) in {}",
+                show(&r)
+            ))
+        }
+    }
+    if matches!(&r.meta, Some(Value::Object(m)) if m.is_empty()) {
+        r.meta = None;
+    }
+    Ok(r)
+}
+
 fn show(r: &ToolResult) -> String {
     serde_json::to_string(r).unwrap_or_else(|e| format!("<{e}>"))
 }
@@ -372,6 +468,16 @@ pub fn check_case_on(
                         *tally.entry(what.into()).or_default() += 1;
                     }
                 }
+                // An indexed workspace's results add `meta.index` (which
+                // path answered, `docs/index.md`); the rest is the rg
+                // backend's.
+                let a = match without_index_key(a, native.backend().indexed()) {
+                    Ok(a) => a,
+                    Err(why) => {
+                        failures.push(format!("[tools {} {way}] {label}\n  {why}\n", pair.name));
+                        continue;
+                    }
+                };
                 if a != b {
                     failures.push(format!(
                         "[tools {} {} {way}] {label}\n  native: {}\n  rg:     {}\n",
