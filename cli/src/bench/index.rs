@@ -82,7 +82,10 @@ pub(crate) fn run(
     // Build time and memory: the resident memory the index adds to this
     // process (the method of the former `footprint` measurement), and the
     // index's own accounting of its trigram bitmaps.
-    eprintln!("dsh-search bench --index: building the index of {}", tree.display());
+    eprintln!(
+        "dsh-search bench --index: building the index of {}",
+        tree.display()
+    );
     let rss_before = resident_bytes();
     let started = Instant::now();
     let index = Index::start(tree)?;
