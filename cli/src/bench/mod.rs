@@ -3,6 +3,7 @@
 //! (BENCHMARKS.md). Speed targets live here, never in tests.
 
 pub(crate) mod corpus;
+pub(crate) mod index;
 pub(crate) mod measure;
 pub(crate) mod report;
 pub(crate) mod transport;

@@ -53,6 +53,15 @@ pub(crate) struct BenchArgs {
     /// Calls per side for --transports.
     #[arg(long, default_value_t = 300, value_name = "N")]
     pub(crate) transport_calls: usize,
+    /// Measure the live index instead (docs/index.md): on each --tree (or
+    /// the medium tier), its build time and memory, the index's workloads
+    /// through the index, the scan and rg, and freshness. Writes index.md
+    /// with --out.
+    #[arg(long)]
+    pub(crate) index: bool,
+    /// Writes by another process for --index's freshness figure.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub(crate) index_writes: usize,
     /// Write bench.md and bench.svg into this directory.
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
@@ -62,6 +71,8 @@ pub(crate) struct BenchArgs {
 pub(crate) fn run(common: &Common, args: &BenchArgs) -> u8 {
     let run = if args.transports {
         transports(common, args)
+    } else if args.index {
+        index(args)
     } else {
         run_inner(args)
     };
@@ -193,6 +204,36 @@ fn transports(common: &Common, args: &BenchArgs) -> Result<(), String> {
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         std::fs::write(dir.join("transports.md"), &md).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// `dsh-search bench --index`.
+fn index(args: &BenchArgs) -> Result<(), String> {
+    let mut trees = args.trees.clone();
+    if trees.is_empty() {
+        let corpus_dir = args.corpus_dir.clone().unwrap_or_else(default_corpus_dir);
+        let dir = corpus_dir.join(Tier::Medium.name());
+        bench::corpus::generate(&dir, Tier::Medium, 1).map_err(|e| e.to_string())?;
+        trees.push(dir);
+    }
+    let rg = rg_from_env();
+    let mut md = environment();
+    for tree in &trees {
+        md.push_str(
+            &bench::index::run(
+                tree,
+                rg.as_deref(),
+                args.iterations.max(1),
+                args.index_writes.max(1),
+            )
+            .map_err(|e| format!("index benchmark failed: {e}"))?,
+        );
+    }
+    print!("{md}");
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::write(dir.join("index.md"), &md).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
