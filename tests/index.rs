@@ -29,27 +29,7 @@ use crate::util::rg::{self, Call, Env};
 use crate::util::tree::{file, Spec, Tree};
 use crate::util::{selected, Report};
 
-/// splitmix64, as `random_trees` uses.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-    fn pick<'a, T: ?Sized>(&mut self, items: &[&'a T]) -> &'a T {
-        items[self.below(items.len())]
-    }
-}
+use crate::util::rng::Rng;
 
 const DIR_NAMES: &[&str] = &[
     "src", "lib", "docs", ".hidden", "build", "sub", "ünï", "deep",

@@ -14,27 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::util::tree::{dir, file, mtime, Spec, Tree};
 use crate::util::{glob, grep, rg, Case, Mode, Report};
 
-/// splitmix64: small, fast and good enough to pick test inputs.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-    fn pick<'a, T: ?Sized>(&mut self, items: &[&'a T]) -> &'a T {
-        items[self.below(items.len())]
-    }
-}
+use crate::util::rng::Rng;
 
 const DIR_NAMES: &[&str] = &[
     "src",

@@ -6,6 +6,7 @@
 
 pub mod fs;
 pub mod rg;
+pub mod rng;
 pub mod served;
 #[cfg(all(unix, feature = "sftp"))]
 pub mod sshd;
