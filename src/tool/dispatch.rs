@@ -323,22 +323,7 @@ impl Tools {
             Ok(v) => v,
             Err(e) => return ToolResult::error(e),
         };
-        let spilled = if ctx.direct && render::glob_over_cap(&value, cfg) {
-            self.save(
-                ctx,
-                "glob",
-                "glob-results.txt",
-                &render::glob_artifact(&value),
-            )
-        } else {
-            None
-        };
-        let content = render::render_glob(&value, cfg, spilled.as_ref());
-        let meta = ctx.direct.then(|| render::glob_meta(&value, cfg));
-        let empty = value.paths.is_empty();
-        let mut result = self.finish("glob", content, value.into_json(), meta, ctx);
-        result.empty = empty;
-        result
+        self.present(value, ctx)
     }
 
     fn grep(
@@ -364,20 +349,22 @@ impl Tools {
             Ok(v) => v,
             Err(e) => return ToolResult::error(e),
         };
-        let spilled = if ctx.direct && render::grep_over_cap(&value, cfg) {
-            self.save(
-                ctx,
-                "grep",
-                "grep-results.txt",
-                &render::grep_artifact(&value, cfg),
-            )
+        self.present(value, ctx)
+    }
+
+    /// A search's value as its tool result: spilled when a direct call is
+    /// over the inline cap, rendered, with the direct call's meta.
+    fn present<V: render::Shown>(&self, value: V, ctx: &CallContext) -> ToolResult {
+        let cfg = &self.config.search;
+        let spilled = if ctx.direct && value.over_cap(cfg) {
+            self.save(ctx, V::TOOL, V::ARTIFACT, &value.artifact(cfg))
         } else {
             None
         };
-        let content = render::render_grep(&value, cfg, spilled.as_ref());
-        let meta = ctx.direct.then(|| render::grep_meta(&value, cfg));
-        let empty = value.matches.is_empty();
-        let mut result = self.finish("grep", content, value.into_json(), meta, ctx);
+        let content = value.render(cfg, spilled.as_ref());
+        let meta = ctx.direct.then(|| value.meta(cfg));
+        let empty = value.is_empty();
+        let mut result = self.finish(V::TOOL, content, value.into_json(), meta, ctx);
         result.empty = empty;
         result
     }

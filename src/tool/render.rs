@@ -87,24 +87,24 @@ fn format_previewed(matches: &[Previewed<'_>]) -> String {
 
 /// Whether a grep value is over the inline cap (and so spills on a direct
 /// call).
-pub(crate) fn grep_over_cap(value: &GrepValue, config: &SearchConfig) -> bool {
+fn grep_over_cap(value: &GrepValue, config: &SearchConfig) -> bool {
     value.matches.len() as u64 > config.grep_max_matches
 }
 
 /// Whether a glob value is over the inline cap.
-pub(crate) fn glob_over_cap(value: &GlobValue, config: &SearchConfig) -> bool {
+fn glob_over_cap(value: &GlobValue, config: &SearchConfig) -> bool {
     value.paths.len() as u64 > config.glob_max_results
 }
 
 /// The complete grep artifact a direct call spills: every match previewed,
 /// under `Found <N> matches` (always plural: N is at least 2 here).
-pub(crate) fn grep_artifact(value: &GrepValue, config: &SearchConfig) -> String {
+fn grep_artifact(value: &GrepValue, config: &SearchConfig) -> String {
     let all = previewed(value, config, usize::MAX);
     format!("Found {} matches\n\n{}", all.len(), format_previewed(&all))
 }
 
 /// The complete glob artifact: every path in full order, no footer.
-pub(crate) fn glob_artifact(value: &GlobValue) -> String {
+fn glob_artifact(value: &GlobValue) -> String {
     shown_lines(value.paths.iter().map(String::as_str))
 }
 
@@ -120,13 +120,72 @@ fn shown_lines<'a>(paths: impl IntoIterator<Item = &'a str>) -> String {
     out
 }
 
+/// What the dispatcher does with a search's value, the same steps for glob
+/// and grep (§3.2–§3.4, §3.8): spill the complete result when a direct
+/// call is over the inline cap, render the text, build the direct call's
+/// presentation meta, hand the value on as JSON.
+pub(crate) trait Shown {
+    /// The tool's name, as the spill store files it.
+    const TOOL: &'static str;
+    /// The spilled artifact's file name.
+    const ARTIFACT: &'static str;
+    fn over_cap(&self, config: &SearchConfig) -> bool;
+    fn artifact(&self, config: &SearchConfig) -> String;
+    fn render(&self, config: &SearchConfig, spill: Option<&SpillRef>) -> String;
+    fn meta(&self, config: &SearchConfig) -> Value;
+    fn is_empty(&self) -> bool;
+    fn into_json(self) -> Value;
+}
+
+impl Shown for GlobValue {
+    const TOOL: &'static str = "glob";
+    const ARTIFACT: &'static str = "glob-results.txt";
+    fn over_cap(&self, config: &SearchConfig) -> bool {
+        glob_over_cap(self, config)
+    }
+    fn artifact(&self, _config: &SearchConfig) -> String {
+        glob_artifact(self)
+    }
+    fn render(&self, config: &SearchConfig, spill: Option<&SpillRef>) -> String {
+        render_glob(self, config, spill)
+    }
+    fn meta(&self, config: &SearchConfig) -> Value {
+        glob_meta(self, config)
+    }
+    fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+    fn into_json(self) -> Value {
+        GlobValue::into_json(self)
+    }
+}
+
+impl Shown for GrepValue {
+    const TOOL: &'static str = "grep";
+    const ARTIFACT: &'static str = "grep-results.txt";
+    fn over_cap(&self, config: &SearchConfig) -> bool {
+        grep_over_cap(self, config)
+    }
+    fn artifact(&self, config: &SearchConfig) -> String {
+        grep_artifact(self, config)
+    }
+    fn render(&self, config: &SearchConfig, spill: Option<&SpillRef>) -> String {
+        render_grep(self, config, spill)
+    }
+    fn meta(&self, config: &SearchConfig) -> Value {
+        grep_meta(self, config)
+    }
+    fn is_empty(&self) -> bool {
+        self.matches.is_empty()
+    }
+    fn into_json(self) -> Value {
+        GrepValue::into_json(self)
+    }
+}
+
 /// grep's text (§3.2). `spill` is where the complete result went, if it
 /// was saved.
-pub(crate) fn render_grep(
-    value: &GrepValue,
-    config: &SearchConfig,
-    spill: Option<&SpillRef>,
-) -> String {
+fn render_grep(value: &GrepValue, config: &SearchConfig, spill: Option<&SpillRef>) -> String {
     let seen = value.matches.len();
     if seen == 0 {
         return "No matches found".to_string();
@@ -256,11 +315,7 @@ fn glob_page<'a>(value: &'a GlobValue, config: &SearchConfig) -> (Vec<&'a str>, 
 }
 
 /// glob's text (§3.4).
-pub(crate) fn render_glob(
-    value: &GlobValue,
-    config: &SearchConfig,
-    spill: Option<&SpillRef>,
-) -> String {
+fn render_glob(value: &GlobValue, config: &SearchConfig, spill: Option<&SpillRef>) -> String {
     let n = value.paths.len();
     if n == 0 {
         return "No files found".to_string();
@@ -313,7 +368,7 @@ fn cap_items(
 }
 
 /// grep's presentation meta (§3.8), from the previewed and capped matches.
-pub(crate) fn grep_meta(value: &GrepValue, config: &SearchConfig) -> Value {
+fn grep_meta(value: &GrepValue, config: &SearchConfig) -> Value {
     let total = value.matches.len();
     let kept = previewed(value, config, usize_cap(config.grep_max_matches));
     let mut files: Vec<Value> = group_by_path(&kept, |m| m.path)
@@ -339,7 +394,7 @@ pub(crate) fn grep_meta(value: &GrepValue, config: &SearchConfig) -> Value {
 }
 
 /// glob's presentation meta (§3.8): the same page the text shows.
-pub(crate) fn glob_meta(value: &GlobValue, config: &SearchConfig) -> Value {
+fn glob_meta(value: &GlobValue, config: &SearchConfig) -> Value {
     let total = value.paths.len();
     let (page, _) = glob_page(value, config);
     let mut paths: Vec<Value> = page.iter().map(|p| json!(p)).collect();
