@@ -631,6 +631,115 @@ fn an_indexed_server_answers_as_the_scan_while_another_process_changes_the_tree(
     }
 }
 
+/// A directory that turns unreadable under a live index, and readable
+/// again (`docs/index.md`, "How it stays current": the chmod's event hands
+/// it to the disk, where the scan's error is read; issue 23's failure
+/// modes). Both servers run as uid 65534 when the test runs as root, for
+/// whom no mode bit denies anything; each call of `serve --index` is
+/// compared with `serve`'s, and must have been answered by the mirror.
+#[test]
+fn an_indexed_server_follows_a_directory_that_turns_unreadable() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    const NOBODY: u32 = 65534;
+    let ws = Ws::new()
+        .with("open/a.txt", "token in open\n")
+        .with("locked/b.txt", "token in locked\n")
+        .with("locked/sub/c.txt", "token below locked\n");
+    // The binary, copied where uid 65534 can run it whatever the checkout's
+    // permissions; the servers' state and home in the same tree.
+    let exe = ws.base.join("dsh-search");
+    std::fs::copy(crate::util::rg::dsh_search_exe(), &exe).unwrap();
+    let root_user = rustix::process::geteuid().is_root();
+    let as_test_user = |c: &mut std::process::Command| {
+        if root_user {
+            c.uid(NOBODY).gid(NOBODY);
+        }
+    };
+    if root_user {
+        let mut chown = std::process::Command::new("chown");
+        chown
+            .args(["-R", &format!("{NOBODY}:{NOBODY}")])
+            .arg(&ws.base);
+        assert!(chown.status().unwrap().success());
+    }
+    let mut scan_cmd = ws.command(&exe);
+    scan_cmd.arg("serve");
+    as_test_user(&mut scan_cmd);
+    let mut indexed_cmd = ws.command(&exe);
+    indexed_cmd.args(["--index", "serve"]);
+    as_test_user(&mut indexed_cmd);
+    let mut scan = Served::spawn(&mut scan_cmd);
+    let mut indexed = Served::spawn(&mut indexed_cmd);
+    let mut k = 0;
+    let mut ask = |tool: &str, args: Value, wait_for_mirror: bool| -> (Value, String) {
+        // While the index builds, the scan answers: asked again until the
+        // mirror does (a build of this tree not done in 120 s is a hang).
+        let hang = std::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            k += 1;
+            let req = json!({"id": k, "tool": tool, "arguments": args});
+            scan.send(&req);
+            indexed.send(&req);
+            let (a, mut b) = (scan.recv(), indexed.recv());
+            let result = b["result"].as_object_mut().unwrap();
+            let meta = result.get_mut("meta").and_then(Value::as_object_mut);
+            let said = meta.and_then(|m| m.remove("index"));
+            let said = said
+                .as_ref()
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            // An error's `meta` is `{"index": …}` alone (`docs/index.md`).
+            if result.get("meta") == Some(&json!({})) {
+                result.remove("meta");
+            }
+            assert_eq!(
+                a, b,
+                "{tool} {args}: the indexed server differs from the scan"
+            );
+            if said == "mirror" || !wait_for_mirror || !cfg!(target_os = "linux") {
+                return (a, said);
+            }
+            assert_eq!(said, BUILDING, "{b}");
+            assert!(
+                std::time::Instant::now() < hang,
+                "the index was never ready"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let grep = json!({"pattern": "token"});
+    let glob = json!({"pattern": "**/*.txt"});
+    let (before, _) = ask("grep", grep.clone(), true);
+    assert!(content(&before).contains("token in locked"), "{before}");
+    let locked = ws.at("locked");
+    for (mode, readable) in [(0o000, false), (0o755, true), (0o311, false), (0o755, true)] {
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(mode)).unwrap();
+        for (tool, args) in [("grep", grep.clone()), ("glob", glob.clone())] {
+            let (a, said) = ask(tool, args.clone(), false);
+            if cfg!(target_os = "linux") {
+                assert_eq!(said, "mirror", "mode {mode:o}, {tool}: {a}");
+            }
+            // The comparison is not of two empty answers, and the mode did
+            // what it should: the locked files show when readable, and rg's
+            // error for the directory when not.
+            let text = content(&a);
+            if readable {
+                assert!(
+                    text.contains("a.txt") && text.contains("b.txt"),
+                    "{tool}: {a}"
+                );
+            } else {
+                assert!(
+                    text.contains("./locked: Permission denied (os error 13)"),
+                    "mode {mode:o}, {tool}: {a}"
+                );
+            }
+        }
+    }
+}
+
 /// `meta.index` of a call an index still being built leaves to the scan.
 const BUILDING: &str = "scan: the index is being built";
 
