@@ -58,7 +58,7 @@ pub(crate) fn glob_overrides(real_workdir: &Path, pattern: &str) -> Result<Overr
 /// a name matches: a whitelist, never an ignore; it is not matched at all.
 pub(crate) struct GlobFilter {
     full: Override,
-    user: Option<UserGlob>,
+    user: Option<User>,
     /// The root, when rg matches the path it walks rather than what the
     /// workdir's strip leaves of ours ([`Root::matched_as_walked`]).
     unwalk: Option<Root>,
@@ -68,6 +68,13 @@ enum UserGlob {
     /// `*`: every path.
     Everything,
     Glob(Override),
+}
+
+/// The user's glob, and whether the walk's root path already has a VCS
+/// segment (every path below it then has one).
+struct User {
+    glob: UserGlob,
+    root_in_vcs: bool,
 }
 
 impl GlobFilter {
@@ -90,13 +97,15 @@ impl GlobFilter {
         let below = path_bytes(root.walk_path())
             .strip_prefix(wc_bytes)
             .is_some_and(|rest| rest.first().is_some_and(|&b| is_sep(b)));
-        let user = if !below || has_vcs_segment(wc_bytes) {
+        let glob = if !below || has_vcs_segment(wc_bytes) {
             None
         } else if pattern == "*" {
             Some(UserGlob::Everything)
         } else {
             Some(UserGlob::Glob(overrides(real_workdir, &[pattern])?))
         };
+        let root_in_vcs = has_vcs_segment(path_bytes(root.walk_path()));
+        let user = glob.map(|glob| User { glob, root_in_vcs });
         Ok(GlobFilter {
             full,
             user,
@@ -104,15 +113,20 @@ impl GlobFilter {
         })
     }
 
-    /// Whether rg leaves `path` (absolute, below the walk root) out.
-    pub(crate) fn ignored(&self, path: &Path, is_dir: bool) -> bool {
+    /// Whether rg leaves out `path` (absolute, below the walk root), the
+    /// entry `name` of a directory the walk visited: the root, or a
+    /// directory this filter kept. Its ancestors below the root were kept,
+    /// so none of them is a VCS directory, and of the VCS excludes only the
+    /// root's path and the name itself are left to look at.
+    pub(crate) fn ignored(&self, path: &Path, name: &[u8], is_dir: bool) -> bool {
         if let Some(root) = &self.unwalk {
             return self.full.matched(root.unwalk(path), is_dir).is_ignore();
         }
         match &self.user {
             Some(user) => {
-                has_vcs_segment(path_bytes(path))
-                    || match user {
+                user.root_in_vcs
+                    || VCS_DIRS.iter().any(|v| v.as_bytes() == name)
+                    || match &user.glob {
                         UserGlob::Everything => false,
                         UserGlob::Glob(override_set) => {
                             override_set.matched(path, is_dir).is_ignore()

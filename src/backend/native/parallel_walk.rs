@@ -43,11 +43,16 @@ pub(crate) type Mtime = Option<(i64, u32)>;
 /// One listed file.
 pub(crate) struct ListedFile {
     pub(crate) mtime: Mtime,
-    /// The position path of its directory.
-    dir: Arc<[u32]>,
-    /// Its position in its directory's listing.
-    idx: u32,
     pub(crate) printed: Vec<u8>,
+}
+
+/// Files listed one after another in one directory, with no subdirectory
+/// between them: contiguous in walk order. `at` is the position path of
+/// the first (its directory's, then its index in the listing); runs sort
+/// by it into walk order.
+struct Run {
+    at: Box<[u32]>,
+    files: Vec<ListedFile>,
 }
 
 /// One walk error, at the position where walkdir would report it.
@@ -77,7 +82,7 @@ impl WalkError {
 
 #[derive(Default)]
 struct Found {
-    files: Vec<ListedFile>,
+    runs: Vec<Run>,
     errors: Vec<WalkError>,
 }
 
@@ -118,15 +123,22 @@ pub(crate) fn walk<F: FileSystem>(
         )
     });
     let Found {
-        mut files,
+        mut runs,
         mut errors,
     } = ctx.found.into_inner().recover_poison();
-    // One global sort; unreadable metadata last (`hiargs.rs: sort`), ties in
-    // walk order. Position paths are unique, so an unstable sort is exact;
-    // it runs on the pool's threads too.
+    // Walk order first: the runs by their first file's position path
+    // (unique, so an unstable sort is exact), far fewer than the files.
+    // Then one stable sort by modification time, unreadable metadata last
+    // (`hiargs.rs: sort`), which keeps ties in walk order; a tree whose
+    // files share one mtime (a checkout) is then one run for the sort.
     use rayon::slice::ParallelSliceMut;
+    runs.sort_unstable_by(|a, b| a.at.cmp(&b.at));
+    let mut files: Vec<ListedFile> = Vec::with_capacity(runs.iter().map(|r| r.files.len()).sum());
+    for run in runs {
+        files.extend(run.files);
+    }
     super::pool().install(|| {
-        files.par_sort_unstable_by(|a, b| {
+        files.par_sort_by(|a, b| {
             use std::cmp::Ordering;
             match (a.mtime, b.mtime) {
                 (Some(x), Some(y)) => x.cmp(&y),
@@ -134,22 +146,11 @@ pub(crate) fn walk<F: FileSystem>(
                 (None, Some(_)) => Ordering::Greater,
                 (None, None) => Ordering::Equal,
             }
-            .then_with(|| position_cmp(a, b))
         })
     });
     errors.sort_by(|a, b| a.pos.cmp(&b.pos));
     let errors = errors.into_iter().map(|e| (e.msg, e.unavailable));
     (files, errors.collect())
-}
-
-fn position_cmp(a: &ListedFile, b: &ListedFile) -> std::cmp::Ordering {
-    if Arc::ptr_eq(&a.dir, &b.dir) {
-        return a.idx.cmp(&b.idx);
-    }
-    a.dir
-        .iter()
-        .chain(std::iter::once(&a.idx))
-        .cmp(b.dir.iter().chain(std::iter::once(&b.idx)))
 }
 
 thread_local! {
@@ -277,7 +278,10 @@ struct DirVisit<'s, 'v, F: FileSystem> {
     /// directory's path and a separator are its first `base` bytes.
     child: Vec<u8>,
     base: usize,
+    /// The run of files at hand, and its first file's index.
     files: Vec<ListedFile>,
+    first: u32,
+    runs: Vec<Run>,
     errors: Vec<WalkError>,
 }
 
@@ -302,6 +306,8 @@ impl<'s, 'v, F: FileSystem> DirVisit<'s, 'v, F> {
             base: child.len(),
             child,
             files: Vec::new(),
+            first: 0,
+            runs: Vec::new(),
             errors: Vec::new(),
         }
     }
@@ -332,9 +338,11 @@ impl<'s, 'v, F: FileSystem> DirVisit<'s, 'v, F> {
     /// globs leave it out.
     fn subdirectory(&mut self, s: &rayon::Scope<'s>, i: u32, name: &[u8]) {
         let ctx = self.ctx;
-        if ctx.override_set.ignored(&path_of(&self.child), true) {
+        if ctx.override_set.ignored(&path_of(&self.child), name, true) {
             return;
         }
+        // Its files come between the run before it and the run after.
+        self.end_run();
         let sub: Arc<[u32]> = self.pos.iter().copied().chain([i]).collect();
         let mut sub_printed = Vec::with_capacity(self.printed.len() + name.len() + 1);
         sub_printed.extend_from_slice(self.printed);
@@ -359,7 +367,7 @@ impl<'s, 'v, F: FileSystem> DirVisit<'s, 'v, F> {
     /// printing it crosses the raw budget.
     fn file(&mut self, i: u32, name: &[u8], listed: Option<&Metadata>) -> bool {
         let ctx = self.ctx;
-        if ctx.override_set.ignored(&path_of(&self.child), false) {
+        if ctx.override_set.ignored(&path_of(&self.child), name, false) {
             return true;
         }
         let mut printed = Vec::with_capacity(self.printed.len() + name.len());
@@ -379,20 +387,29 @@ impl<'s, 'v, F: FileSystem> DirVisit<'s, 'v, F> {
         if !ctx.budget.spend(printed.len() as u64 + 1) {
             return false;
         }
-        self.files.push(ListedFile {
-            mtime,
-            dir: self.pos.clone(),
-            idx: i,
-            printed,
-        });
+        if self.files.is_empty() {
+            self.first = i;
+        }
+        self.files.push(ListedFile { mtime, printed });
         true
+    }
+
+    /// Close the run of files at hand.
+    fn end_run(&mut self) {
+        if !self.files.is_empty() {
+            self.runs.push(Run {
+                at: self.pos.iter().copied().chain([self.first]).collect(),
+                files: std::mem::take(&mut self.files),
+            });
+        }
     }
 
     /// Add what the directory's entries gave to the walk's findings.
     fn report(mut self) {
-        if !self.files.is_empty() || !self.errors.is_empty() {
+        self.end_run();
+        if !self.runs.is_empty() || !self.errors.is_empty() {
             let mut found = self.ctx.found.lock().recover_poison();
-            found.files.append(&mut self.files);
+            found.runs.append(&mut self.runs);
             found.errors.append(&mut self.errors);
         }
     }
