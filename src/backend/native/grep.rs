@@ -428,6 +428,20 @@ impl<'a, F: FileSystem> Worker<'a, F> {
         pass: &dyn Fn() -> bool,
     ) -> io::Result<Option<FileBlock>> {
         let explicit = matches!(source, Source::Explicit);
+        let fs = self.ctx.fs;
+        // The index's prefilter (`docs/index.md`): no match possible in this
+        // text file, counted as `clean_miss` counts one read whole. Asked
+        // before anything else is set up: in an indexed tree most walked
+        // files end here. A path too long for rg is left to its error below.
+        if let Source::InDir(dir, name) = source {
+            let too_long =
+                source.path_form() == PathForm::Rg && super::paths::too_long_for_rg(path);
+            if !too_long {
+                if let Some(len) = fs.known_miss(dir.handle(), dir.path(), name) {
+                    return Ok(Some(clean_miss(len)));
+                }
+            }
+        }
         let Some(SearchTools {
             matcher,
             searcher,
@@ -445,7 +459,6 @@ impl<'a, F: FileSystem> Worker<'a, F> {
             JsonSink::new(matcher, budget, scratch, root, path, source.path_form())
         };
         let cancel = self.ctx.budget.cancel().clone();
-        let fs = self.ctx.fs;
         let kind = self.ctx.explicit.filter(|_| explicit);
         let sink = if kind == Some(FileType::File) {
             // As rg searches its memory map, in bounded memory (`explicit.rs`).
@@ -476,13 +489,6 @@ impl<'a, F: FileSystem> Worker<'a, F> {
         } else {
             if source.path_form() == PathForm::Rg && super::paths::too_long_for_rg(path) {
                 return Err(super::paths::name_too_long());
-            }
-            if let Source::InDir(dir, name) = source {
-                // The index's prefilter: no match possible in this text
-                // file, counted as `clean_miss` counts one read whole.
-                if let Some(len) = fs.known_miss(dir.handle(), dir.path(), name) {
-                    return Ok(Some(clean_miss(len)));
-                }
             }
             let open = || match source {
                 Source::InDir(dir, name) => fs.open_at(dir.handle(), dir.path(), name),
