@@ -75,7 +75,8 @@ pub(crate) fn describe(e: WorkspaceError) -> String {
     match e {
         WorkspaceError::RgNeedsLocalDisk => "--backend rg searches the local disk only: it cannot be used with --fs mem, --fs sftp:// or --overlay".into(),
         WorkspaceError::OverlayOverSftp => "--overlay cannot be used with --fs sftp://".into(),
-        WorkspaceError::IndexUnsupported(what) => format!("the index (--index, or the configuration's index key) is not available for {what} yet: it indexes the local disk with the native backend"),
+        WorkspaceError::IndexUnsupported("the rg backend") => "the index (--index, or the configuration's index key) is not available with --backend rg: it answers through the native engine".into(),
+        WorkspaceError::IndexUnsupported(what) => format!("the index (--index, or the configuration's index key) is not available for {what}: it answers through the native engine"),
         WorkspaceError::NoKnownHosts => {
             "no --known-hosts and no HOME to find ~/.ssh/known_hosts in".into()
         }

@@ -144,6 +144,19 @@ pub struct OverlayDir<L: FileSystem, U: FileSystem> {
     upper: Option<(U::Dir, PathBuf)>,
 }
 
+impl<L: FileSystem, U: FileSystem> OverlayDir<L, U> {
+    /// The lower layer's directory, if it has one.
+    pub(crate) fn lower_dir(&self) -> Option<&L::Dir> {
+        self.lower.as_ref()
+    }
+
+    /// The upper layer's directory and its path there, if it had one when
+    /// this was opened.
+    pub(crate) fn upper_dir(&self) -> Option<(&U::Dir, &Path)> {
+        self.upper.as_ref().map(|(d, p)| (d, p.as_path()))
+    }
+}
+
 impl<L: FileSystem, U: FileSystem> fmt::Debug for OverlayDir<L, U> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OverlayDir")
@@ -246,6 +259,13 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
         {
             self.upper_used.store(true, Ordering::Release);
         }
+    }
+
+    /// The upper layer's path for the overlay path `path` (resolved), or
+    /// `None` outside `lower_root` (for the live index, which follows both
+    /// layers).
+    pub(crate) fn upper_path_of(&self, path: &Path) -> Option<PathBuf> {
+        self.upper_path(path)
     }
 
     /// [`OverlayFs::upper_path`], when the upper layer may hold it.

@@ -1,0 +1,496 @@
+//! The live index's differential mutation test (`docs/index.md`, "How it
+//! is tested") on the workspaces that are not the local disk: in memory
+//! (`--fs mem`) and through overlays (`--overlay`, over the disk and over
+//! memory), and over SFTP. The disk's own run is `index.rs`'s
+//! `index_follows_every_change_like_rg`; the random trees, changes, calls
+//! and patterns are its.
+//!
+//! Each run: random trees, and on each 30 random changes, each followed at
+//! once (no wait) by three calls through the indexed workspace compared
+//! byte for byte with rg on the disk, every narrowed call answered by the
+//! index (`meta.index` says `mirror`). Where the workspace's tree is not on
+//! the disk (memory, an overlay), it is copied to the disk for rg after
+//! each change: names, kinds, bytes, modes, mtimes to the nanosecond and
+//! symlink targets.
+//!
+//! `DSH_SEARCH_SEED` replays a run, `DSH_SEARCH_INDEX_TREES` sets the
+//! number of trees of each run, `DSH_SEARCH_CASE` selects calls by label.
+
+#![cfg(target_os = "linux")]
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use dsh_search::fs::{DynFileSystem, FileSystem, FileType, MemFs, WriteGuard};
+use dsh_search::tool::CallContext;
+use dsh_search::{
+    CancelToken, Config, FsSpec, Index, SearchBackend, Tools, Workspace, WorkspaceOptions,
+};
+
+use crate::index::{
+    content, listing, random_call, random_tree, seed, CHANGE_KINDS, DIR_NAMES, FILE_NAMES,
+    IGNORE_LINES, LINES, NARROWED, UNNARROWED,
+};
+use crate::util::rg::{self, Call};
+use crate::util::rng::Rng;
+use crate::util::tree::Tree;
+use crate::util::{selected, Report};
+
+/// Changes per tree, as on the disk.
+const STEPS: usize = 30;
+
+/// One indexed workspace under the test.
+trait Subject {
+    /// The workspace's index.
+    fn index(&self) -> &Index;
+    /// The backend the calls go through (the index's).
+    fn backend(&self) -> &dyn SearchBackend;
+    /// Make one random change; what it was.
+    fn change(&mut self, r: &mut Rng) -> String;
+    /// The workspace's tree as it is now, on the disk, for rg.
+    fn on_disk(&mut self) -> PathBuf;
+}
+
+/// The indexed workspace over the tree at `root`, with its tools.
+struct Opened {
+    ws: Workspace,
+    index: Index,
+    backend: Arc<dyn SearchBackend>,
+    tools: Tools,
+}
+
+fn open(options: &WorkspaceOptions) -> Opened {
+    let ws = options.open().expect("an indexed workspace opens");
+    let index = ws.index().expect("the index was asked for").clone();
+    // A guard against a hang, not a timed assertion.
+    assert!(
+        index.wait_ready(Duration::from_secs(60)),
+        "{:?}",
+        index.status()
+    );
+    let backend = ws.backend(&Config::default());
+    let tools = ws.tools(Config::default(), None).expect("tools");
+    Opened {
+        ws,
+        index,
+        backend,
+        tools,
+    }
+}
+
+/// How many trees a run takes: `DSH_SEARCH_INDEX_TREES`, else `default`.
+fn trees(default: usize) -> usize {
+    std::env::var("DSH_SEARCH_INDEX_TREES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The differential run: `open` makes the indexed workspace of each
+/// random tree (built on the disk at the path it is given).
+fn differential(name: &str, default_trees: usize, open: impl Fn(&Path) -> Box<dyn Subject>) {
+    let Some(env) = rg::env() else { return };
+    let seed = seed();
+    let mut report = Report::new(&format!("{name} DSH_SEARCH_SEED={seed}"));
+    let mut rng = Rng(seed);
+    let mut skipped = 0;
+    for t in 0..trees(default_trees) {
+        let tree = Tree::build(&random_tree(&mut rng));
+        let root = tree.root().to_path_buf();
+        let mut subject = open(&root);
+        let mut history = Vec::new();
+        for step in 0..STEPS {
+            history.push(subject.change(&mut rng));
+            let disk = subject.on_disk();
+            let (dirs, files) = listing(&disk);
+            for c in 0..3 {
+                // The last call greps for what the changes write, by a
+                // pattern the prefilter narrows: a stale trigram set would
+                // hide a match.
+                let call = if c == 2 {
+                    Call::Grep {
+                        pattern: rng.pick(NARROWED).to_string(),
+                        path: None,
+                        include: None,
+                    }
+                } else {
+                    random_call(&mut rng, &dirs, &files)
+                };
+                let label = format!(
+                    "{name} tree={t} step={step} call={c}: {}",
+                    rg::describe(&call, "")
+                );
+                if !selected(&label) {
+                    continue;
+                }
+                report.count();
+                let before = report.failures();
+                let by_index = subject.index().status().answered_by_index;
+                let expected = rg::run_rg(env, &call, &disk);
+                let actual = rg::run_backend(subject.backend(), &call, &root);
+                if let Some(d) = rg::diff(&call, &expected, &actual) {
+                    report.fail(format!("{label}\n{d}"));
+                }
+                let narrowed = match &call {
+                    Call::Grep { pattern, .. } => !UNNARROWED.contains(&pattern.as_str()),
+                    Call::Glob { .. } => true,
+                };
+                if narrowed && subject.index().status().answered_by_index != by_index + 1 {
+                    report.fail(format!(
+                        "{label}: not answered by the index: {:?}",
+                        subject.index().status()
+                    ));
+                }
+                if report.failures() > before {
+                    report.fail(format!(
+                        "{label}: the changes so far:\n  {}",
+                        history.join("\n  ")
+                    ));
+                }
+            }
+        }
+        let s = subject.index().status();
+        if s.dirs_listed == 0 {
+            report.fail(format!(
+                "{name} tree={t}: no directory was listed from the mirror: {s:?}"
+            ));
+        }
+        skipped += s.files_skipped;
+    }
+    report.finish();
+    assert!(
+        skipped > 0,
+        "{name}: the prefilter never spared a file: the test proves less than it says"
+    );
+}
+
+/// Copy the tree at `from` of `fs` to the new directory `to` on the disk:
+/// names, kinds, bytes, modes, mtimes and symlink targets (FIFOs and
+/// sockets are not made by the changes).
+fn copy_out(fs: &dyn DynFileSystem, from: &Path, to: &Path) {
+    std::fs::create_dir(to).unwrap();
+    for (name, _) in fs.read_dir(from).unwrap() {
+        let name = OsStr::from_bytes(&name);
+        let (src, dst) = (from.join(name), to.join(name));
+        let m = fs.symlink_metadata(&src).unwrap();
+        match m.kind {
+            FileType::Dir => {
+                copy_out(fs, &src, &dst);
+                std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(m.mode)).unwrap();
+            }
+            FileType::File => {
+                let (_, data) = fs.read_file(&src, u64::MAX).unwrap();
+                std::fs::write(&dst, data.expect("a regular file's bytes")).unwrap();
+                let (s, ns) = m.mtime.expect("an mtime");
+                let t = UNIX_EPOCH + Duration::new(s as u64, ns);
+                let f = std::fs::File::options().write(true).open(&dst).unwrap();
+                f.set_modified(t).unwrap();
+                std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(m.mode)).unwrap();
+            }
+            FileType::Symlink => {
+                std::os::unix::fs::symlink(fs.read_link(&src).unwrap(), &dst).unwrap();
+            }
+            other => panic!("{}: no change makes a {other:?}", src.display()),
+        }
+    }
+}
+
+/// A workspace whose tree is not on the disk: copied out after each
+/// change, to a new directory each time.
+struct CopiedOut {
+    fs: Arc<dyn DynFileSystem>,
+    root: PathBuf,
+    scratch: tempfile::TempDir,
+    copies: usize,
+}
+
+impl CopiedOut {
+    fn new(fs: Arc<dyn DynFileSystem>, root: &Path) -> CopiedOut {
+        let mut c = CopiedOut {
+            fs,
+            root: root.to_path_buf(),
+            scratch: tempfile::tempdir().unwrap(),
+            copies: 0,
+        };
+        c.copy();
+        c
+    }
+
+    /// The tree as it is now, copied out; the previous copy removed.
+    fn copy(&mut self) -> PathBuf {
+        let old = self.current();
+        if old.exists() {
+            std::fs::remove_dir_all(&old).unwrap();
+        }
+        self.copies += 1;
+        let to = self.current();
+        copy_out(&*self.fs, &self.root, &to);
+        to
+    }
+
+    fn current(&self) -> PathBuf {
+        self.scratch.path().join(format!("tree{}", self.copies))
+    }
+}
+
+/// One random change of kind `kind` (below [`CHANGE_KINDS`]) to a tree in
+/// memory at `root`, through its methods (`MemFs`) or the seam's write, or
+/// through the tools: the kinds of `index.rs`'s `change_kind`, as memory
+/// makes them. `seen` is the tree copied out (where the paths are picked).
+/// Memory has no rename: a file or directory moved is copied (bytes, mode,
+/// mtime) and removed, which the index sees as a removal and a creation,
+/// as a rename on the disk is.
+fn mem_change(
+    r: &mut Rng,
+    kind: usize,
+    mem: &MemFs,
+    root: &Path,
+    seen: &Path,
+    tools: &Tools,
+) -> String {
+    let (dirs, files) = listing(seen);
+    let dir = dirs[r.below(dirs.len())].clone();
+    let new_name = |r: &mut Rng| dir.join(r.pick(FILE_NAMES));
+    let some_file = |r: &mut Rng| (!files.is_empty()).then(|| files[r.below(files.len())].clone());
+    let abs = |p: &Path| root.join(p);
+    let is_file = |p: &Path| {
+        FileSystem::symlink_metadata(mem, &abs(p)).is_ok_and(|m| m.kind == FileType::File)
+    };
+    let done: io::Result<String> = match kind {
+        0 => {
+            // Through the seam, as the tools write.
+            let p = new_name(r);
+            let c = content(r);
+            FileSystem::write(mem, &abs(&p), &c, &WriteGuard::None, &CancelToken::new())
+                .map_err(|e| io::Error::other(e.to_string()))
+                .map(|_| format!("seam write {}", p.display()))
+        }
+        1 => {
+            let p = new_name(r);
+            let c = content(r);
+            mem.write_file(abs(&p), c)
+                .map(|_| format!("create {}", p.display()))
+        }
+        2 => match some_file(r) {
+            Some(p) => mem
+                .remove(abs(&p))
+                .map(|_| format!("delete {}", p.display())),
+            None => Ok("nothing to delete".into()),
+        },
+        3 => match some_file(r).filter(|p| is_file(p)) {
+            Some(p) => {
+                let to = new_name(r);
+                (|| {
+                    let m = FileSystem::symlink_metadata(mem, &abs(&p))?;
+                    let data = mem.read_file(abs(&p))?;
+                    mem.remove(abs(&p))?;
+                    mem.write_file(abs(&to), &data)?;
+                    mem.set_mode(abs(&to), m.mode)?;
+                    mem.set_mtime(abs(&to), m.mtime.unwrap())?;
+                    Ok(format!("move {} -> {}", p.display(), to.display()))
+                })()
+            }
+            None => Ok("nothing to move".into()),
+        },
+        4 if dirs.len() > 1 => {
+            let from = dirs[1 + r.below(dirs.len() - 1)].clone();
+            let to = dirs[r.below(dirs.len())].join(r.pick(DIR_NAMES));
+            if to.starts_with(&from) {
+                Ok("no move into itself".into())
+            } else if FileSystem::symlink_metadata(mem, &abs(&to)).is_ok() {
+                Ok(format!("{} exists: not moved onto", to.display()))
+            } else {
+                mem_copy(mem, &abs(&from), &abs(&to))
+                    .and_then(|_| mem.remove(abs(&from)))
+                    .map(|_| format!("move dir {} -> {}", from.display(), to.display()))
+            }
+        }
+        5 if dirs.len() > 1 => {
+            let d = dirs[1 + r.below(dirs.len() - 1)].clone();
+            mem.remove(abs(&d))
+                .map(|_| format!("rm -r {}", d.display()))
+        }
+        6 => {
+            let d = dir.join(r.pick(DIR_NAMES));
+            let f = d.join(r.pick(FILE_NAMES));
+            let c = content(r);
+            mem.create_dir_all(abs(&d))
+                .and_then(|_| mem.write_file(abs(&f), c))
+                .map(|_| format!("mkdir {} and create {}", d.display(), f.display()))
+        }
+        7 => match some_file(r).filter(|p| is_file(p)) {
+            Some(p) => {
+                let mode = [0o600, 0o644, 0o000, 0o755][r.below(4)];
+                mem.set_mode(abs(&p), mode)
+                    .map(|_| format!("chmod {mode:o} {}", p.display()))
+            }
+            None => Ok("nothing to chmod".into()),
+        },
+        8 => match some_file(r).filter(|p| is_file(p)) {
+            Some(p) => (|| {
+                let data = mem.read_file(abs(&p))?;
+                let to = r.below(data.len() + 1);
+                mem.write_file(abs(&p), &data[..to])?;
+                Ok(format!("truncate {} to {to}", p.display()))
+            })(),
+            None => Ok("nothing to truncate".into()),
+        },
+        9 => match some_file(r).filter(|p| is_file(p)) {
+            Some(p) => (|| {
+                let line = r.pick(LINES);
+                let mut data = mem.read_file(abs(&p))?.to_vec();
+                data.extend_from_slice(line.as_bytes());
+                data.push(b'\n');
+                mem.write_file(abs(&p), data)?;
+                Ok(format!("append {line:?} to {}", p.display()))
+            })(),
+            None => Ok("nothing to append to".into()),
+        },
+        10 => match some_file(r).filter(|p| is_file(p)) {
+            // The change a size-and-mtime comparison misses.
+            Some(p) => (|| {
+                let m = FileSystem::symlink_metadata(mem, &abs(&p))?;
+                let old = mem.read_file(abs(&p))?;
+                let mut new: Vec<u8> = b"rare_token_here\nneedle\n"
+                    .iter()
+                    .cycle()
+                    .take(old.len())
+                    .copied()
+                    .collect();
+                if new[..] == old[..] {
+                    new.iter_mut().for_each(|b| *b = b'z');
+                }
+                mem.write_file(abs(&p), new)?;
+                mem.set_mtime(abs(&p), m.mtime.unwrap())?;
+                Ok(format!("rewrite {} keeping size and mtime", p.display()))
+            })(),
+            None => Ok("nothing to rewrite".into()),
+        },
+        11 => {
+            let link = dir.join("link");
+            let target = match r.below(3) {
+                0 => "a.rs",
+                1 if !dir.as_os_str().is_empty() => "..",
+                _ => "missing",
+            };
+            let _ = mem.remove(abs(&link));
+            mem.symlink(target, abs(&link))
+                .map(|_| format!("symlink {} -> {target}", link.display()))
+        }
+        12 => {
+            let name = [".gitignore", ".ignore", ".rgignore"][r.below(3)];
+            let p = dir.join(name);
+            if r.chance(25) {
+                let _ = mem.remove(abs(&p));
+                Ok(format!("remove {}", p.display()))
+            } else {
+                let text: String = (0..1 + r.below(3))
+                    .map(|_| format!("{}\n", r.pick(IGNORE_LINES)))
+                    .collect();
+                mem.write_file(abs(&p), &text)
+                    .map(|_| format!("write {} {text:?}", p.display()))
+            }
+        }
+        13 => {
+            let git = dir.join(".git");
+            if FileSystem::symlink_metadata(mem, &abs(&git)).is_ok() {
+                mem.remove(abs(&git))
+                    .map(|_| format!("rm -r {}", git.display()))
+            } else {
+                mem.create_dir_all(abs(&git))
+                    .and_then(|_| mem.write_file(abs(&git).join("HEAD"), "ref\n"))
+                    .map(|_| format!("git init {}", git.display()))
+            }
+        }
+        _ => {
+            let p = new_name(r);
+            Ok(tool_write(r, root, &p, tools))
+        }
+    };
+    done.unwrap_or_else(|e| format!("change {kind} failed: {e}"))
+}
+
+/// A write through the tools: the next call must see it, with no wait.
+fn tool_write(r: &mut Rng, root: &Path, p: &Path, tools: &Tools) -> String {
+    let c = String::from_utf8_lossy(&content(r)).replace('\0', "");
+    let args = serde_json::json!({"file_path": p.display().to_string(), "content": c});
+    let res = tools.call("write", &args, &CallContext::new(root));
+    format!("tool write {} (error: {})", p.display(), res.is_error)
+}
+
+/// Copy the tree `from` of `mem` to `to` (which must not exist): bytes,
+/// modes, mtimes, symlinks.
+fn mem_copy(mem: &MemFs, from: &Path, to: &Path) -> io::Result<()> {
+    mem.create_dir_all(to)?;
+    for (name, _) in DynFileSystem::read_dir(mem, from)? {
+        let name = OsStr::from_bytes(&name);
+        let (src, dst) = (from.join(name), to.join(name));
+        let m = FileSystem::symlink_metadata(mem, &src)?;
+        match m.kind {
+            FileType::Dir => mem_copy(mem, &src, &dst)?,
+            FileType::File => {
+                mem.write_file(&dst, mem.read_file(&src)?)?;
+                mem.set_mode(&dst, m.mode)?;
+                mem.set_mtime(&dst, m.mtime.unwrap())?;
+            }
+            FileType::Symlink => mem.symlink(FileSystem::read_link(mem, &src)?, &dst)?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `--fs mem`: the tree copied into memory. Nothing else can write a tree
+/// in memory, so the changes are the library's (`MemFs`'s methods and the
+/// seam's write) and the tools'.
+struct InMemory {
+    opened: Opened,
+    mem: Arc<MemFs>,
+    root: PathBuf,
+    out: CopiedOut,
+}
+
+impl Subject for InMemory {
+    fn index(&self) -> &Index {
+        &self.opened.index
+    }
+
+    fn backend(&self) -> &dyn SearchBackend {
+        &*self.opened.backend
+    }
+
+    fn change(&mut self, r: &mut Rng) -> String {
+        let kind = r.below(CHANGE_KINDS);
+        let seen = self.out.current();
+        mem_change(r, kind, &self.mem, &self.root, &seen, &self.opened.tools)
+    }
+
+    fn on_disk(&mut self) -> PathBuf {
+        self.out.copy()
+    }
+}
+
+/// The differential test in memory.
+#[test]
+fn index_in_memory_follows_every_change_like_rg() {
+    differential("index in memory", 3, |root| {
+        let opened = open(
+            WorkspaceOptions::new(FsSpec::Mem(None))
+                .root(root)
+                .index(true),
+        );
+        let mem = opened.ws.memory().expect("a mem workspace's tree");
+        let out = CopiedOut::new(opened.ws.filesystem(), root);
+        Box::new(InMemory {
+            opened,
+            mem,
+            root: root.to_path_buf(),
+            out,
+        })
+    });
+}
