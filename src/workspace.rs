@@ -352,7 +352,9 @@ impl WorkspaceOptions {
     /// that can match, every answer the scan's byte for byte. For a
     /// long-lived workspace with the native backend (the rg backend is
     /// refused), with a root: on the local disk (kept current by a
-    /// watcher) or in memory (by the tree's own journal of its changes).
+    /// watcher), in memory (by the tree's own journal of its changes), or
+    /// through an overlay (by both layers' feeds; the overlay directory's
+    /// `upper/` is created when the index starts).
     /// It is built in the background when the workspace opens; until then,
     /// and whenever it cannot vouch for its mirror, calls are answered by
     /// the scan. Off Linux the local disk has no watcher and the scan
@@ -377,8 +379,7 @@ impl WorkspaceOptions {
         let index_root = if self.index {
             let unsupported = match (&self.fs, self.overlay.is_some(), self.backend) {
                 (_, _, BackendKind::Rg) => Some("the rg backend"),
-                (FsSpec::Local, false, _) | (FsSpec::Mem(_), false, _) => None,
-                (FsSpec::Local, true, _) | (FsSpec::Mem(_), true, _) => Some("an overlay"),
+                (FsSpec::Local, _, _) | (FsSpec::Mem(_), _, _) => None,
                 (FsSpec::Sftp(_), _, _) => Some("sftp://"),
             };
             if let Some(what) = unsupported {
@@ -542,10 +543,8 @@ impl Fs {
         match self {
             Fs::Local(fs) => Index::on(fs.clone(), root, None),
             Fs::Mem(fs) => Index::on(fs.clone(), root, None),
-            Fs::Overlay(_) | Fs::MemOverlay(_) => Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "the index is not available for an overlay yet",
-            )),
+            Fs::Overlay(fs) => Index::on(fs.clone(), root, None),
+            Fs::MemOverlay(fs) => Index::on(fs.clone(), root, None),
             #[cfg(feature = "sftp")]
             Fs::Sftp(_) => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -776,8 +775,11 @@ mod tests {
         o.root(td.path()).backend(BackendKind::Rg).index(true);
         assert!(open(&o).contains("rg backend searches the local disk only"));
         let mut o = WorkspaceOptions::new(FsSpec::Local);
-        o.root(td.path()).overlay(&upper).index(true);
-        assert!(open(&o).contains("not available for an overlay yet"));
+        o.root(td.path())
+            .overlay(&upper)
+            .backend(BackendKind::Rg)
+            .index(true);
+        assert!(open(&o).contains("rg backend searches the local disk only"));
         assert!(!upper.exists(), "the overlay directory was created");
         let mut o = WorkspaceOptions::new(FsSpec::Local);
         o.root(td.path()).backend(BackendKind::Rg).index(true);
@@ -792,6 +794,12 @@ mod tests {
         assert!(ws.index().is_some());
         let mut o = WorkspaceOptions::new(FsSpec::Mem(None));
         o.root(td.path()).index(true);
+        let ws = o.open().unwrap();
+        assert!(ws.index().is_some());
+        // Outside the workspace, as an overlay directory must be.
+        let ov = tempfile::tempdir().unwrap();
+        let mut o = WorkspaceOptions::new(FsSpec::Local);
+        o.root(td.path()).overlay(ov.path()).index(true);
         let ws = o.open().unwrap();
         assert!(ws.index().is_some());
         assert!(WorkspaceOptions::new(FsSpec::Local)

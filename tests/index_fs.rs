@@ -33,8 +33,8 @@ use dsh_search::{
 };
 
 use crate::index::{
-    content, listing, random_call, random_tree, seed, CHANGE_KINDS, DIR_NAMES, FILE_NAMES,
-    IGNORE_LINES, LINES, NARROWED, UNNARROWED,
+    change_kind, content, listing, random_call, random_tree, seed, CHANGE_KINDS, DIR_NAMES,
+    FILE_NAMES, IGNORE_LINES, LINES, NARROWED, UNNARROWED,
 };
 use crate::util::rg::{self, Call};
 use crate::util::rng::Rng;
@@ -491,6 +491,107 @@ fn index_in_memory_follows_every_change_like_rg() {
             mem,
             root: root.to_path_buf(),
             out,
+        })
+    });
+}
+
+/// `--overlay DIR` over the disk: the lower tree changed by another
+/// process (the test, on the disk), the upper layer by the tools' writes.
+struct OverlayOnDisk {
+    opened: Opened,
+    root: PathBuf,
+    out: CopiedOut,
+    _dir: tempfile::TempDir,
+}
+
+impl Subject for OverlayOnDisk {
+    fn index(&self) -> &Index {
+        &self.opened.index
+    }
+
+    fn backend(&self) -> &dyn SearchBackend {
+        &*self.opened.backend
+    }
+
+    fn change(&mut self, r: &mut Rng) -> String {
+        let kind = r.below(CHANGE_KINDS);
+        change_kind(r, kind, &self.root, &self.opened.tools)
+    }
+
+    fn on_disk(&mut self) -> PathBuf {
+        self.out.copy()
+    }
+}
+
+/// The differential test through an overlay over the disk.
+#[test]
+fn index_through_an_overlay_follows_every_change_like_rg() {
+    differential("index through an overlay", 3, |root| {
+        let dir = tempfile::tempdir().unwrap();
+        let opened = open(
+            WorkspaceOptions::new(FsSpec::Local)
+                .root(root)
+                .overlay(dir.path().join("ov"))
+                .index(true),
+        );
+        let out = CopiedOut::new(opened.ws.filesystem(), root);
+        Box::new(OverlayOnDisk {
+            opened,
+            root: root.to_path_buf(),
+            out,
+            _dir: dir,
+        })
+    });
+}
+
+/// `--fs mem --overlay DIR`: the lower tree in memory, changed through the
+/// library (paths picked from the merged tree, so some name an upper file
+/// the lower tree lacks and change nothing), the upper layer by the tools'
+/// writes.
+struct OverlayOnMemory {
+    inner: InMemory,
+    _dir: tempfile::TempDir,
+}
+
+impl Subject for OverlayOnMemory {
+    fn index(&self) -> &Index {
+        self.inner.index()
+    }
+
+    fn backend(&self) -> &dyn SearchBackend {
+        self.inner.backend()
+    }
+
+    fn change(&mut self, r: &mut Rng) -> String {
+        self.inner.change(r)
+    }
+
+    fn on_disk(&mut self) -> PathBuf {
+        self.inner.on_disk()
+    }
+}
+
+/// The differential test through an overlay over memory.
+#[test]
+fn index_through_an_overlay_over_memory_follows_every_change_like_rg() {
+    differential("index through an overlay over memory", 2, |root| {
+        let dir = tempfile::tempdir().unwrap();
+        let opened = open(
+            WorkspaceOptions::new(FsSpec::Mem(None))
+                .root(root)
+                .overlay(dir.path().join("ov"))
+                .index(true),
+        );
+        let mem = opened.ws.memory().expect("the overlay's lower tree");
+        let out = CopiedOut::new(opened.ws.filesystem(), root);
+        Box::new(OverlayOnMemory {
+            inner: InMemory {
+                opened,
+                mem,
+                root: root.to_path_buf(),
+                out,
+            },
+            _dir: dir,
         })
     });
 }

@@ -677,9 +677,17 @@ fn an_indexed_server_in_memory_or_through_an_overlay_answers_as_the_scan() {
     let (ov1, ov2, ov3, ov4) = (overlay("a"), overlay("b"), overlay("c"), overlay("d"));
     for (what, plain, indexed) in [
         ("mem", vec!["--fs", "mem"], vec!["--fs", "mem"]),
-        // STAGE2-OVERLAY
+        (
+            "overlay",
+            vec!["--overlay", &*ov1],
+            vec!["--overlay", &*ov2],
+        ),
+        (
+            "mem overlay",
+            vec!["--fs", "mem", "--overlay", &*ov3],
+            vec!["--fs", "mem", "--overlay", &*ov4],
+        ),
     ] {
-        let _ = (&ov1, &ov2, &ov3, &ov4);
         let mut scan = Served::spawn(ws.bin().args(&plain).arg("serve"));
         let mut ix = Served::spawn(ws.bin().args(&indexed).args(["--index", "serve"]));
         let hang = std::time::Instant::now() + Duration::from_secs(120);
