@@ -300,11 +300,12 @@ impl WorkspaceOptions {
         }
     }
 
-    /// The directory `mem` loads (unless its spec names one) and an
-    /// overlay covers; an absolute path on the local disk. Also where git's
-    /// global excludes are looked up from for `mem`. By default, the
-    /// directory `mem:ROOT` names, else none: `mem` and an overlay then
-    /// fail with [`WorkspaceError::NoRoot`].
+    /// The directory `mem` loads (unless its spec names one), an overlay
+    /// covers and the index mirrors; an absolute path on the local disk
+    /// (for `sftp://`, where only the index uses it, on the remote host).
+    /// Also where git's global excludes are looked up from for `mem`. By
+    /// default, the directory `mem:ROOT` names, else none: `mem`, an
+    /// overlay and the index then fail with [`WorkspaceError::NoRoot`].
     pub fn root(&mut self, dir: impl Into<PathBuf>) -> &mut WorkspaceOptions {
         self.root = Some(dir.into());
         self
@@ -352,9 +353,11 @@ impl WorkspaceOptions {
     /// that can match, every answer the scan's byte for byte. For a
     /// long-lived workspace with the native backend (the rg backend is
     /// refused), with a root: on the local disk (kept current by a
-    /// watcher), in memory (by the tree's own journal of its changes), or
+    /// watcher), in memory (by the tree's own journal of its changes),
     /// through an overlay (by both layers' feeds; the overlay directory's
-    /// `upper/` is created when the index starts).
+    /// `upper/` is created when the index starts), or over SFTP (the root
+    /// is then the remote directory, listed again before every call and
+    /// compared with the mirror).
     /// It is built in the background when the workspace opens; until then,
     /// and whenever it cannot vouch for its mirror, calls are answered by
     /// the scan. Off Linux the local disk has no watcher and the scan
@@ -379,8 +382,7 @@ impl WorkspaceOptions {
         let index_root = if self.index {
             let unsupported = match (&self.fs, self.overlay.is_some(), self.backend) {
                 (_, _, BackendKind::Rg) => Some("the rg backend"),
-                (FsSpec::Local, _, _) | (FsSpec::Mem(_), _, _) => None,
-                (FsSpec::Sftp(_), _, _) => Some("sftp://"),
+                _ => None,
             };
             if let Some(what) = unsupported {
                 return Err(WorkspaceError::IndexUnsupported(what));
@@ -546,10 +548,7 @@ impl Fs {
             Fs::Overlay(fs) => Index::on(fs.clone(), root, None),
             Fs::MemOverlay(fs) => Index::on(fs.clone(), root, None),
             #[cfg(feature = "sftp")]
-            Fs::Sftp(_) => Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "the index is not available for sftp:// yet",
-            )),
+            Fs::Sftp(fs) => Index::on(fs.clone(), root, None),
         }
     }
 }

@@ -225,6 +225,10 @@ fn check(
 /// How many kinds of change [`change_kind`] makes.
 pub const CHANGE_KINDS: usize = 16;
 
+/// The kind of change that rewrites a file keeping its size and mtime.
+#[cfg_attr(not(feature = "sftp"), allow(dead_code))]
+pub const SAME_SIZE_AND_MTIME: usize = 10;
+
 /// One random change, on the disk or through the tools; what it was.
 fn change(r: &mut Rng, root: &Path, tools: &Tools) -> String {
     let kind = r.below(CHANGE_KINDS);

@@ -32,6 +32,8 @@ use dsh_search::{
     CancelToken, Config, FsSpec, Index, SearchBackend, Tools, Workspace, WorkspaceOptions,
 };
 
+#[cfg(feature = "sftp")]
+use crate::index::SAME_SIZE_AND_MTIME;
 use crate::index::{
     change_kind, content, listing, random_call, random_tree, seed, CHANGE_KINDS, DIR_NAMES,
     FILE_NAMES, IGNORE_LINES, LINES, NARROWED, UNNARROWED,
@@ -594,4 +596,205 @@ fn index_through_an_overlay_over_memory_follows_every_change_like_rg() {
             _dir: dir,
         })
     });
+}
+
+/// `--fs sftp://` to the tests' sshd (the host's disk is this one): the
+/// tree changed by another process (the test, on the disk) and by the
+/// tools' writes over SFTP. Every change but one: a rewrite by another
+/// process that keeps both the size and the mtime is invisible to a
+/// comparison of listed sizes and mtimes, the only way SFTP v3 has to see
+/// a change (`docs/index.md`, "Known limits"); a rewrite in the same
+/// second with the same size is made (a create or a tool write over a file
+/// changed in that second) and must be seen. The tree's mtimes are cut to
+/// whole seconds after each change, as SFTP carries them, so that glob's
+/// order on the disk (rg's) has the ties it has over SFTP.
+#[cfg(feature = "sftp")]
+struct OverSftp {
+    opened: Opened,
+    root: PathBuf,
+}
+
+#[cfg(feature = "sftp")]
+impl Subject for OverSftp {
+    fn index(&self) -> &Index {
+        &self.opened.index
+    }
+
+    fn backend(&self) -> &dyn SearchBackend {
+        &*self.opened.backend
+    }
+
+    fn change(&mut self, r: &mut Rng) -> String {
+        let what = match r.chance(20).then(|| same_second_rewrite(r, &self.root)) {
+            Some(Some(what)) => what,
+            _ => {
+                let kind = loop {
+                    let k = r.below(CHANGE_KINDS);
+                    if k != SAME_SIZE_AND_MTIME {
+                        break k;
+                    }
+                };
+                change_kind(r, kind, &self.root, &self.opened.tools)
+            }
+        };
+        crate::util::whole_seconds(&self.root);
+        what
+    }
+
+    fn on_disk(&mut self) -> PathBuf {
+        self.root.clone()
+    }
+}
+
+/// Rewrite a file written within the last second (by an earlier step, and
+/// seen by the calls after it) with other bytes of the same size, in that
+/// same second as far as SFTP can tell: its whole-second mtime is kept (a
+/// step takes less than a second, but not always, so the second is made
+/// sure of). Listed sizes and mtimes do not change; the index must have
+/// left the file unvouched for when it was listed in its own second
+/// (`mirror::Poll`). `None` when no file is that recent.
+#[cfg(feature = "sftp")]
+fn same_second_rewrite(r: &mut Rng, root: &Path) -> Option<String> {
+    use std::time::SystemTime;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let (_, files) = listing(root);
+    let recent: Vec<(PathBuf, std::fs::Metadata)> = files
+        .into_iter()
+        .filter_map(|p| {
+            let m = std::fs::symlink_metadata(root.join(&p)).ok()?;
+            let secs = m
+                .modified()
+                .ok()?
+                .duration_since(UNIX_EPOCH)
+                .ok()?
+                .as_secs();
+            (m.is_file() && secs + 1 >= now).then_some((p, m))
+        })
+        .collect();
+    if recent.is_empty() {
+        return None;
+    }
+    let (p, m) = &recent[r.below(recent.len())];
+    let path = root.join(p);
+    let old = std::fs::read(&path).ok()?;
+    let mut new: Vec<u8> = b"rare_token_here\nneedle\n"
+        .iter()
+        .cycle()
+        .take(old.len())
+        .copied()
+        .collect();
+    if new == old {
+        new.iter_mut().for_each(|b| *b = b'z');
+    }
+    std::fs::write(&path, new).ok()?;
+    let f = std::fs::File::options().write(true).open(&path).ok()?;
+    f.set_modified(m.modified().ok()?).ok()?;
+    Some(format!(
+        "rewrite {} in its second, keeping its size",
+        p.display()
+    ))
+}
+
+/// The differential test over SFTP.
+#[cfg(feature = "sftp")]
+#[test]
+fn index_over_sftp_follows_every_change_like_rg() {
+    use crate::util::sshd;
+    differential("index over sftp", 2, |root| {
+        crate::util::whole_seconds(root);
+        let server = sshd::shared();
+        let address = dsh_search::SftpAddress {
+            user: Some("root".into()),
+            host: "127.0.0.1".into(),
+            port: server.port,
+        };
+        let opened = open(
+            WorkspaceOptions::new(FsSpec::Sftp(address))
+                .identity(&sshd::keys().user_key)
+                .known_hosts(&server.known_hosts)
+                .root(root)
+                .index(true),
+        );
+        Box::new(OverSftp {
+            opened,
+            root: root.to_path_buf(),
+        })
+    });
+}
+
+/// `dsh-search --fs sftp://… --cwd DIR --index serve`: the index mirrors the
+/// remote workdir, answers once built, and sees a write through the tools
+/// at the next call; `--index` over SFTP without `--cwd` says what it needs.
+#[cfg(feature = "sftp")]
+#[test]
+fn serve_index_over_sftp_mirrors_the_remote_workdir() {
+    use crate::util::served::Served;
+    use crate::util::sshd;
+    use crate::util::tree::file;
+    let tree = Tree::build(&[file("a.txt", "needle a\n"), file("sub/b.txt", "needle b\n")]);
+    let root = tree.root().to_path_buf();
+    let server = sshd::shared();
+    let mut args: Vec<String> = server.cli_args();
+    args.extend(["--cwd".into(), root.display().to_string()]);
+    let bin = rg::dsh_search_exe();
+    let out = std::process::Command::new(&bin)
+        .args(server.cli_args())
+        .args(["--index", "serve"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--fs sftp:// needs --cwd with the remote workdir as an absolute path"),
+        "{stderr}"
+    );
+    let mut ix = Served::spawn(
+        std::process::Command::new(&bin)
+            .args(&args)
+            .args(["--index", "serve"]),
+    );
+    let mut k = 0;
+    let mut ask = |tool: &str, arguments: serde_json::Value| {
+        k += 1;
+        ix.send(&serde_json::json!({"id": format!("{k}"), "tool": tool, "arguments": arguments}));
+        ix.recv()
+    };
+    // A build of this small tree that has not ended in 120 s is a hang.
+    let hang = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let r = ask("grep", serde_json::json!({"pattern": "needle"}));
+        assert!(
+            r["result"]["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("Found 2 matches"),
+            "{r}"
+        );
+        if r["result"]["meta"]["index"] == "mirror" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < hang,
+            "never from the mirror: {r}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let w = ask(
+        "write",
+        serde_json::json!({"file_path": "sub/c.txt", "content": "needle c\n"}),
+    );
+    assert_eq!(w["result"]["isError"], false, "{w}");
+    let r = ask("grep", serde_json::json!({"pattern": "needle c"}));
+    assert_eq!(r["result"]["meta"]["index"], "mirror", "{r}");
+    assert!(
+        r["result"]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Found 1 match"),
+        "{r}"
+    );
 }
