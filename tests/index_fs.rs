@@ -798,3 +798,91 @@ fn serve_index_over_sftp_mirrors_the_remote_workdir() {
         "{r}"
     );
 }
+
+/// In memory, the failure modes of the journal: a root removed and made
+/// again with another tree, and more changes between two calls than a
+/// journal queue holds. The call that finds either is the scan's (and
+/// equal to rg), and the index answers again once rebuilt.
+#[test]
+fn in_memory_a_replaced_root_and_an_overflowed_journal_are_rebuilt() {
+    use crate::util::tree::file;
+    let Some(env) = rg::env() else { return };
+    let mut report = Report::new("index in memory, failure modes");
+    let tree = Tree::build(&[file("a.txt", "needle a\n"), file("sub/b.txt", "needle b\n")]);
+    let root = tree.root().to_path_buf();
+    let opened = open(
+        WorkspaceOptions::new(FsSpec::Mem(None))
+            .root(&root)
+            .index(true),
+    );
+    let mem = opened.ws.memory().unwrap();
+    let mut out = CopiedOut::new(opened.ws.filesystem(), &root);
+    let grep = Call::Grep {
+        pattern: "needle".into(),
+        path: None,
+        include: None,
+    };
+    let glob = Call::Glob {
+        pattern: "**".into(),
+        path: None,
+    };
+    let answered = |label: &str, report: &mut Report, out: &mut CopiedOut| {
+        let disk = out.copy();
+        let mut answers = Vec::new();
+        for call in [&grep, &glob] {
+            let expected = rg::run_rg(env, call, &disk);
+            // Which path answers a call at this point, then the call.
+            let answer = match call {
+                Call::Grep { .. } => {
+                    let req = dsh_search::GrepRequest::new("needle", &root);
+                    opened.index.backend().grep_answered(&req).1
+                }
+                Call::Glob { .. } => {
+                    let req = dsh_search::GlobRequest::new("**", &root);
+                    opened.index.backend().glob_answered(&req).1
+                }
+            };
+            let actual = rg::run_backend(&*opened.backend, call, &root);
+            report.count();
+            if let Some(d) = rg::diff(call, &expected, &actual) {
+                report.fail(format!("{label}\n{d}"));
+            }
+            answers.push(answer);
+        }
+        answers
+    };
+    assert!(answered("before", &mut report, &mut out)
+        .iter()
+        .all(|a| *a == dsh_search::Answer::Index));
+    // The root removed, and another tree made at its path.
+    mem.remove(&root).unwrap();
+    mem.write_file(root.join("other/c.txt"), "needle c\n")
+        .unwrap();
+    let first = dsh_search::GrepRequest::new("needle", &root);
+    match opened.index.backend().grep_answered(&first).1 {
+        dsh_search::Answer::Scan(why) => assert!(why.contains("root"), "{why}"),
+        dsh_search::Answer::Index => panic!("a replaced root must not be answered from the mirror"),
+    }
+    answered("replaced", &mut report, &mut out);
+    assert!(opened.index.wait_ready(Duration::from_secs(60)));
+    assert!(answered("rebuilt", &mut report, &mut out)
+        .iter()
+        .all(|a| *a == dsh_search::Answer::Index));
+    // More changes than a queue holds (65,536) between two calls.
+    for i in 0..70_000 {
+        mem.write_file(root.join("other/c.txt"), format!("needle {i}\n"))
+            .unwrap();
+    }
+    match opened.index.backend().grep_answered(&first).1 {
+        dsh_search::Answer::Scan(why) => assert!(why.contains("journal overflowed"), "{why}"),
+        dsh_search::Answer::Index => {
+            panic!("an overflowed journal must not be answered from the mirror")
+        }
+    }
+    answered("overflowed", &mut report, &mut out);
+    assert!(opened.index.wait_ready(Duration::from_secs(60)));
+    assert!(answered("rebuilt again", &mut report, &mut out)
+        .iter()
+        .all(|a| *a == dsh_search::Answer::Index));
+    report.finish();
+}

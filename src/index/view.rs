@@ -1,9 +1,12 @@
 //! One call's view of an indexed tree (`docs/index.md`, "How a call is
 //! answered"): a [`FileSystem`] whose listings and stats inside the root
-//! come from a snapshot of the mirror, and whose reads go to the disk. The
-//! engine walks it as it walks any filesystem, so what it prints is what it
-//! prints on the disk; the one addition is [`FileSystem::known_miss`], the
-//! prefilter's answer for the call's pattern.
+//! come from a snapshot of the mirror, and whose reads go to the filesystem
+//! it mirrors ("the disk" below: the local disk, a tree in memory, an
+//! overlay, a host over SFTP). The engine walks it as it walks any
+//! filesystem, so what it prints is what it prints there; the one addition
+//! is [`FileSystem::known_miss`], the prefilter's answer for the call's
+//! pattern (and, where the filesystem reads ahead, the hints of the files
+//! it rules out are not passed on).
 //!
 //! Whatever the mirror does not hold is the disk's: a path outside the root,
 //! through a symlink or `..`, ending in a separator; a directory that is not
@@ -245,12 +248,13 @@ impl<S: Source> FileSystem for View<S> {
     ) {
         match dir {
             ViewDir::Mirror(node, made) => {
+                // No handle, no read ahead (the local disk): nothing to do.
+                let Some(h) = self.handle(made, dir_path) else {
+                    return;
+                };
                 // Only a candidate: a file the prefilter rules out is never
                 // opened, so never read ahead either.
-                if self.ruled_out(node, name).is_some() {
-                    return;
-                }
-                if let Some(h) = self.handle(made, dir_path) {
+                if self.ruled_out(node, name).is_none() {
                     self.disk.will_open(h, dir_path, name, metadata);
                 }
             }
