@@ -170,7 +170,7 @@ pub enum WorkspaceError {
     /// The configuration's spill root cannot be used.
     SpillRoot(io::Error),
     /// The index ([`WorkspaceOptions::index`]) asked of a workspace it
-    /// cannot serve yet; says which.
+    /// cannot serve (the rg backend); says which.
     IndexUnsupported(&'static str),
     /// The index's root cannot be resolved.
     Index(io::Error),
@@ -212,7 +212,7 @@ impl fmt::Display for WorkspaceError {
             WorkspaceError::Overlay(e) | WorkspaceError::Sftp(e) => write!(f, "{e}"),
             WorkspaceError::SpillRoot(e) => write!(f, "cannot use the spill root: {e}"),
             WorkspaceError::IndexUnsupported(what) => {
-                write!(f, "the index is not available for {what} yet: it indexes the local disk with the native backend")
+                write!(f, "the index is not available for {what}: it answers through the native engine")
             }
             WorkspaceError::Index(e) => write!(f, "cannot index the root: {e}"),
             WorkspaceError::UnixPathsOnly => f.write_str(
@@ -300,11 +300,12 @@ impl WorkspaceOptions {
         }
     }
 
-    /// The directory `mem` loads (unless its spec names one) and an
-    /// overlay covers; an absolute path on the local disk. Also where git's
-    /// global excludes are looked up from for `mem`. By default, the
-    /// directory `mem:ROOT` names, else none: `mem` and an overlay then
-    /// fail with [`WorkspaceError::NoRoot`].
+    /// The directory `mem` loads (unless its spec names one), an overlay
+    /// covers and the index mirrors; an absolute path on the local disk
+    /// (for `sftp://`, where only the index uses it, on the remote host).
+    /// Also where git's global excludes are looked up from for `mem`. By
+    /// default, the directory `mem:ROOT` names, else none: `mem`, an
+    /// overlay and the index then fail with [`WorkspaceError::NoRoot`].
     pub fn root(&mut self, dir: impl Into<PathBuf>) -> &mut WorkspaceOptions {
         self.root = Some(dir.into());
         self
@@ -350,12 +351,17 @@ impl WorkspaceOptions {
     /// Keep a live index of the root ([`Index`], `docs/index.md`): glob
     /// answered from a mirror of the tree, grep opening only the files
     /// that can match, every answer the scan's byte for byte. For a
-    /// long-lived workspace on the local disk with the native backend
-    /// (others are refused for now), with a root. It is built in the
-    /// background when the workspace opens; until then, and whenever it
-    /// cannot vouch for its mirror, calls are answered by the scan. Off
-    /// Linux it has no watcher and the scan answers every call. By default,
-    /// off.
+    /// long-lived workspace with the native backend (the rg backend is
+    /// refused), with a root: on the local disk (kept current by a
+    /// watcher), in memory (by the tree's own journal of its changes),
+    /// through an overlay (by both layers' feeds; the overlay directory's
+    /// `upper/` is created when the index starts), or over SFTP (the root
+    /// is then the remote directory, listed again before every call and
+    /// compared with the mirror).
+    /// It is built in the background when the workspace opens; until then,
+    /// and whenever it cannot vouch for its mirror, calls are answered by
+    /// the scan. Off Linux the local disk has no watcher and the scan
+    /// answers every call there. By default, off.
     pub fn index(&mut self, on: bool) -> &mut WorkspaceOptions {
         self.index = on;
         self
@@ -375,11 +381,8 @@ impl WorkspaceOptions {
         }
         let index_root = if self.index {
             let unsupported = match (&self.fs, self.overlay.is_some(), self.backend) {
-                (FsSpec::Local, false, BackendKind::Native) => None,
-                (FsSpec::Local, false, BackendKind::Rg) => Some("the rg backend"),
-                (FsSpec::Local, true, _) => Some("an overlay"),
-                (FsSpec::Mem(_), _, _) => Some("mem"),
-                (FsSpec::Sftp(_), _, _) => Some("sftp://"),
+                (_, _, BackendKind::Rg) => Some("the rg backend"),
+                _ => None,
             };
             if let Some(what) = unsupported {
                 return Err(WorkspaceError::IndexUnsupported(what));
@@ -391,7 +394,7 @@ impl WorkspaceOptions {
         };
         let fs = self.open_fs()?;
         let index = match index_root {
-            Some(root) => Some(Index::start(&root).map_err(WorkspaceError::Index)?),
+            Some(root) => Some(fs.index(&root).map_err(WorkspaceError::Index)?),
             None => None,
         };
         Ok(Workspace {
@@ -536,6 +539,20 @@ pub struct Workspace {
     index: Option<Index>,
 }
 
+impl Fs {
+    /// A live index of `root` on this filesystem.
+    fn index(&self, root: &Path) -> io::Result<Index> {
+        match self {
+            Fs::Local(fs) => Index::on(fs.clone(), root, None),
+            Fs::Mem(fs) => Index::on(fs.clone(), root, None),
+            Fs::Overlay(fs) => Index::on(fs.clone(), root, None),
+            Fs::MemOverlay(fs) => Index::on(fs.clone(), root, None),
+            #[cfg(feature = "sftp")]
+            Fs::Sftp(fs) => Index::on(fs.clone(), root, None),
+        }
+    }
+}
+
 impl fmt::Debug for Workspace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let fs = match &self.fs {
@@ -587,6 +604,18 @@ impl Workspace {
             Fs::MemOverlay(fs) => fs.clone(),
             #[cfg(feature = "sftp")]
             Fs::Sftp(fs) => fs.clone(),
+        }
+    }
+
+    /// The tree in memory of a `mem` workspace (under an overlay, its
+    /// lower layer), to change through the library: [`MemFs`]'s methods
+    /// change it in place, and the workspace's index, if any, follows each
+    /// change (`docs/index.md`). `None` for the other filesystems.
+    pub fn memory(&self) -> Option<Arc<MemFs>> {
+        match &self.fs {
+            Fs::Mem(fs) => Some(fs.clone()),
+            Fs::MemOverlay(fs) => Some(fs.lower().clone()),
+            _ => None,
         }
     }
 
@@ -742,20 +771,34 @@ mod tests {
         let td = tempfile::tempdir().unwrap();
         let upper = td.path().join("upper");
         let mut o = WorkspaceOptions::new(FsSpec::Mem(None));
-        o.root(td.path()).index(true);
-        assert!(open(&o).contains("not available for mem yet"));
+        o.root(td.path()).backend(BackendKind::Rg).index(true);
+        assert!(open(&o).contains("rg backend searches the local disk only"));
         let mut o = WorkspaceOptions::new(FsSpec::Local);
-        o.root(td.path()).overlay(&upper).index(true);
-        assert!(open(&o).contains("not available for an overlay yet"));
+        o.root(td.path())
+            .overlay(&upper)
+            .backend(BackendKind::Rg)
+            .index(true);
+        assert!(open(&o).contains("rg backend searches the local disk only"));
         assert!(!upper.exists(), "the overlay directory was created");
         let mut o = WorkspaceOptions::new(FsSpec::Local);
         o.root(td.path()).backend(BackendKind::Rg).index(true);
-        assert!(open(&o).contains("not available for the rg backend yet"));
+        assert!(open(&o)
+            .contains("not available for the rg backend: it answers through the native engine"));
         let mut o = WorkspaceOptions::new(FsSpec::Local);
         o.index(true);
         assert!(open(&o).contains("need the root directory"));
         let mut o = WorkspaceOptions::new(FsSpec::Local);
         o.root(td.path()).index(true);
+        let ws = o.open().unwrap();
+        assert!(ws.index().is_some());
+        let mut o = WorkspaceOptions::new(FsSpec::Mem(None));
+        o.root(td.path()).index(true);
+        let ws = o.open().unwrap();
+        assert!(ws.index().is_some());
+        // Outside the workspace, as an overlay directory must be.
+        let ov = tempfile::tempdir().unwrap();
+        let mut o = WorkspaceOptions::new(FsSpec::Local);
+        o.root(td.path()).overlay(ov.path()).index(true);
         let ws = o.open().unwrap();
         assert!(ws.index().is_some());
         assert!(WorkspaceOptions::new(FsSpec::Local)

@@ -31,13 +31,13 @@ use crate::util::{selected, Report};
 
 use crate::util::rng::Rng;
 
-const DIR_NAMES: &[&str] = &[
+pub const DIR_NAMES: &[&str] = &[
     "src", "lib", "docs", ".hidden", "build", "sub", "ünï", "deep",
 ];
-const FILE_NAMES: &[&str] = &[
+pub const FILE_NAMES: &[&str] = &[
     "a.rs", "b.txt", "c.md", "main.rs", ".env", "x y.txt", "ünï.rs", "README", "keep.rs", "out.log",
 ];
-const LINES: &[&str] = &[
+pub const LINES: &[&str] = &[
     "needle",
     "foo bar",
     "fn main() {}",
@@ -50,11 +50,11 @@ const LINES: &[&str] = &[
     "NEEDLE in caps",
     "\u{212A}elvin",
 ];
-const IGNORE_LINES: &[&str] = &[
+pub const IGNORE_LINES: &[&str] = &[
     "*.rs", "*.log", "build/", "!keep.rs", "/b.txt", "*.md", "sub/", "!*.txt", ".env", "docs/*",
 ];
 /// Patterns the prefilter narrows (most), and some it cannot.
-const PATTERNS: &[&str] = &[
+pub const PATTERNS: &[&str] = &[
     "needle",
     "needle y",
     "foo bar",
@@ -73,20 +73,20 @@ const PATTERNS: &[&str] = &[
 ];
 /// The patterns of [`PATTERNS`] the prefilter cannot narrow: the scan
 /// answers them.
-const UNNARROWED: &[&str] = &["\\w+", ""];
+pub const UNNARROWED: &[&str] = &["\\w+", ""];
 /// Patterns the prefilter narrows, matching the lines the changes write.
-const NARROWED: &[&str] = &[
+pub const NARROWED: &[&str] = &[
     "needle",
     "rare_token",
     "(?i)NEEDLE",
     "foo bar|ünï",
     "rare_\\w+_here",
 ];
-const GLOBS: &[&str] = &[
+pub const GLOBS: &[&str] = &[
     "*", "*.rs", "**/*.txt", "src/**", "*needle*", ".*", "{a,b}*",
 ];
 
-fn content(r: &mut Rng) -> Vec<u8> {
+pub fn content(r: &mut Rng) -> Vec<u8> {
     let mut v = Vec::new();
     if r.chance(5) {
         v.extend_from_slice("\u{feff}".as_bytes());
@@ -109,7 +109,7 @@ fn content(r: &mut Rng) -> Vec<u8> {
 
 /// The tree as it is on the disk now: directories and files (and other
 /// entries) relative to the root, outside `.git`.
-fn listing(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+pub fn listing(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let mut dirs = vec![PathBuf::new()];
     let mut files = Vec::new();
     let walk = walkdir::WalkDir::new(root)
@@ -127,7 +127,7 @@ fn listing(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     (dirs, files)
 }
 
-fn random_tree(r: &mut Rng) -> Vec<Spec> {
+pub fn random_tree(r: &mut Rng) -> Vec<Spec> {
     let mut specs = Vec::new();
     let mut dirs = vec![String::new()];
     for _ in 0..r.below(6) {
@@ -179,7 +179,7 @@ fn open_indexed(root: &Path) -> Indexed {
     }
 }
 
-fn random_call(r: &mut Rng, dirs: &[PathBuf], files: &[PathBuf]) -> Call {
+pub fn random_call(r: &mut Rng, dirs: &[PathBuf], files: &[PathBuf]) -> Call {
     let path = match r.below(6) {
         0 if dirs.len() > 1 => Some(dirs[1 + r.below(dirs.len() - 1)].display().to_string()),
         1 if !files.is_empty() => Some(files[r.below(files.len())].display().to_string()),
@@ -222,14 +222,27 @@ fn check(
     true
 }
 
+/// How many kinds of change [`change_kind`] makes.
+pub const CHANGE_KINDS: usize = 16;
+
+/// The kind of change that rewrites a file keeping its size and mtime.
+#[cfg_attr(not(feature = "sftp"), allow(dead_code))]
+pub const SAME_SIZE_AND_MTIME: usize = 10;
+
 /// One random change, on the disk or through the tools; what it was.
 fn change(r: &mut Rng, root: &Path, tools: &Tools) -> String {
+    let kind = r.below(CHANGE_KINDS);
+    change_kind(r, kind, root, tools)
+}
+
+/// One random change of kind `kind` (below [`CHANGE_KINDS`]), on the disk
+/// or through the tools; what it was.
+pub fn change_kind(r: &mut Rng, kind: usize, root: &Path, tools: &Tools) -> String {
     let (dirs, files) = listing(root);
     let dir = dirs[r.below(dirs.len())].clone();
     let new_name = |r: &mut Rng| dir.join(r.pick(FILE_NAMES));
     let some_file = |r: &mut Rng| (!files.is_empty()).then(|| files[r.below(files.len())].clone());
     let abs = |p: &Path| root.join(p);
-    let kind = r.below(16);
     let done = match kind {
         0 | 1 => {
             let p = new_name(r);
@@ -379,7 +392,7 @@ fn change(r: &mut Rng, root: &Path, tools: &Tools) -> String {
     done.unwrap_or_else(|e| format!("change {kind} failed: {e}"))
 }
 
-fn seed() -> u64 {
+pub fn seed() -> u64 {
     match std::env::var("DSH_SEARCH_SEED") {
         Ok(s) => s.parse::<u64>().expect("DSH_SEARCH_SEED must be a u64"),
         Err(_) => SystemTime::now()

@@ -752,13 +752,9 @@ fn index_is_refused_where_it_cannot_run() {
     // The configuration's `index` key turns it on as `--index` does.
     let config = ws.file("config.json", r#"{"index": true}"#);
     let config = config.to_str().unwrap();
-    for (args, what) in [
-        (&["--index", "--fs", "mem", "serve"][..], "mem"),
-        (
-            &["--index", "--backend", "rg", "serve"][..],
-            "the rg backend",
-        ),
-        (&["--config", config, "--fs", "mem", "serve"][..], "mem"),
+    for args in [
+        &["--index", "--backend", "rg", "serve"][..],
+        &["--config", config, "--backend", "rg", "serve"][..],
     ] {
         let out = ws
             .bin()
@@ -769,10 +765,78 @@ fn index_is_refused_where_it_cannot_run() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
-            stderr.contains(&format!(
-                "the index (--index, or the configuration's index key) is not available for {what} yet"
-            )),
+            stderr.contains(
+                "the index (--index, or the configuration's index key) is not available with --backend rg: it answers through the native engine"
+            ),
             "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// `serve --index` on the workspaces that are not the local disk (`--fs
+/// mem`, `--overlay` over the disk and over memory): accepted, answered
+/// from the mirror once it is built, and as the unindexed server answers,
+/// a write through the tools included (`docs/index.md`).
+#[cfg(target_os = "linux")]
+#[test]
+fn an_indexed_server_in_memory_or_through_an_overlay_answers_as_the_scan() {
+    let ws = Ws::needles(4).with("src/a.rs", "fn alpha() {}\n");
+    let scratch = tempfile::tempdir().unwrap();
+    let overlay = |name: &str| scratch.path().join(name).display().to_string();
+    let (ov1, ov2, ov3, ov4) = (overlay("a"), overlay("b"), overlay("c"), overlay("d"));
+    for (what, plain, indexed) in [
+        ("mem", vec!["--fs", "mem"], vec!["--fs", "mem"]),
+        (
+            "overlay",
+            vec!["--overlay", &*ov1],
+            vec!["--overlay", &*ov2],
+        ),
+        (
+            "mem overlay",
+            vec!["--fs", "mem", "--overlay", &*ov3],
+            vec!["--fs", "mem", "--overlay", &*ov4],
+        ),
+    ] {
+        let mut scan = Served::spawn(ws.bin().args(&plain).arg("serve"));
+        let mut ix = Served::spawn(ws.bin().args(&indexed).args(["--index", "serve"]));
+        let hang = std::time::Instant::now() + Duration::from_secs(120);
+        let mut k = 0;
+        let mut ask = |tool: &str, arguments: Value| {
+            k += 1;
+            let args = json!({"id": format!("{k}"), "tool": tool, "arguments": arguments});
+            scan.send(&args);
+            ix.send(&args);
+            let (a, mut b) = (scan.recv(), ix.recv());
+            let said = b
+                .get_mut("result")
+                .and_then(|r| r.get_mut("meta"))
+                .and_then(Value::as_object_mut)
+                .and_then(|m| m.remove("index"));
+            assert_eq!(a, b, "{what}: {args}");
+            said.and_then(|s| s.as_str().map(String::from))
+                .unwrap_or_default()
+        };
+        // The index becomes ready and then answers (a build of this small
+        // tree that has not ended in 120 s is a hang, not a slow machine).
+        while ask("grep", json!({"pattern": "needle"})) != "mirror" {
+            assert!(
+                std::time::Instant::now() < hang,
+                "{what}: never from the mirror"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let write = json!({"file_path": "src/new.rs", "content": "fn token_new() {}\n"});
+        assert_eq!(
+            ask("write", write),
+            "",
+            "{what}: a write says nothing of the index"
+        );
+        let r = ask("grep", json!({"pattern": "token_new"}));
+        assert_eq!(r, "mirror", "{what}");
+        assert_eq!(
+            ask("glob", json!({"pattern": "**/*.rs"})),
+            "mirror",
+            "{what}"
         );
     }
 }

@@ -143,3 +143,8 @@ mod sftp;
 // failure modes (overflow, watch limit, root replaced, checkout).
 #[cfg(target_os = "linux")]
 mod index;
+
+// The live index on the other workspaces: the differential mutation test
+// in memory, through overlays and over SFTP, every call compared with rg.
+#[cfg(target_os = "linux")]
+mod index_fs;

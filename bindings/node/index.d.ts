@@ -49,14 +49,21 @@ export interface ToolsOptions {
   fs?: 'local' | 'mem' | `mem:${string}` | `sftp://${string}`
   /** An overlay directory: write and edit change only it; every tool sees the merged view. Not with `sftp://`. */
   overlay?: string
-  /** The directory `mem` loads, the overlay covers and the index mirrors (default: `process.cwd()`). Not with `sftp://`. */
+  /**
+   * The directory `mem` loads, the overlay covers and the index mirrors
+   * (default: `process.cwd()`). With `sftp://`, only with `index`: the
+   * remote directory the index mirrors (an absolute path on the host).
+   */
   root?: string
   /**
    * Keep a live index of `root` (docs/index.md): glob from a mirror of the
    * tree, grep opening only the files that can match, every result the
    * scan's byte for byte. Built in the background (the scan answers until
-   * it is ready); Linux only (elsewhere the scan answers every call); the
-   * local disk with the native backend only (default: off).
+   * it is ready). Kept current by a watcher on the local disk (Linux only:
+   * elsewhere the scan answers every call there), by the tree's own journal
+   * in memory, by both layers through an overlay, and over `sftp://` by
+   * listing the tree again before each call. Not with the rg backend
+   * (default: off).
    */
   index?: boolean
   /** With `sftp://`: the private key to log in with (default: the SSH agent at `SSH_AUTH_SOCK`). */

@@ -142,8 +142,11 @@ class Tools {
         throw new TypeError(`Tools: options.${key} must be a string, got ${describe(o[key])}`)
       }
     }
+    // A remote workspace's root (the index's) is a path on the host: never
+    // resolved against this process's directory.
+    const remote = (o.fs || '').startsWith('sftp://')
     for (const key of ['overlay', 'root', 'identity', 'knownHosts']) {
-      if (o[key] !== undefined) o[key] = path.resolve(o[key])
+      if (o[key] !== undefined && !(remote && key === 'root')) o[key] = path.resolve(o[key])
     }
     if (o.index !== undefined && typeof o.index !== 'boolean') {
       throw new TypeError(`Tools: options.index must be a boolean, got ${describe(o.index)}`)
@@ -151,7 +154,6 @@ class Tools {
     // mem, an overlay and the index cover a directory: the root, else the
     // current one (a remote workspace has none: its calls' cwds name remote
     // directories).
-    const remote = (o.fs || '').startsWith('sftp://')
     if (o.root === undefined && !remote && (o.overlay !== undefined || o.index === true || (o.fs || '').startsWith('mem'))) {
       o.root = process.cwd()
     }

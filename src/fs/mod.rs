@@ -19,6 +19,7 @@ pub(crate) use sftp::{fuzz_known_hosts, fuzz_sftp_reply};
 mod decode;
 mod dynfs;
 mod error;
+pub(crate) mod journal;
 pub(crate) mod literal;
 pub(crate) mod local;
 mod mem;

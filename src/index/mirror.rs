@@ -1,28 +1,32 @@
-//! The mirror of a local tree (`docs/index.md`, "What is held"): each
-//! directory's entries in the order the disk lists them, with their kinds,
-//! their metadata (not following links) and, for a regular text file, its
-//! length and trigrams. Built by one walk ([`Scanner`]) and kept current by
-//! the watcher's changes ([`apply`]), each of which is settled by asking
-//! the disk again: an extra change costs a stat, a missed one would cost
-//! exactness, so every event that may concern an entry re-reads it.
+//! The mirror of a tree (`docs/index.md`, "What is held"): each
+//! directory's entries in the order the filesystem lists them, with their
+//! kinds, their metadata (not following links) and, for a regular text
+//! file, its length and trigrams. Built by one walk ([`Scanner`]) and kept
+//! current by the changes its feed reports ([`apply`]), each of which is
+//! settled by asking the filesystem again: an extra change costs a stat, a
+//! missed one would cost exactness, so every change that may concern an
+//! entry re-reads it. A filesystem without changes to report (SFTP) is
+//! listed again whole before each call and compared ([`Poll`]).
 //!
 //! Directories are shared between snapshots ([`Arc`]): a change copies
 //! the directories on its path from the root, and a call keeps the snapshot
 //! it started with.
 
-use std::collections::{BTreeSet, HashMap};
-use std::io::{self, Read};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::grams::Grams;
-use super::watch::{Changes, WatchError, Watcher};
+use super::source::{Feed, Source};
+use super::watch::{Changes, WatchError};
 use crate::fs::names::{os_bytes, os_str};
-use crate::fs::{FileSystem, FileType, Listing, LocalDir, LocalFs, Metadata};
+use crate::fs::{FileType, Listing, Metadata};
 
 /// Files larger than this are not read for their trigrams: they are always
 /// candidates.
-const CONTENT_MAX: u64 = 16 << 20;
+pub(crate) const CONTENT_MAX: u64 = 16 << 20;
 
 /// The VCS directories glob's walk leaves out and grep's (hidden) skips:
 /// not mirrored, nor watched; a call that names one is read from the disk.
@@ -32,6 +36,11 @@ const VCS: [&[u8]; 6] = [b".git", b".hg", b".svn", b".bzr", b".jj", b".sl"];
 /// `reader::BOMS`): a file starting with one is transcoded or stripped, so
 /// it is always a candidate.
 const BOMS: [&[u8]; 3] = [b"\xEF\xBB\xBF", b"\xFF\xFE", b"\xFE\xFF"];
+
+/// How far behind the local clock a polled host's clock may be while a
+/// file modified in the host's current second is still recognised as one
+/// (see [`Poll`]).
+const CLOCK_SLACK_SECS: i64 = 2;
 
 /// One mirrored directory.
 #[derive(Clone, Debug, Default)]
@@ -66,13 +75,38 @@ pub(crate) struct Entry {
     /// The kind the listing gave (`d_type`).
     pub(crate) kind: FileType,
     /// Its metadata, not following links; `None` when the stat failed (the
-    /// view then asks the disk).
+    /// view then asks the filesystem).
     pub(crate) meta: Option<Metadata>,
     /// A regular text file's trigrams, when it was read whole.
     pub(crate) content: Option<Arc<Content>>,
+    /// A regular file not read yet because its content cannot be vouched
+    /// for (a polled file modified in the host's current second): read at
+    /// a later poll, a candidate meanwhile.
+    pub(crate) unread: bool,
     /// A mirrored directory; `None` for a directory that is not (a VCS
     /// directory, one that could not be listed), read from the disk.
     pub(crate) dir: Option<Arc<DirNode>>,
+}
+
+impl Entry {
+    /// Whether `self` and `other` say the same thing, sharing what they
+    /// hold (a poll keeps the old directory when nothing in it changed).
+    fn same(&self, other: &Entry) -> bool {
+        self.name == other.name
+            && self.kind == other.kind
+            && self.meta == other.meta
+            && self.unread == other.unread
+            && match (&self.content, &other.content) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            }
+            && match (&self.dir, &other.dir) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            }
+    }
 }
 
 /// What the prefilter knows of a regular file: no NUL, no byte-order mark,
@@ -99,22 +133,64 @@ pub(crate) struct Totals {
     pub(crate) gram_bytes: usize,
 }
 
-/// Walks directories of the disk into the mirror, watching each before it
-/// is listed.
-pub(crate) struct Scanner<'a> {
-    pub(crate) disk: &'a LocalFs,
-    pub(crate) watcher: &'a mut Watcher,
-    pub(crate) root: &'a Path,
-    seen: Vec<u64>,
+/// A walk of a filesystem that reports no changes (SFTP): every directory
+/// listed again and compared with the mirror, and only the regular files
+/// whose listed metadata changed (or that were written through the
+/// filesystem) read again, after the walk.
+///
+/// SFTP v3 carries mtimes in whole seconds and no change time, so a file
+/// rewritten with the same size within the second of its mtime looks
+/// unchanged. Such a file is recognised before it can be rewritten so: its
+/// mtime is in the host's current second when it is listed. The host's
+/// clock is not known, but two lower bounds of it are: the newest mtime
+/// ever listed (a write stamps the host's time; a time set into the
+/// future breaks this one), and the local clock less [`CLOCK_SLACK_SECS`]
+/// (a host clock further behind breaks that one). A file whose mtime is at
+/// or past the lower of the two is not read: it stays a candidate, and a
+/// later poll reads it once its second is past.
+pub(crate) struct Poll {
+    /// The files written through the filesystem since the last poll, by
+    /// `(directory, name)`: read again whatever their metadata says.
+    pub(crate) forced: BTreeSet<(PathBuf, Vec<u8>)>,
+    /// The newest mtime listed so far (seconds), kept across polls.
+    pub(crate) newest: i64,
+    /// The files to read after the walk: `(directory, name)`.
+    to_read: Vec<(PathBuf, Vec<u8>)>,
 }
 
-impl<'a> Scanner<'a> {
-    pub(crate) fn new(disk: &'a LocalFs, watcher: &'a mut Watcher, root: &'a Path) -> Scanner<'a> {
+impl Poll {
+    pub(crate) fn new(forced: BTreeSet<(PathBuf, Vec<u8>)>, newest: i64) -> Poll {
+        Poll {
+            forced,
+            newest,
+            to_read: Vec::new(),
+        }
+    }
+}
+
+/// One listed entry: its name, listed kind and the metadata the listing
+/// came with.
+type Listed = (Vec<u8>, FileType, Option<Metadata>);
+
+/// Walks directories of a filesystem into the mirror, following each with
+/// the feed before it is listed.
+pub(crate) struct Scanner<'a, S: Source> {
+    pub(crate) fs: &'a S,
+    pub(crate) feed: &'a mut S::Feed,
+    pub(crate) root: &'a Path,
+    seen: Vec<u64>,
+    /// Set for a filesystem that is polled (`Source::POLLS`).
+    pub(crate) poll: Option<Poll>,
+}
+
+impl<'a, S: Source> Scanner<'a, S> {
+    pub(crate) fn new(fs: &'a S, feed: &'a mut S::Feed, root: &'a Path) -> Scanner<'a, S> {
         Scanner {
-            disk,
-            watcher,
+            fs,
+            feed,
             root,
             seen: Vec::new(),
+            poll: None,
         }
     }
 
@@ -126,59 +202,129 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// The directory `rel`, watched then listed, and everything below it;
-    /// `None` when it cannot be watched or listed (read from the disk).
-    pub(crate) fn scan_dir(&mut self, rel: &Path) -> Result<Option<Arc<DirNode>>, Lost> {
+    /// The whole tree: one walk, then (polled) the reads it left for after.
+    pub(crate) fn scan_root(&mut self, old: Option<&Arc<DirNode>>) -> Result<Arc<DirNode>, Lost> {
+        let mut tree = self
+            .scan_dir(Path::new(""), None, old)?
+            .ok_or(Lost("the root cannot be listed"))?;
+        self.read_after(&mut tree);
+        Ok(tree)
+    }
+
+    /// The directory `rel`, followed then listed, and everything below it;
+    /// `None` when it cannot be followed or listed (read from the disk).
+    /// `parent`: the directory it is listed in, to open it through. `old`:
+    /// what the mirror held there, kept where nothing changed (polled).
+    pub(crate) fn scan_dir(
+        &mut self,
+        rel: &Path,
+        parent: Option<(&S::Dir, &Path, &OsStr)>,
+        old: Option<&Arc<DirNode>>,
+    ) -> Result<Option<Arc<DirNode>>, Lost> {
         let abs = self.abs(rel);
-        match self.watcher.add(&abs, rel) {
+        match self.feed.add(&abs, rel) {
             Ok(()) => {}
             Err(WatchError::Limit) => return Err(Lost("the watch limit was reached")),
-            Err(WatchError::Dir) => return Ok(None),
+            Err(WatchError::Dir | WatchError::Missing) => return Ok(None),
         }
-        let Some((dir, listed)) = self.list(&abs) else {
+        let Some((dir, listed)) = self.list(&abs, parent) else {
             return Ok(None);
         };
+        if self.fs.lists_ahead() {
+            // Their listings start now and travel together (SFTP).
+            for (name, kind, _) in &listed {
+                if *kind == FileType::Dir && !VCS.contains(&&name[..]) {
+                    self.fs.will_list_tree(&dir, &abs, &os_str(name));
+                }
+            }
+        }
         let mut entries = Vec::with_capacity(listed.len());
-        for (name, kind) in listed {
-            entries.push(self.entry(&dir, &abs, rel, name, kind)?);
+        for (name, kind, meta) in listed {
+            let was = old.and_then(|o| o.get(&name));
+            entries.push(self.entry(&dir, &abs, rel, name, kind, meta, was)?);
+        }
+        if let Some(old) = old {
+            if old.entries.len() == entries.len()
+                && old.entries.iter().zip(&entries).all(|(a, b)| a.same(b))
+            {
+                return Ok(Some(old.clone()));
+            }
         }
         Ok(Some(Arc::new(DirNode::from_entries(entries))))
     }
 
-    /// The directory's entries as the disk lists them, or `None` when it
-    /// cannot be listed whole.
-    #[allow(clippy::type_complexity)]
-    fn list(&self, abs: &Path) -> Option<(LocalDir, Vec<(Vec<u8>, FileType)>)> {
-        let dir = self.disk.open_dir(abs).ok()?;
+    /// The directory's entries as the filesystem lists them, with the
+    /// metadata listed with them, or `None` when it cannot be listed whole.
+    fn list(
+        &self,
+        abs: &Path,
+        parent: Option<(&S::Dir, &Path, &OsStr)>,
+    ) -> Option<(S::Dir, Vec<Listed>)> {
+        let dir = match parent {
+            Some((p, p_path, name)) => self.fs.open_dir_at(p, p_path, name),
+            None => self.fs.open_dir(abs),
+        }
+        .ok()?;
         let mut listing = Listing::new();
-        self.disk.list(&dir, &mut listing);
+        self.fs.list(&dir, &mut listing);
         if listing.error().is_some() {
             return None;
         }
-        let listed = listing.iter().map(|(n, k)| (n.to_vec(), k)).collect();
+        let listed = listing
+            .iter()
+            .enumerate()
+            .map(|(i, (n, k))| (n.to_vec(), k, listing.metadata(i).copied()))
+            .collect();
         Some((dir, listed))
     }
 
-    /// An entry read from the disk: stat'ed, a regular file read, a
-    /// directory scanned.
+    /// An entry read from the filesystem: stat'ed (unless listed with its
+    /// metadata), a regular file read (or, polled, kept or left for after
+    /// the walk), a directory scanned.
+    #[allow(clippy::too_many_arguments)]
     fn entry(
         &mut self,
-        dir: &LocalDir,
+        dir: &S::Dir,
         abs: &Path,
         rel: &Path,
         name: Vec<u8>,
         kind: FileType,
+        listed: Option<Metadata>,
+        was: Option<&Entry>,
     ) -> Result<Entry, Lost> {
         let os_name = os_str(&name).into_owned();
-        let meta = self.disk.metadata_at(dir, abs, &os_name, false).ok();
+        let meta = listed.or_else(|| self.fs.metadata_at(dir, abs, &os_name, false).ok());
         let real = meta.map_or(kind, |m| m.kind);
-        let content = if real == FileType::File {
-            read_content(&abs.join(&os_name), &mut self.seen)
-        } else {
+        let mut unread = false;
+        let content = if real != FileType::File {
             None
+        } else if let Some(poll) = &mut self.poll {
+            let key = (rel.to_path_buf(), name.clone());
+            let kept = was.filter(|w| {
+                w.kind == kind && w.meta == meta && !w.unread && !poll.forced.contains(&key)
+            });
+            match kept {
+                Some(w) => w.content.clone(),
+                None => {
+                    poll.to_read.push(key);
+                    unread = true;
+                    None
+                }
+            }
+        } else {
+            let seen = &mut self.seen;
+            self.fs
+                .read_text(Some(dir), abs, &os_name, CONTENT_MAX, |d| {
+                    content_of(d, seen)
+                })
+                .flatten()
         };
-        let dir = if real == FileType::Dir && !VCS.contains(&&name[..]) {
-            self.scan_dir(&rel.join(&os_name))?
+        if let (Some(poll), Some(s)) = (&mut self.poll, meta.and_then(|m| m.mtime)) {
+            poll.newest = poll.newest.max(s.0);
+        }
+        let sub = if real == FileType::Dir && !VCS.contains(&&name[..]) {
+            let old_dir = was.and_then(|w| w.dir.as_ref());
+            self.scan_dir(&rel.join(&os_name), Some((dir, abs, &os_name)), old_dir)?
         } else {
             None
         };
@@ -187,52 +333,90 @@ impl<'a> Scanner<'a> {
             kind,
             meta,
             content,
-            dir,
+            unread,
+            dir: sub,
         })
+    }
+
+    /// Polled: read the files the walk left for after it, but those whose
+    /// content cannot be vouched for yet ([`Poll`]), which stay unread.
+    /// Each directory's files are hinted first (`FileSystem::will_open`),
+    /// so that their reads travel together.
+    fn read_after(&mut self, tree: &mut Arc<DirNode>) {
+        let Some(poll) = &mut self.poll else {
+            return;
+        };
+        let local = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let vouched_before = poll.newest.min(local - CLOCK_SLACK_SECS);
+        let mut by_dir: BTreeMap<PathBuf, Vec<Vec<u8>>> = BTreeMap::new();
+        for (rel, name) in std::mem::take(&mut poll.to_read) {
+            by_dir.entry(rel).or_default().push(name);
+        }
+        for (rel, names) in by_dir {
+            let Some(node) = node_at(tree, &rel) else {
+                continue;
+            };
+            let wanted: Vec<(Vec<u8>, Metadata)> = names
+                .into_iter()
+                .filter_map(|n| {
+                    let meta = node.get(&n)?.meta?;
+                    let vouched = meta.mtime.is_some_and(|t| t.0 < vouched_before);
+                    vouched.then_some((n, meta))
+                })
+                .collect();
+            if wanted.is_empty() {
+                continue;
+            }
+            let abs = self.abs(&rel);
+            let Some(handle) = self
+                .fs
+                .mirror_dir(&abs)
+                .or_else(|| self.fs.open_dir(&abs).ok())
+            else {
+                continue;
+            };
+            for (n, meta) in &wanted {
+                self.fs.will_open(&handle, &abs, &os_str(n), Some(meta));
+            }
+            for (n, _) in wanted {
+                let seen = &mut self.seen;
+                let content = self
+                    .fs
+                    .read_text(Some(&handle), &abs, &os_str(&n), CONTENT_MAX, |d| {
+                        content_of(d, seen)
+                    })
+                    .flatten();
+                if let Some(e) = node_mut(tree, &rel).and_then(|d| d.get_mut(&n)) {
+                    e.content = content;
+                    e.unread = false;
+                }
+            }
+        }
     }
 }
 
-/// A regular file read whole for its trigrams: `None` when it cannot be
-/// read, is large, changed size while read, or is not plain text to the
-/// searcher (a NUL: binary detection; a byte-order mark: transcoding).
-fn read_content(path: &Path, seen: &mut Vec<u64>) -> Option<Arc<Content>> {
-    let file = open_nonblocking(path).ok()?;
-    let m = file.metadata().ok()?;
-    if !m.is_file() || m.len() > CONTENT_MAX {
-        return None;
-    }
-    // A file with another name elsewhere can be written through it, and
-    // inotify reports that to the other name's directory only: never
-    // ruled out by its trigrams.
-    #[cfg(unix)]
-    if std::os::unix::fs::MetadataExt::nlink(&m) > 1 {
-        return None;
-    }
-    let mut data = Vec::with_capacity(m.len() as usize);
-    file.take(CONTENT_MAX + 1).read_to_end(&mut data).ok()?;
-    if data.len() as u64 != m.len()
-        || memchr::memchr(0, &data).is_some()
-        || BOMS.iter().any(|b| data.starts_with(b))
-    {
+/// What the prefilter may know of a regular file's bytes: nothing when the
+/// searcher would not read them as plain text (a NUL: binary detection; a
+/// byte-order mark: transcoding).
+fn content_of(data: &[u8], seen: &mut Vec<u64>) -> Option<Arc<Content>> {
+    if memchr::memchr(0, data).is_some() || BOMS.iter().any(|b| data.starts_with(b)) {
         return None;
     }
     Some(Arc::new(Content {
-        len: m.len(),
-        grams: Grams::of(&data, seen),
+        len: data.len() as u64,
+        grams: Grams::of(data, seen),
     }))
 }
 
-/// Opened without blocking: a FIFO swapped in for the file is never waited
-/// on (the caller checks the kind on the open file).
-fn open_nonblocking(path: &Path) -> io::Result<std::fs::File> {
-    let mut o = std::fs::OpenOptions::new();
-    o.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+/// The directory `rel` of the mirror, if it is mirrored.
+fn node_at<'t>(root: &'t DirNode, rel: &Path) -> Option<&'t DirNode> {
+    let mut node = root;
+    for c in rel.components() {
+        node = node.get(os_bytes(c.as_os_str()))?.dir.as_deref()?;
     }
-    o.open(path)
+    Some(node)
 }
 
 /// The directory `rel` of the mirror, copied out of the snapshots that
@@ -246,13 +430,18 @@ fn node_mut<'t>(root: &'t mut Arc<DirNode>, rel: &Path) -> Option<&'t mut DirNod
     Some(node)
 }
 
-/// Apply the watcher's changes to the mirror: each changed directory listed
-/// again, each changed entry stat'ed (and read) again.
-pub(crate) fn apply(
+/// Apply the feed's changes to the mirror: each changed directory listed
+/// again, each changed entry stat'ed (and read) again; or, for a polled
+/// filesystem, the whole tree listed again and compared.
+pub(crate) fn apply<S: Source>(
     root: &mut Arc<DirNode>,
-    scanner: &mut Scanner<'_>,
+    scanner: &mut Scanner<'_, S>,
     changes: &Changes,
 ) -> Result<(), Lost> {
+    if scanner.poll.is_some() {
+        *root = scanner.scan_root(Some(root))?;
+        return Ok(());
+    }
     // Parents sort before their children: a directory gone with its parent's
     // listing is then skipped.
     for rel in &changes.dirs {
@@ -267,15 +456,15 @@ pub(crate) fn apply(
 }
 
 /// List `rel` again: entries kept where the name, its listed kind and its
-/// content are unchanged, the others read from the disk.
-fn relist(
+/// content are unchanged, the others read from the filesystem.
+fn relist<S: Source>(
     root: &mut Arc<DirNode>,
-    scanner: &mut Scanner<'_>,
+    scanner: &mut Scanner<'_, S>,
     rel: &Path,
     dirty: &BTreeSet<(PathBuf, Vec<u8>)>,
 ) -> Result<(), Lost> {
     let abs = scanner.abs(rel);
-    let listed = scanner.list(&abs);
+    let listed = scanner.list(&abs, None);
     let Some(node) = node_mut(root, rel) else {
         return Ok(());
     };
@@ -291,7 +480,7 @@ fn relist(
     };
     let mut old = std::mem::take(node);
     let mut entries = Vec::with_capacity(listed.len());
-    for (name, kind) in listed {
+    for (name, kind, meta) in listed {
         let changed = dirty.contains(&(rel.to_path_buf(), name.clone()));
         match old.by_name.remove(&name[..]) {
             Some(i) if !changed && old.entries[i].kind == kind => {
@@ -300,16 +489,16 @@ fn relist(
             previous => {
                 if let Some(i) = previous {
                     if old.entries[i].dir.is_some() {
-                        scanner.watcher.forget(&rel.join(os_str(&name)));
+                        scanner.feed.forget(&rel.join(os_str(&name)));
                     }
                 }
-                entries.push(scanner.entry(&dir, &abs, rel, name, kind)?);
+                entries.push(scanner.entry(&dir, &abs, rel, name, kind, meta, None)?);
             }
         }
     }
     for (name, i) in old.by_name.drain() {
         if old.entries[i].dir.is_some() {
-            scanner.watcher.forget(&rel.join(os_str(&name)));
+            scanner.feed.forget(&rel.join(os_str(&name)));
         }
     }
     let node = node_mut(root, rel).expect("found above");
@@ -318,18 +507,18 @@ fn relist(
     Ok(())
 }
 
-/// The watches below a directory's old entries.
-fn forget_below(scanner: &mut Scanner<'_>, rel: &Path, old: &DirNode) {
+/// The feed's directories below a directory's old entries.
+fn forget_below<S: Source>(scanner: &mut Scanner<'_, S>, rel: &Path, old: &DirNode) {
     for e in &old.entries {
         if e.dir.is_some() {
-            scanner.watcher.forget(&rel.join(os_str(&e.name)));
+            scanner.feed.forget(&rel.join(os_str(&e.name)));
         }
     }
 }
 
-/// Make `rel` a directory read from the disk: no mirror, no watch.
-fn unmirror(root: &mut Arc<DirNode>, scanner: &mut Scanner<'_>, rel: &Path) {
-    scanner.watcher.forget(rel);
+/// Make `rel` a directory read from the disk: no mirror, not followed.
+fn unmirror<S: Source>(root: &mut Arc<DirNode>, scanner: &mut Scanner<'_, S>, rel: &Path) {
+    scanner.feed.forget(rel);
     let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
         return;
     };
@@ -340,32 +529,33 @@ fn unmirror(root: &mut Arc<DirNode>, scanner: &mut Scanner<'_>, rel: &Path) {
 
 /// A directory's own metadata again (its mtime changes with its entries;
 /// no event of its parent's says so).
-fn restat_dir(root: &mut Arc<DirNode>, scanner: &Scanner<'_>, rel: &Path) {
+fn restat_dir<S: Source>(root: &mut Arc<DirNode>, scanner: &Scanner<'_, S>, rel: &Path) {
     let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
         return;
     };
-    let meta = scanner.disk.symlink_metadata(&scanner.abs(rel)).ok();
+    let meta = scanner.fs.symlink_metadata(&scanner.abs(rel)).ok();
     if let Some(entry) = node_mut(root, parent).and_then(|n| n.get_mut(os_bytes(name))) {
         entry.meta = meta;
     }
 }
 
 /// Stat (and read) the entry `name` of `rel` again.
-fn refresh(
+fn refresh<S: Source>(
     root: &mut Arc<DirNode>,
-    scanner: &mut Scanner<'_>,
+    scanner: &mut Scanner<'_, S>,
     rel: &Path,
     name: &[u8],
 ) -> Result<(), Lost> {
     let abs = scanner.abs(rel);
-    let path = abs.join(os_str(name));
+    let os_name = os_str(name).into_owned();
+    let path = abs.join(&os_name);
     let Some(node) = node_mut(root, rel) else {
         return Ok(());
     };
     let Some(entry) = node.get_mut(name) else {
         return Ok(());
     };
-    let meta = scanner.disk.symlink_metadata(&path).ok();
+    let meta = scanner.fs.symlink_metadata(&path).ok();
     let was = entry.meta.map(|m| m.kind);
     if meta.map(|m| m.kind) != was {
         // Replaced by another kind without an event of the directory's
@@ -375,15 +565,21 @@ fn refresh(
     }
     entry.meta = meta;
     match meta.map(|m| m.kind) {
-        Some(FileType::File) => entry.content = read_content(&path, &mut scanner.seen),
+        Some(FileType::File) => {
+            let seen = &mut scanner.seen;
+            entry.content = scanner
+                .fs
+                .read_text(None, &abs, &os_name, CONTENT_MAX, |d| content_of(d, seen))
+                .flatten();
+        }
         Some(FileType::Dir) if !VCS.contains(&name) => {
             // Its permissions may have changed: mirrored while it can be
             // listed, read from the disk otherwise.
-            let listable = scanner.disk.open_dir(&path).is_ok();
+            let listable = scanner.fs.open_dir(&path).is_ok();
             let mirrored = entry.dir.is_some();
-            let sub = rel.join(os_str(name));
+            let sub = rel.join(&os_name);
             if listable && !mirrored {
-                let scanned = scanner.scan_dir(&sub)?;
+                let scanned = scanner.scan_dir(&sub, None, None)?;
                 if let Some(e) = node_mut(root, rel).and_then(|n| n.get_mut(name)) {
                     e.dir = scanned;
                 }

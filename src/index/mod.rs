@@ -1,22 +1,26 @@
-//! A live index of a local tree for long-lived workspaces (`docs/index.md`):
-//! a mirror of the tree's names, kinds and metadata, with each text file's
-//! trigrams, kept current by a watcher and settled before every call. glob
-//! walks the mirror instead of the disk; grep opens only the files whose
-//! trigrams the pattern's required literals admit. The engine is the same
-//! as the scan's, over a [`FileSystem`](crate::fs::FileSystem) view of the
-//! mirror, so every answer is the scan's, byte for byte.
+//! A live index of a tree for long-lived workspaces (`docs/index.md`): a
+//! mirror of the tree's names, kinds and metadata, with each text file's
+//! trigrams, kept current by the filesystem's feed of changes (a watcher
+//! on the local disk, the filesystem's own journal in memory, both layers'
+//! through an overlay) or, over SFTP, by listing the tree again, settled
+//! before every call. glob walks the mirror instead of the filesystem;
+//! grep opens only the files whose trigrams the pattern's required
+//! literals admit. The engine is the same as the scan's, over a
+//! [`FileSystem`](crate::fs::FileSystem) view of the mirror, so every
+//! answer is the scan's, byte for byte.
 //!
 //! Opt-in: [`WorkspaceOptions::index`](crate::WorkspaceOptions::index).
 
 mod grams;
 mod mirror;
+mod source;
 mod view;
 mod watch;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
 use crate::backend::{NativeBackend, SearchBackend};
@@ -25,25 +29,44 @@ use crate::outcome::{GlobResults, GrepResults, Outcome};
 use crate::request::{GlobRequest, GrepRequest};
 use crate::sync::RecoverPoison;
 
-use mirror::{DirNode, Lost, Scanner};
-use watch::Watcher;
+use mirror::{DirNode, Lost, Poll, Scanner};
+use source::Feed;
+pub(crate) use source::Source;
 
-/// A live index of one directory of the local disk. Cheap to clone (a
-/// handle); the watcher and the mirror live as long as some clone does.
+/// A live index of one directory of a workspace's filesystem. Cheap to
+/// clone (a handle); the feed and the mirror live as long as some clone
+/// does.
 ///
-/// Built in the background from [`Index::start`]: until it is ready, and
-/// whenever it cannot vouch for its mirror (a watcher overflow, the watch
-/// limit, the root replaced), calls are answered by the scan.
+/// Built in the background from [`Index::start`] (the local disk) or a
+/// workspace ([`WorkspaceOptions::index`](crate::WorkspaceOptions::index)):
+/// until it is ready, and whenever it cannot vouch for its mirror (a
+/// watcher overflow, the watch limit, the root replaced), calls are
+/// answered by the scan.
 #[derive(Clone)]
 pub struct Index {
-    inner: Arc<Inner>,
+    inner: Arc<dyn Live>,
 }
 
-struct Inner {
+/// An index over one kind of filesystem, as [`Index`] uses it.
+trait Live: Send + Sync {
+    fn root(&self) -> &Path;
+    fn rescan(&self);
+    fn simulate_overflow(&self);
+    fn wait_ready(&self, timeout: Duration) -> bool;
+    fn status(&self) -> IndexStatus;
+    fn glob(&self, req: &GlobRequest) -> (Outcome<GlobResults>, Answer);
+    fn grep(&self, req: &GrepRequest) -> (Outcome<GrepResults>, Answer);
+}
+
+struct Inner<S: Source> {
+    /// Itself, for the builds it starts.
+    me: Weak<Inner<S>>,
     root: PathBuf,
-    disk: Arc<LocalFs>,
+    fs: Arc<S>,
+    /// The scan: the engine on the filesystem itself.
+    scan: NativeBackend<S>,
     watch_limit: Option<usize>,
-    state: Mutex<State>,
+    state: Mutex<State<S>>,
     changed: Condvar,
     by_index: AtomicU64,
     by_scan: AtomicU64,
@@ -53,21 +76,23 @@ struct Inner {
     /// Directories listed from the mirror.
     listed: Arc<AtomicU64>,
     /// [`Index::simulate_overflow`] was called.
-    overflow: std::sync::atomic::AtomicBool,
+    overflow: AtomicBool,
 }
 
-struct State {
-    phase: Phase,
+struct State<S: Source> {
+    phase: Phase<S>,
     /// Bumped by each build started: a build that finishes after another
     /// started is dropped.
     generation: u64,
 }
 
-enum Phase {
+enum Phase<S: Source> {
     Building,
     Live {
         tree: Arc<DirNode>,
-        watcher: Watcher,
+        feed: S::Feed,
+        /// Polled filesystems: the newest mtime listed so far (`Poll`).
+        newest: i64,
     },
     /// Cannot be kept current; the reason. The scan answers every call.
     Unavailable(String),
@@ -133,9 +158,9 @@ pub struct IndexStatus {
 }
 
 impl Index {
-    /// Start indexing the directory `root` (made absolute and real) in the
-    /// background. Never waits for the build: calls before it ends are
-    /// answered by the scan.
+    /// Start indexing the directory `root` of the local disk (made
+    /// absolute and real) in the background. Never waits for the build:
+    /// calls before it ends are answered by the scan.
     pub fn start(root: &Path) -> std::io::Result<Index> {
         Index::start_with(root, None)
     }
@@ -144,102 +169,96 @@ impl Index {
     /// past it, the index gives up as at the system's watch limit (for
     /// tests of that path).
     pub fn start_with(root: &Path, watch_limit: Option<usize>) -> std::io::Result<Index> {
-        let root = std::fs::canonicalize(root)?;
-        let index = Index {
-            inner: Arc::new(Inner {
-                root,
-                disk: Arc::new(LocalFs::new()),
-                watch_limit,
-                state: Mutex::new(State {
-                    phase: Phase::Building,
-                    generation: 0,
-                }),
-                changed: Condvar::new(),
-                by_index: AtomicU64::new(0),
-                by_scan: AtomicU64::new(0),
-                builds: AtomicU64::new(0),
-                skipped: Arc::new(AtomicU64::new(0)),
-                listed: Arc::new(AtomicU64::new(0)),
-                overflow: std::sync::atomic::AtomicBool::new(false),
-            }),
-        };
-        let mut state = index.inner.state.lock().recover_poison();
-        index.rebuild(&mut state);
-        drop(state);
-        Ok(index)
+        Index::on(Arc::new(LocalFs::new()), root, watch_limit)
     }
 
-    /// The root it mirrors (real, absolute).
+    /// Start indexing the directory `root` of `fs` in the background (a
+    /// workspace's filesystem: `WorkspaceOptions::index`).
+    pub(crate) fn on<S: Source>(
+        fs: Arc<S>,
+        root: &Path,
+        watch_limit: Option<usize>,
+    ) -> std::io::Result<Index> {
+        let root = fs.index_root(root)?;
+        let inner = Arc::new_cyclic(|me| Inner {
+            me: me.clone(),
+            root,
+            scan: NativeBackend::on(fs.clone()),
+            fs,
+            watch_limit,
+            state: Mutex::new(State {
+                phase: Phase::Building,
+                generation: 0,
+            }),
+            changed: Condvar::new(),
+            by_index: AtomicU64::new(0),
+            by_scan: AtomicU64::new(0),
+            builds: AtomicU64::new(0),
+            skipped: Arc::new(AtomicU64::new(0)),
+            listed: Arc::new(AtomicU64::new(0)),
+            overflow: AtomicBool::new(false),
+        });
+        inner.rescan();
+        Ok(Index { inner })
+    }
+
+    /// The root it mirrors (real, absolute; over SFTP, as given).
     pub fn root(&self) -> &Path {
-        &self.inner.root
+        self.inner.root()
     }
 
     /// Drop the mirror and build it again in the background, as after a
     /// watcher overflow: calls are answered by the scan meanwhile.
     pub fn rescan(&self) {
-        let mut state = self.inner.state.lock().recover_poison();
-        self.rebuild(&mut state);
+        self.inner.rescan();
     }
 
-    /// Make the watcher's next drain report that its queue overflowed, as
+    /// Make the feed's next drain report that its queue overflowed, as
     /// the kernel does when events come faster than they are read: the
     /// call that drains it is answered by the scan and the mirror rebuilt.
     /// For tests of that path (the kernel's limit is system-wide).
     #[doc(hidden)]
     pub fn simulate_overflow(&self) {
-        self.inner.overflow.store(true, Ordering::SeqCst);
+        self.inner.simulate_overflow();
     }
 
     /// Wait until no build is running, at most `timeout`; whether the
     /// index is then live.
     pub fn wait_ready(&self, timeout: Duration) -> bool {
-        let state = self.inner.state.lock().recover_poison();
-        let (state, _) = self
-            .inner
-            .changed
-            .wait_timeout_while(state, timeout, |s| matches!(s.phase, Phase::Building))
-            .recover_poison();
-        matches!(state.phase, Phase::Live { .. })
+        self.inner.wait_ready(timeout)
     }
 
     /// What it holds and has done.
     pub fn status(&self) -> IndexStatus {
-        let state = self.inner.state.lock().recover_poison();
-        let mut totals = mirror::Totals::default();
-        let mut watches = 0;
-        let state_text = match &state.phase {
-            Phase::Building => "building".to_string(),
-            Phase::Live { tree, watcher } => {
-                mirror::totals(tree, &mut totals);
-                watches = watcher.len();
-                "live".to_string()
-            }
-            Phase::Unavailable(why) => format!("unavailable: {why}"),
-        };
-        IndexStatus {
-            state: state_text,
-            dirs: totals.dirs,
-            entries: totals.entries,
-            files: totals.files_read,
-            file_bytes: totals.bytes_read,
-            gram_bytes: totals.gram_bytes,
-            answered_by_index: self.inner.by_index.load(Ordering::Relaxed),
-            answered_by_scan: self.inner.by_scan.load(Ordering::Relaxed),
-            builds: self.inner.builds.load(Ordering::Relaxed),
-            watches,
-            files_skipped: self.inner.skipped.load(Ordering::Relaxed),
-            dirs_listed: self.inner.listed.load(Ordering::Relaxed),
-        }
+        self.inner.status()
     }
 
+    /// A search backend answering from the index where it can, by the
+    /// scan of the filesystem otherwise.
+    pub fn backend(&self) -> IndexedBackend {
+        IndexedBackend {
+            index: self.clone(),
+        }
+    }
+}
+
+impl fmt::Debug for Index {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Index").field("root", &self.root()).finish()
+    }
+}
+
+impl<S: Source> Inner<S> {
     /// Start a build (the state's lock held): the scan answers until it
     /// ends.
-    fn rebuild(&self, state: &mut State) {
+    fn rebuild(&self, state: &mut State<S>) {
         state.generation += 1;
         state.phase = Phase::Building;
-        self.inner.builds.fetch_add(1, Ordering::Relaxed);
+        self.builds.fetch_add(1, Ordering::Relaxed);
         let generation = state.generation;
-        let inner = self.inner.clone();
+        let Some(inner) = self.me.upgrade() else {
+            return;
+        };
         let spawned = std::thread::Builder::new()
             .name("dsh-search-index".into())
             .spawn(move || build(&inner, generation));
@@ -248,23 +267,31 @@ impl Index {
         }
     }
 
-    /// Settle the mirror with every change queued before now, and take a
-    /// snapshot of it; or say why the scan must answer.
+    /// Settle the mirror with every change reported before now (or, over a
+    /// polled filesystem, with the tree listed again), and take a snapshot
+    /// of it; or say why the scan must answer.
     fn snapshot(&self) -> Result<Arc<DirNode>, String> {
-        let mut state = self.inner.state.lock().recover_poison();
+        let mut state = self.state.lock().recover_poison();
         let lost = match &mut state.phase {
             Phase::Building => return Err("the index is being built".into()),
             Phase::Unavailable(why) => return Err(why.clone()),
-            Phase::Live { tree, watcher } => match watcher.drain() {
+            Phase::Live { tree, feed, newest } => match feed.drain() {
                 Err(e) => format!("the watcher failed: {e}"),
-                Ok(_) if self.inner.overflow.swap(false, Ordering::SeqCst) => {
+                Ok(_) if self.overflow.swap(false, Ordering::SeqCst) => {
                     "the watcher's queue overflowed".into()
                 }
                 Ok(changes) if changes.lost.is_some() => changes.lost.unwrap_or_default().into(),
-                Ok(changes) if changes.is_empty() => return Ok(tree.clone()),
+                Ok(changes) if changes.is_empty() && !S::POLLS => return Ok(tree.clone()),
                 Ok(changes) => {
-                    let mut scanner = Scanner::new(&self.inner.disk, watcher, &self.inner.root);
-                    match mirror::apply(tree, &mut scanner, &changes) {
+                    let mut scanner = Scanner::new(&*self.fs, feed, &self.root);
+                    if S::POLLS {
+                        scanner.poll = Some(Poll::new(changes.names.clone(), *newest));
+                    }
+                    let applied = mirror::apply(tree, &mut scanner, &changes);
+                    if let Some(poll) = scanner.poll {
+                        *newest = poll.newest;
+                    }
+                    match applied {
                         Ok(()) => return Ok(tree.clone()),
                         Err(Lost(why)) => why.into(),
                     }
@@ -278,51 +305,109 @@ impl Index {
     }
 
     /// The view a call walks, or why the scan answers it.
-    fn view(&self, query: Option<grams::Query>) -> Result<view::View, String> {
+    fn view(&self, query: Option<grams::Query>) -> Result<view::View<S>, String> {
         let tree = self.snapshot();
         let counter = match tree {
-            Ok(_) => &self.inner.by_index,
-            Err(_) => &self.inner.by_scan,
+            Ok(_) => &self.by_index,
+            Err(_) => &self.by_scan,
         };
         counter.fetch_add(1, Ordering::Relaxed);
         Ok(view::View {
-            disk: self.inner.disk.clone(),
-            root: self.inner.root.clone(),
+            disk: self.fs.clone(),
+            root: self.root.clone(),
             tree: tree?,
             query: query.map(Arc::new),
-            skipped: self.inner.skipped.clone(),
-            listed: self.inner.listed.clone(),
+            skipped: self.skipped.clone(),
+            listed: self.listed.clone(),
         })
     }
+}
 
-    /// A search backend answering from the index where it can, by the
-    /// scan of the local disk otherwise.
-    pub fn backend(&self) -> IndexedBackend {
-        IndexedBackend {
-            index: self.clone(),
-            scan: NativeBackend::on(self.inner.disk.clone()),
+impl<S: Source> Live for Inner<S> {
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn rescan(&self) {
+        let mut state = self.state.lock().recover_poison();
+        self.rebuild(&mut state);
+    }
+
+    fn simulate_overflow(&self) {
+        self.overflow.store(true, Ordering::SeqCst);
+    }
+
+    fn wait_ready(&self, timeout: Duration) -> bool {
+        let state = self.state.lock().recover_poison();
+        let (state, _) = self
+            .changed
+            .wait_timeout_while(state, timeout, |s| matches!(s.phase, Phase::Building))
+            .recover_poison();
+        matches!(state.phase, Phase::Live { .. })
+    }
+
+    fn status(&self) -> IndexStatus {
+        let state = self.state.lock().recover_poison();
+        let mut totals = mirror::Totals::default();
+        let mut watches = 0;
+        let state_text = match &state.phase {
+            Phase::Building => "building".to_string(),
+            Phase::Live { tree, feed, .. } => {
+                mirror::totals(tree, &mut totals);
+                watches = feed.len();
+                "live".to_string()
+            }
+            Phase::Unavailable(why) => format!("unavailable: {why}"),
+        };
+        IndexStatus {
+            state: state_text,
+            dirs: totals.dirs,
+            entries: totals.entries,
+            files: totals.files_read,
+            file_bytes: totals.bytes_read,
+            gram_bytes: totals.gram_bytes,
+            answered_by_index: self.by_index.load(Ordering::Relaxed),
+            answered_by_scan: self.by_scan.load(Ordering::Relaxed),
+            builds: self.builds.load(Ordering::Relaxed),
+            watches,
+            files_skipped: self.skipped.load(Ordering::Relaxed),
+            dirs_listed: self.listed.load(Ordering::Relaxed),
+        }
+    }
+
+    fn glob(&self, req: &GlobRequest) -> (Outcome<GlobResults>, Answer) {
+        match self.view(None) {
+            Ok(view) => (run(view, |b| b.glob(req)), Answer::Index),
+            Err(why) => (self.scan.glob(req), Answer::Scan(why)),
+        }
+    }
+
+    fn grep(&self, req: &GrepRequest) -> (Outcome<GrepResults>, Answer) {
+        let Some(query) = grams::plan(&req.pattern) else {
+            self.by_scan.fetch_add(1, Ordering::Relaxed);
+            return (self.scan.grep(req), Answer::Scan(UNNARROWED.into()));
+        };
+        match self.view(Some(query)) {
+            Ok(view) => (run(view, |b| b.grep(req)), Answer::Index),
+            Err(why) => (self.scan.grep(req), Answer::Scan(why)),
         }
     }
 }
 
-impl fmt::Debug for Index {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Index")
-            .field("root", &self.inner.root)
-            .finish()
-    }
-}
-
-/// The build of generation `generation`: a watcher, one walk, then the
+/// The build of generation `generation`: a feed, one walk, then the
 /// mirror installed unless another build started meanwhile.
-fn build(inner: &Inner, generation: u64) {
-    let phase = match Watcher::new(inner.watch_limit) {
+fn build<S: Source>(inner: &Inner<S>, generation: u64) {
+    let phase = match inner.fs.feed(&inner.root, inner.watch_limit) {
         Err(e) => Phase::Unavailable(format!("no watcher: {e}")),
-        Ok(mut watcher) => {
-            let mut scanner = Scanner::new(&inner.disk, &mut watcher, &inner.root);
-            match scanner.scan_dir(Path::new("")) {
-                Ok(Some(tree)) => Phase::Live { tree, watcher },
-                Ok(None) => Phase::Unavailable("the root cannot be listed".into()),
+        Ok(mut feed) => {
+            let mut scanner = Scanner::new(&*inner.fs, &mut feed, &inner.root);
+            if S::POLLS {
+                scanner.poll = Some(Poll::new(Default::default(), i64::MIN));
+            }
+            let scanned = scanner.scan_root(None);
+            let newest = scanner.poll.map_or(i64::MIN, |p| p.newest);
+            match scanned {
+                Ok(tree) => Phase::Live { tree, feed, newest },
                 Err(Lost(why)) => Phase::Unavailable(why.into()),
             }
         }
@@ -340,7 +425,6 @@ const UNNARROWED: &str = "the pattern has no required literal the prefilter can 
 /// The search backend of an indexed workspace ([`Index::backend`]).
 pub struct IndexedBackend {
     index: Index,
-    scan: NativeBackend<LocalFs>,
 }
 
 impl IndexedBackend {
@@ -351,29 +435,19 @@ impl IndexedBackend {
 
     /// [`SearchBackend::glob`], and which path answered it.
     pub fn glob_answered(&self, req: &GlobRequest) -> (Outcome<GlobResults>, Answer) {
-        match self.index.view(None) {
-            Ok(view) => (run(view, |b| b.glob(req)), Answer::Index),
-            Err(why) => (self.scan.glob(req), Answer::Scan(why)),
-        }
+        self.index.inner.glob(req)
     }
 
     /// [`SearchBackend::grep`], and which path answered it. A pattern the
     /// prefilter cannot narrow is answered by the scan: every file would
-    /// be opened anyway, and the disk's own descriptors open them faster
+    /// be opened anyway, and the filesystem's own handles open them faster
     /// than paths through the mirror.
     pub fn grep_answered(&self, req: &GrepRequest) -> (Outcome<GrepResults>, Answer) {
-        let Some(query) = grams::plan(&req.pattern) else {
-            self.index.inner.by_scan.fetch_add(1, Ordering::Relaxed);
-            return (self.scan.grep(req), Answer::Scan(UNNARROWED.into()));
-        };
-        match self.index.view(Some(query)) {
-            Ok(view) => (run(view, |b| b.grep(req)), Answer::Index),
-            Err(why) => (self.scan.grep(req), Answer::Scan(why)),
-        }
+        self.index.inner.grep(req)
     }
 }
 
-fn run<T>(view: view::View, f: impl FnOnce(&NativeBackend<view::View>) -> T) -> T {
+fn run<S: Source, T>(view: view::View<S>, f: impl FnOnce(&NativeBackend<view::View<S>>) -> T) -> T {
     f(&NativeBackend::on(Arc::new(view)))
 }
 

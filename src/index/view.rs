@@ -1,9 +1,12 @@
 //! One call's view of an indexed tree (`docs/index.md`, "How a call is
 //! answered"): a [`FileSystem`] whose listings and stats inside the root
-//! come from a snapshot of the mirror, and whose reads go to the disk. The
-//! engine walks it as it walks any filesystem, so what it prints is what it
-//! prints on the disk; the one addition is [`FileSystem::known_miss`], the
-//! prefilter's answer for the call's pattern.
+//! come from a snapshot of the mirror, and whose reads go to the filesystem
+//! it mirrors ("the disk" below: the local disk, a tree in memory, an
+//! overlay, a host over SFTP). The engine walks it as it walks any
+//! filesystem, so what it prints is what it prints there; the one addition
+//! is [`FileSystem::known_miss`], the prefilter's answer for the call's
+//! pattern (and, where the filesystem reads ahead, the hints of the files
+//! it rules out are not passed on).
 //!
 //! Whatever the mirror does not hold is the disk's: a path outside the root,
 //! through a symlink or `..`, ending in a separator; a directory that is not
@@ -14,20 +17,19 @@ use std::ffi::OsStr;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::grams::Query;
 use super::mirror::{DirNode, Entry};
+use super::source::Source;
 use crate::cancel::CancelToken;
 use crate::fs::names::{os_bytes, path_bytes};
-use crate::fs::{
-    FileSystem, FileType, Listing, LocalDir, LocalFile, LocalFs, Metadata, WriteError, WriteGuard,
-    Written,
-};
+use crate::fs::{FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard, Written};
 
-/// A snapshot of the mirror over the disk, with the call's query.
-pub(crate) struct View {
-    pub(crate) disk: Arc<LocalFs>,
+/// A snapshot of the mirror over the filesystem it mirrors (`disk`), with
+/// the call's query.
+pub(crate) struct View<S: Source> {
+    pub(crate) disk: Arc<S>,
     pub(crate) root: PathBuf,
     pub(crate) tree: Arc<DirNode>,
     pub(crate) query: Option<Arc<Query>>,
@@ -37,10 +39,16 @@ pub(crate) struct View {
     pub(crate) listed: Arc<AtomicU64>,
 }
 
-/// A directory of the view: mirrored, or the disk's.
-pub(crate) enum ViewDir {
-    Mirror(Arc<DirNode>),
-    Disk(LocalDir),
+/// A directory of the view: mirrored (with the filesystem's handle of it,
+/// made when a file of it is first hinted or opened, where the filesystem
+/// makes one without a round trip), or the filesystem's.
+pub(crate) enum ViewDir<S: FileSystem> {
+    Mirror(Arc<DirNode>, OnceLock<Option<S::Dir>>),
+    Disk(S::Dir),
+}
+
+fn mirrored<S: FileSystem>(node: Arc<DirNode>) -> ViewDir<S> {
+    ViewDir::Mirror(node, OnceLock::new())
 }
 
 /// What a path names in the mirror.
@@ -49,7 +57,7 @@ enum Found<'t> {
     Entry(&'t Entry),
 }
 
-impl View {
+impl<S: Source> View<S> {
     /// The mirror's answer for `path`, or `None`: ask the disk.
     fn lookup(&self, path: &Path) -> Option<Found<'_>> {
         // `X/` and `X/.` name X only when it is a directory (`file/` is
@@ -100,11 +108,35 @@ impl View {
             Found::Root => None,
         }
     }
+
+    /// The filesystem's handle of a mirrored directory, if it makes one
+    /// cheaply.
+    fn handle<'d>(&self, made: &'d OnceLock<Option<S::Dir>>, path: &Path) -> Option<&'d S::Dir> {
+        made.get_or_init(|| self.disk.mirror_dir(path)).as_ref()
+    }
+
+    /// The length of the regular file `name` of a mirrored directory when
+    /// the prefilter rules it out for the call's query: the mirror holds
+    /// it as plain text of exactly its current size, and the query's
+    /// trigrams are not all in it.
+    fn ruled_out(&self, node: &DirNode, name: &OsStr) -> Option<u64> {
+        let query = self.query.as_ref()?;
+        let entry = node.get(os_bytes(name))?;
+        let meta = entry.meta?;
+        let content = entry.content.as_ref()?;
+        if meta.kind != FileType::File || content.len != meta.len {
+            return None;
+        }
+        if query.admits(&content.grams) {
+            return None;
+        }
+        Some(meta.len)
+    }
 }
 
-impl FileSystem for View {
-    type Dir = ViewDir;
-    type File = LocalFile;
+impl<S: Source> FileSystem for View<S> {
+    type Dir = ViewDir<S>;
+    type File = S::File;
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         self.disk.canonicalize(path)
@@ -132,23 +164,23 @@ impl FileSystem for View {
         self.disk.read_link(path)
     }
 
-    fn open_dir(&self, path: &Path) -> io::Result<ViewDir> {
+    fn open_dir(&self, path: &Path) -> io::Result<ViewDir<S>> {
         match self.lookup(path) {
-            Some(Found::Root) => Ok(ViewDir::Mirror(self.tree.clone())),
-            Some(Found::Entry(Entry { dir: Some(d), .. })) => Ok(ViewDir::Mirror(d.clone())),
+            Some(Found::Root) => Ok(mirrored(self.tree.clone())),
+            Some(Found::Entry(Entry { dir: Some(d), .. })) => Ok(mirrored(d.clone())),
             _ => self.disk.open_dir(path).map(ViewDir::Disk),
         }
     }
 
     fn open_dir_at(
         &self,
-        parent: &ViewDir,
+        parent: &ViewDir<S>,
         parent_path: &Path,
         name: &OsStr,
-    ) -> io::Result<ViewDir> {
+    ) -> io::Result<ViewDir<S>> {
         match parent {
-            ViewDir::Mirror(node) => match node.get(os_bytes(name)) {
-                Some(Entry { dir: Some(d), .. }) => Ok(ViewDir::Mirror(d.clone())),
+            ViewDir::Mirror(node, _) => match node.get(os_bytes(name)) {
+                Some(Entry { dir: Some(d), .. }) => Ok(mirrored(d.clone())),
                 _ => self
                     .disk
                     .open_dir(&parent_path.join(name))
@@ -161,9 +193,9 @@ impl FileSystem for View {
         }
     }
 
-    fn list(&self, dir: &ViewDir, listing: &mut Listing) {
+    fn list(&self, dir: &ViewDir<S>, listing: &mut Listing) {
         match dir {
-            ViewDir::Mirror(node) => {
+            ViewDir::Mirror(node, _) => {
                 self.listed.fetch_add(1, Ordering::Relaxed);
                 listing.clear();
                 for e in &node.entries {
@@ -179,13 +211,13 @@ impl FileSystem for View {
 
     fn metadata_at(
         &self,
-        dir: &ViewDir,
+        dir: &ViewDir<S>,
         dir_path: &Path,
         name: &OsStr,
         follow: bool,
     ) -> io::Result<Metadata> {
         match dir {
-            ViewDir::Mirror(node) => {
+            ViewDir::Mirror(node, _) => {
                 let m = node.get(os_bytes(name)).and_then(|e| e.meta);
                 match m.filter(|m| !(follow && m.kind == FileType::Symlink)) {
                     Some(m) => Ok(m),
@@ -197,32 +229,62 @@ impl FileSystem for View {
         }
     }
 
-    fn open_at(&self, dir: &ViewDir, dir_path: &Path, name: &OsStr) -> io::Result<LocalFile> {
+    fn open_at(&self, dir: &ViewDir<S>, dir_path: &Path, name: &OsStr) -> io::Result<S::File> {
         match dir {
-            ViewDir::Mirror(_) => self.disk.open(&dir_path.join(name), &CancelToken::new()),
+            ViewDir::Mirror(_, made) => match self.handle(made, dir_path) {
+                Some(h) => self.disk.open_at(h, dir_path, name),
+                None => self.disk.open(&dir_path.join(name), &CancelToken::new()),
+            },
             ViewDir::Disk(d) => self.disk.open_at(d, dir_path, name),
         }
     }
 
-    fn known_miss(&self, dir: &ViewDir, _dir_path: &Path, name: &OsStr) -> Option<u64> {
-        let (ViewDir::Mirror(node), Some(query)) = (dir, &self.query) else {
-            return None;
-        };
-        let entry = node.get(os_bytes(name))?;
-        let meta = entry.meta?;
-        let content = entry.content.as_ref()?;
-        if meta.kind != FileType::File || content.len != meta.len {
-            return None;
+    fn will_open(
+        &self,
+        dir: &ViewDir<S>,
+        dir_path: &Path,
+        name: &OsStr,
+        metadata: Option<&Metadata>,
+    ) {
+        match dir {
+            ViewDir::Mirror(node, made) => {
+                // No handle, no read ahead (the local disk): nothing to do.
+                let Some(h) = self.handle(made, dir_path) else {
+                    return;
+                };
+                // Only a candidate: a file the prefilter rules out is never
+                // opened, so never read ahead either.
+                if self.ruled_out(node, name).is_none() {
+                    self.disk.will_open(h, dir_path, name, metadata);
+                }
+            }
+            ViewDir::Disk(d) => self.disk.will_open(d, dir_path, name, metadata),
         }
-        if query.admits(&content.grams) {
-            return None;
-        }
-        self.skipped.fetch_add(1, Ordering::Relaxed);
-        Some(meta.len)
     }
 
-    fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<LocalFile> {
+    fn known_miss(&self, dir: &ViewDir<S>, _dir_path: &Path, name: &OsStr) -> Option<u64> {
+        let ViewDir::Mirror(node, _) = dir else {
+            return None;
+        };
+        let len = self.ruled_out(node, name)?;
+        self.skipped.fetch_add(1, Ordering::Relaxed);
+        Some(len)
+    }
+
+    fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<S::File> {
         self.disk.open(path, cancel)
+    }
+
+    fn contents<'f>(&self, file: &'f S::File) -> Option<&'f [u8]> {
+        self.disk.contents(file)
+    }
+
+    fn known_nul_free(&self, file: &S::File) -> bool {
+        self.disk.known_nul_free(file)
+    }
+
+    fn read_file(&self, path: &Path, max: u64) -> io::Result<(Metadata, Option<Vec<u8>>)> {
+        self.disk.read_file(path, max)
     }
 
     fn read_control(&self, path: &Path) -> io::Result<Vec<u8>> {

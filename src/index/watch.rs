@@ -35,11 +35,13 @@ pub(crate) enum WatchError {
     /// The watch limit (`ENOSPC`: `fs.inotify.max_user_watches`, or the
     /// index's own limit): the tree cannot be kept current.
     Limit,
-    /// This directory only (unreadable, gone): it is not mirrored, and
-    /// the view reads it from the disk. (Only the Linux watcher adds
-    /// watches.)
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    /// This directory only (unreadable): it is not mirrored, and the view
+    /// reads it from the filesystem.
     Dir,
+    /// There is no directory there (gone, or not a directory): not
+    /// mirrored either, as [`WatchError::Dir`]; an overlay's layer may
+    /// lack a directory the other holds.
+    Missing,
 }
 
 #[cfg(target_os = "linux")]
@@ -99,6 +101,9 @@ mod imp {
                     Ok(())
                 }
                 Err(rustix::io::Errno::NOSPC) => Err(WatchError::Limit),
+                Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => {
+                    Err(WatchError::Missing)
+                }
                 Err(_) => Err(WatchError::Dir),
             }
         }

@@ -191,7 +191,7 @@ pub fn sftp_share(every: usize, every_tree: usize, tables: impl FnOnce()) {
 /// Cut every regular file's and directory's mtime under `root` to whole
 /// seconds (symlinks are left alone: setting a time follows them).
 #[cfg(all(unix, feature = "sftp"))]
-fn whole_seconds(root: &Path) {
+pub fn whole_seconds(root: &Path) {
     use std::time::{Duration, UNIX_EPOCH};
     let mut stack = vec![root.to_path_buf()];
     let mut dirs = Vec::new();

@@ -573,11 +573,19 @@ fn make_tools(options: &Value) -> std::result::Result<(Workspace, Tools), String
     };
     let mut o = WorkspaceOptions::new(fs);
     o.backend(backend).rg_path(rg_from_env()).index(index);
-    if remote && obj.contains_key("root") {
-        return Err("Tools: root names a local directory (for mem and an overlay): an sftp:// workspace has none; a call's cwd is the remote directory".into());
+    if remote && !index && obj.contains_key("root") {
+        return Err("Tools: root names a local directory (for mem and an overlay), or with index the remote directory the index mirrors: an sftp:// workspace without index has none; a call's cwd is the remote directory".into());
+    }
+    if remote && index && !obj.contains_key("root") {
+        return Err("Tools: index over sftp:// needs root: the remote directory to mirror (an absolute path on the host)".into());
     }
     if let Some(root) = text("root") {
-        o.root(existing_dir_path(&root).map_err(|e| format!("Tools: root: {e}"))?);
+        let root = if remote {
+            remote_dir_path(&root.to_string_lossy())
+        } else {
+            existing_dir_path(&root)
+        };
+        o.root(root.map_err(|e| format!("Tools: root: {e}"))?);
     }
     if let Some(dir) = text("overlay") {
         o.overlay(dir);

@@ -104,6 +104,24 @@ test('a write over sftp:// lands on the host', async () => {
   assert.equal(fs.readFileSync(path.join(tree.root, 'made/remote.txt'), 'utf8'), 'written over sftp\n')
 })
 
+test('index: true over sftp:// mirrors root on the host and sees a write at the next call', async () => {
+  const indexed = remote({ index: true, root: tree.root })
+  const scan = remote()
+  const ctx = { cwd: tree.root }
+  for (const [name, tool, args] of CALLS) {
+    if (tool === 'read') continue
+    const a = await indexed.call(tool, args, ctx)
+    const b = await scan.call(tool, args, ctx)
+    assert.equal(a.content, b.content, name)
+  }
+  const w = await indexed.call('write', { file_path: 'made/indexed.txt', content: 'add_over_sftp\n' }, ctx)
+  assert.equal(w.isError, false, w.content)
+  const g = await indexed.call('grep', { pattern: 'add_over_sftp' }, ctx)
+  assert.match(g.content, /^Found 1 match/)
+  assert.throws(() => remote({ index: true }), /index over sftp:\/\/ needs root/)
+  assert.throws(() => remote({ index: true, root: 'rel' }), /root: "rel" is relative/)
+})
+
 const REFUSED = [
   ['a key the server does not authorize', () => ({ identity: server.strangerKey }), /the server refused the key .*stranger_key for user root/],
   ['an identity file that does not exist', () => ({ identity: '/nonexistent/dsh-key' }), /cannot load the identity/],

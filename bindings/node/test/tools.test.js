@@ -251,7 +251,21 @@ test('index: true answers as the scan does, and sees a write at the next call', 
       assert.match(r.content, /^Found 1 match/)
     }
     assert.throws(() => new Tools({ index: 'yes' }), /options\.index must be a boolean/)
-    assert.throws(() => new Tools({ index: true, fs: 'mem', root: tree.root }), /index is not available for mem/)
+    assert.throws(() => new Tools({ index: true, backend: 'rg', root: tree.root }), /index is not available for the rg backend/)
+    // In memory, the tree's own journal keeps it current: a write through
+    // the tools is in the next call's answer, as in the unindexed copy.
+    const mem = new Tools({ index: true, fs: 'mem', root: tree.root })
+    const memScan = new Tools({ fs: 'mem', root: tree.root })
+    for (const t of [mem, memScan]) {
+      const w = await t.call('write', { file_path: 'src/in_memory.rs', content: 'fn add_in_memory() {}\n' }, ctx)
+      assert.equal(w.isError, false, w.content)
+    }
+    for (const [tool, args] of [...calls, ['grep', { pattern: 'add_in_memory' }]]) {
+      const a = await mem.call(tool, args, ctx)
+      const b = await memScan.call(tool, args, ctx)
+      assert.equal(a.content, b.content, `mem: ${tool} ${JSON.stringify(args)}`)
+    }
+    assert.equal(fs.existsSync(path.join(tree.root, 'src/in_memory.rs')), false)
   } finally {
     tree.cleanup()
   }

@@ -45,8 +45,9 @@ pub(crate) struct Common {
     pub(crate) overlay: Option<PathBuf>,
     /// Keep a live index of the workdir for the life of the process
     /// (`docs/index.md`): for `serve` and `mcp`, whose calls then skip the
-    /// files that cannot match, with the same answers. The local disk and
-    /// the native backend only.
+    /// files that cannot match, with the same answers. Any --fs and
+    /// --overlay (over sftp:// the workdir is --cwd); the native backend
+    /// only.
     #[arg(long, global = true)]
     pub(crate) index: bool,
     /// Set by SIGINT, SIGTERM or SIGHUP (Ctrl-C or Ctrl-Break on Windows):

@@ -13,6 +13,10 @@ use dsh_search::{FsSpec, Workspace, WorkspaceError, WorkspaceOptions};
 
 use super::Common;
 
+/// Why a remote workspace needs `--cwd`.
+const NEEDS_REMOTE_CWD: &str =
+    "--fs sftp:// needs --cwd with the remote workdir as an absolute path";
+
 /// The workspace of the common options, connected when it is remote (so
 /// that a wrong key, an unknown host key or a refused connection is one
 /// clear error before the call).
@@ -37,13 +41,18 @@ pub(crate) fn open(common: &Common, config: &Config) -> Result<Workspace, String
     options
         .backend(common.backend.into())
         .rg_path(rg_from_env());
+    let index = common.index || config.index;
+    let remote_cwd = common.cwd.as_deref().filter(|p| p.is_absolute());
     if !remote {
         options.root(&workdir);
+    } else if index {
+        // The index mirrors the remote workdir.
+        options.root(remote_cwd.ok_or(NEEDS_REMOTE_CWD)?);
     }
     if let Some(dir) = &common.overlay {
         options.overlay(absolute(dir)?);
     }
-    options.index(common.index || config.index);
+    options.index(index);
     if let Some(key) = &common.identity {
         options.identity(key);
     }
@@ -62,8 +71,8 @@ pub(crate) fn open(common: &Common, config: &Config) -> Result<Workspace, String
     let workspace = options.open().map_err(describe)?;
     // `--cwd` names a remote directory: the local current directory means
     // nothing there.
-    if remote && !common.cwd.as_deref().is_some_and(Path::is_absolute) {
-        return Err("--fs sftp:// needs --cwd with the remote workdir as an absolute path".into());
+    if remote && remote_cwd.is_none() {
+        return Err(NEEDS_REMOTE_CWD.into());
     }
     workspace.connect().map_err(describe)?;
     Ok(workspace)
@@ -75,7 +84,8 @@ pub(crate) fn describe(e: WorkspaceError) -> String {
     match e {
         WorkspaceError::RgNeedsLocalDisk => "--backend rg searches the local disk only: it cannot be used with --fs mem, --fs sftp:// or --overlay".into(),
         WorkspaceError::OverlayOverSftp => "--overlay cannot be used with --fs sftp://".into(),
-        WorkspaceError::IndexUnsupported(what) => format!("the index (--index, or the configuration's index key) is not available for {what} yet: it indexes the local disk with the native backend"),
+        WorkspaceError::IndexUnsupported("the rg backend") => "the index (--index, or the configuration's index key) is not available with --backend rg: it answers through the native engine".into(),
+        WorkspaceError::IndexUnsupported(what) => format!("the index (--index, or the configuration's index key) is not available for {what}: it answers through the native engine"),
         WorkspaceError::NoKnownHosts => {
             "no --known-hosts and no HOME to find ~/.ssh/known_hosts in".into()
         }

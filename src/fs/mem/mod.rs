@@ -25,6 +25,7 @@ use self::tree::{
     lookup, os_error, Body, DirBody, FileBody, Node, State, Walk, DIR_LEN, NAME_MAX, PATH_MAX,
 };
 use crate::cancel::CancelToken;
+use crate::fs::journal::{Event, Journal, Queue};
 use crate::fs::names;
 use crate::fs::seam::{
     errno, FileSystem, FileType, Listing, Metadata, Timestamp, WriteError, WriteGuard, Written,
@@ -108,6 +109,9 @@ pub struct MemFs {
     /// Held by every change: a guarded write checks and publishes under it.
     changes: Mutex<()>,
     git_excludes: Option<(PathBuf, Vec<u8>)>,
+    /// What each change touched, for the live index's queues (nothing is
+    /// recorded while none listens).
+    journal: Journal,
 }
 
 /// An open directory of a [`MemFs`].
@@ -241,6 +245,7 @@ impl MemFs {
             clock: AtomicU64::new(timestamp_ns(t)),
             changes: Mutex::new(()),
             git_excludes: None,
+            journal: Journal::default(),
         }
     }
 
@@ -394,6 +399,10 @@ impl MemFs {
             st.ctime = self.tick();
             node
         };
+        self.journal.record(Event::Entries {
+            dir: dir.ino,
+            name: name.into(),
+        });
         // Empty the removed directories, so that a handle held on one
         // lists nothing.
         let mut dirs = vec![node];
@@ -419,6 +428,13 @@ impl MemFs {
             _ if node.kind == FileType::Fifo => Err(errno::would_block()),
             _ => Err(errno::no_such_device()),
         }
+    }
+
+    /// A queue of every change made from now on, for the live index
+    /// (`docs/index.md`): each names the directory (by inode) and the
+    /// entry it touched.
+    pub(crate) fn subscribe(&self) -> Arc<Queue> {
+        self.journal.subscribe()
     }
 
     fn changing(&self) -> MutexGuard<'_, ()> {
@@ -454,10 +470,37 @@ impl MemFs {
         let p = path_arg(path)?;
         let _changing = self.changing();
         let node = self.node(p, true)?;
-        let mut st = node.write();
-        f(&mut st)?;
-        st.ctime = self.tick();
+        {
+            let mut st = node.write();
+            f(&mut st)?;
+            st.ctime = self.tick();
+        }
+        if self.journal.listened() {
+            self.record_node_at(p);
+        }
         Ok(())
+    }
+
+    /// Record that the node `path` resolves to (symlinks followed) changed:
+    /// by the directory and name it is reached through once every link is
+    /// resolved (`realpath`), as inotify reports it to its directory.
+    fn record_node_at(&self, path: &[u8]) {
+        let Ok(real) = Walk::new(&self.root).canonical(path) else {
+            return;
+        };
+        let Some(i) = real.iter().rposition(|&b| b == b'/') else {
+            return;
+        };
+        let (parent, name) = (&real[..i.max(1)], &real[i + 1..]);
+        if name.is_empty() {
+            return;
+        }
+        if let Ok(dir) = self.node(parent, true) {
+            self.journal.record(Event::Node {
+                dir: dir.ino,
+                name: name.into(),
+            });
+        }
     }
 
     /// A new node of `kind`, modified now.
@@ -504,6 +547,11 @@ impl MemFs {
         d.insert(name, Arc::clone(&node));
         st.mtime = now();
         st.ctime = self.tick();
+        drop(st);
+        self.journal.record(Event::Entries {
+            dir: dir.ino,
+            name: name.into(),
+        });
         Ok(node)
     }
 
@@ -598,6 +646,10 @@ impl MemFs {
                         return Err(errno::not_a_directory());
                     }
                     self.replace(&node, data)?;
+                    self.journal.record(Event::Node {
+                        dir: dir.ino,
+                        name: name.into(),
+                    });
                     return Ok((node, true));
                 }
                 Err(e) if is_not_found(&e) => {

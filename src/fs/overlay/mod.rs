@@ -144,6 +144,19 @@ pub struct OverlayDir<L: FileSystem, U: FileSystem> {
     upper: Option<(U::Dir, PathBuf)>,
 }
 
+impl<L: FileSystem, U: FileSystem> OverlayDir<L, U> {
+    /// The lower layer's directory, if it has one.
+    pub(crate) fn lower_dir(&self) -> Option<&L::Dir> {
+        self.lower.as_ref()
+    }
+
+    /// The upper layer's directory and its path there, if it had one when
+    /// this was opened.
+    pub(crate) fn upper_dir(&self) -> Option<(&U::Dir, &Path)> {
+        self.upper.as_ref().map(|(d, p)| (d, p.as_path()))
+    }
+}
+
 impl<L: FileSystem, U: FileSystem> fmt::Debug for OverlayDir<L, U> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OverlayDir")
@@ -246,6 +259,13 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
         {
             self.upper_used.store(true, Ordering::Release);
         }
+    }
+
+    /// The upper layer's path for the overlay path `path` (resolved), or
+    /// `None` outside `lower_root` (for the live index, which follows both
+    /// layers).
+    pub(crate) fn upper_path_of(&self, path: &Path) -> Option<PathBuf> {
+        self.upper_path(path)
     }
 
     /// [`OverlayFs::upper_path`], when the upper layer may hold it.
@@ -466,10 +486,18 @@ impl<L: FileSystem, U: FileSystem> FileSystem for OverlayFs<L, U> {
         };
         let mut upper = Listing::new();
         self.upper.list(upper_dir, &mut upper);
+        // The upper entries, with the metadata the upper layer listed them
+        // with (if any).
+        let uppers = upper
+            .iter()
+            .enumerate()
+            .filter(|&(_, (n, k))| !is_staging(n, k))
+            .map(|(i, (n, k))| (n.to_vec(), k, upper.metadata(i).copied()))
+            .collect::<Vec<_>>();
         let Some(lower) = &dir.lower else {
             listing.clear();
-            for (name, kind) in upper.iter().filter(|&(n, k)| !is_staging(n, k)) {
-                listing.push(name, kind);
+            for (name, kind, meta) in &uppers {
+                push(listing, name, *kind, *meta);
             }
             listing.error = upper.take_error();
             return;
@@ -483,18 +511,32 @@ impl<L: FileSystem, U: FileSystem> FileSystem for OverlayFs<L, U> {
                 .enumerate()
                 .map(|(i, (n, _))| (n, i))
                 .collect();
-            for (name, kind) in upper.iter().filter(|&(n, k)| !is_staging(n, k)) {
-                match lower_names.get(name) {
-                    Some(&i) => shadowed.push((i, kind)),
-                    None => added.push((name.to_vec(), kind)),
+            for (name, kind, meta) in uppers {
+                match lower_names.get(&name[..]) {
+                    Some(&i) => shadowed.push((i, kind, meta)),
+                    None => added.push((name, kind, meta)),
                 }
             }
         }
-        for (i, kind) in shadowed {
+        // A shadowed entry is the upper layer's: its kind, and its metadata
+        // or none (never the lower file's, which glob's mtime sort would
+        // take without a stat). A directory in both layers is merged, and
+        // described by the lower one.
+        for (i, kind, meta) in shadowed {
+            let merged = kind == FileType::Dir && listing.entries[i].1 == FileType::Dir;
             listing.entries[i].1 = kind;
+            if merged {
+                continue;
+            }
+            if i < listing.metadata.len() || meta.is_some() {
+                listing
+                    .metadata
+                    .resize(listing.metadata.len().max(i + 1), None);
+                listing.metadata[i] = meta;
+            }
         }
-        for (name, kind) in added {
-            listing.push(&name, kind);
+        for (name, kind, meta) in added {
+            push(listing, &name, kind, meta);
         }
         if listing.error.is_none() {
             listing.error = upper.take_error();
@@ -629,6 +671,14 @@ impl<L: FileSystem, U: FileSystem> FileSystem for OverlayFs<L, U> {
             .lock_writes()
             .map_err(|e| WriteError::Io(path.to_path_buf(), e))?;
         self.write_locked(path, content, guard, cancel)
+    }
+}
+
+/// Add an entry to `listing`, with its metadata when there is some.
+fn push(listing: &mut Listing, name: &[u8], kind: FileType, meta: Option<Metadata>) {
+    match meta {
+        Some(m) => listing.push_with_metadata(name, kind, m),
+        None => listing.push(name, kind),
     }
 }
 

@@ -1098,3 +1098,44 @@ fn on_disk_write_errors_name_the_overlay_directory() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A listing's metadata is the merged view's: an entry the upper layer
+/// shadows carries the upper file's, never the lower one's (a lower layer
+/// in memory lists its files with their metadata, which glob's mtime sort
+/// takes without a stat).
+#[test]
+fn a_shadowed_entry_is_listed_with_the_upper_metadata() {
+    let lower = Arc::new(crate::fs::MemFs::new());
+    lower.write_file("/w/a.txt", "old\n").unwrap();
+    lower.write_file("/w/b.txt", "b\n").unwrap();
+    lower.set_mtime("/w/a.txt", (1_000_000_000, 0)).unwrap();
+    let upper = Arc::new(crate::fs::MemFs::new());
+    let fs = OverlayFs::new(lower, Path::new("/w"), upper, Path::new("/up")).unwrap();
+    let root = Path::new("/w");
+    fs.write(
+        &root.join("a.txt"),
+        b"new text\n",
+        &WriteGuard::None,
+        &CancelToken::new(),
+    )
+    .unwrap();
+    fs.write(
+        &root.join("c.txt"),
+        b"c\n",
+        &WriteGuard::None,
+        &CancelToken::new(),
+    )
+    .unwrap();
+    let dir = fs.open_dir(root).unwrap();
+    let mut listing = Listing::new();
+    fs.list(&dir, &mut listing);
+    let names: Vec<&[u8]> = listing.iter().map(|(n, _)| n).collect();
+    assert_eq!(names, [&b"a.txt"[..], b"b.txt", b"c.txt"]);
+    for (i, (name, _)) in listing.iter().enumerate() {
+        let path = root.join(names::os_str(name));
+        let stat = fs.symlink_metadata(&path).unwrap();
+        if let Some(listed) = listing.metadata(i) {
+            assert_eq!(*listed, stat, "{}", path.display());
+        }
+    }
+}

@@ -66,6 +66,7 @@ use self::ops::{list_dir, open_file, read_whole, stat, Opened};
 use self::proto::Reply;
 use self::readahead::{DirAhead, FileAhead, FileWindow, Spec, FILE_MAX};
 use self::session::{Counters, Session};
+use super::journal::{Event, Journal, Queue};
 use super::names::{os_str, path_bytes};
 use super::seam::{
     errno, FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard, Written,
@@ -175,6 +176,7 @@ impl SftpBuilder {
             excludes: OnceLock::new(),
             git_excludes: self.git_excludes,
             ahead_dirs: Arc::new(AtomicUsize::new(0)),
+            journal: Journal::default(),
         })
     }
 }
@@ -284,6 +286,10 @@ pub struct SftpFs {
     window: Arc<FileWindow>,
     /// Listings ahead now (at most [`readahead`]'s `AHEAD_DIRS`).
     ahead_dirs: Arc<AtomicUsize>,
+    /// The paths its writes published, for the live index's queues
+    /// (`docs/index.md`): a write that keeps a file's size within the
+    /// second of its mtime is invisible to a listing.
+    journal: Journal,
 }
 
 impl std::fmt::Debug for SftpFs {
@@ -330,6 +336,17 @@ impl SftpFs {
             bytes_read: c.bytes_read.load(Ordering::Relaxed),
             connects: c.connects.load(Ordering::Relaxed),
         }
+    }
+
+    /// A queue of the paths written from now on, for the live index.
+    pub(crate) fn subscribe(&self) -> Arc<Queue> {
+        self.journal.subscribe()
+    }
+
+    /// A handle of the directory at `path`, without a round trip (the
+    /// caller knows it is one: the live index's mirror listed it).
+    pub(crate) fn dir_handle(&self, path: &Path) -> SftpDir {
+        SftpDir::new(path.to_path_buf())
     }
 
     /// Open the regular file at `path` (`known_file`: listed as one; else
@@ -583,7 +600,9 @@ impl FileSystem for SftpFs {
         guard: &WriteGuard,
         cancel: &CancelToken,
     ) -> Result<Written, WriteError> {
-        write::write(self, path, content, guard, cancel)
+        let written = write::write(self, path, content, guard, cancel)?;
+        self.journal.record(Event::Wrote(path.to_path_buf()));
+        Ok(written)
     }
 }
 
