@@ -29,7 +29,10 @@ use std::time::{Duration, Instant};
 
 use dsh_search::backend::rg::{glob_args, grep_args};
 use dsh_search::fs::{SftpFs, SftpStats};
-use dsh_search::{GlobRequest, GrepRequest, NativeBackend, SearchBackend};
+use dsh_search::{
+    Config, FsSpec, GlobRequest, GrepRequest, NativeBackend, SearchBackend, SftpAddress,
+    WorkspaceOptions,
+};
 
 // The benchmark corpus is the binary's (`dsh-search bench` generates the
 // same trees): included as a source file rather than made a library item,
@@ -222,6 +225,28 @@ fn main() {
             (label, fs.clone(), NativeBackend::on(fs))
         })
         .collect();
+    // The live index over SFTP (docs/index.md: the tree listed again and
+    // compared before every call, only changed files read), a workspace of
+    // its own with the default sessions, built before the first call.
+    let indexed_ws = WorkspaceOptions::new(FsSpec::Sftp(SftpAddress {
+        user: Some("root".into()),
+        host: "127.0.0.1".into(),
+        port,
+    }))
+    .root(&tree)
+    .identity(dir.join("user_key"))
+    .known_hosts(&known_hosts)
+    .index(true)
+    .open()
+    .expect("the indexed SFTP workspace opens");
+    indexed_ws.connect().expect("the indexed SFTP workspace connects");
+    let index = indexed_ws.index().expect("an index").clone();
+    assert!(
+        index.wait_ready(Duration::from_secs(600)),
+        "the index over SFTP was not built: {}",
+        index.status().state
+    );
+    let indexed = indexed_ws.backend(&Config::default());
     let quote = |a: &str| format!("'{}'", a.replace('\'', "'\\''"));
 
     println!(
@@ -252,6 +277,7 @@ fn main() {
             .map(|_| (Vec::new(), Vec::new(), SftpStats::default()))
             .collect();
         let (mut theirs, mut theirs_cpu) = (Vec::new(), Vec::new());
+        let (mut by_index, mut by_index_cpu) = (Vec::new(), Vec::new());
         for i in 0..=iterations {
             // Each measured call starts on a quiet machine: an ssh session
             // that ran rg goes on ending (its processes exiting) after the
@@ -284,6 +310,28 @@ fn main() {
                     bytes_read: after.bytes_read - before.bytes_read,
                     connects: after.connects - before.connects,
                 };
+            }
+            // The indexed workspace, every call answered from its mirror.
+            settle();
+            let answered = index.status().answered_by_index;
+            let cpu = (proc_cpu(me), tree_cpu(sshd.id()));
+            let t = Instant::now();
+            if is_glob {
+                assert!(indexed.glob(&glob).results.files.len() >= files as usize / 2);
+            } else {
+                indexed.grep(&grep);
+            }
+            let took = t.elapsed();
+            let cpu = proc_cpu(me) - cpu.0 + tree_cpu(sshd.id()) - cpu.1;
+            assert_eq!(
+                index.status().answered_by_index,
+                answered + 1,
+                "the index did not answer: {}",
+                index.status().state
+            );
+            if i > 0 {
+                by_index.push(took);
+                by_index_cpu.push(cpu);
             }
             settle();
             let cpu = (tree_cpu(sshd.id()), proc_cpu(master.id()), children_cpu());
@@ -321,8 +369,21 @@ fn main() {
                 ca.as_secs_f64() / cb.as_secs_f64()
             );
         }
+        // The index's row: its traffic is not the workspaces' counters.
+        let (a, ca) = (median(by_index), median(by_index_cpu));
+        println!(
+            "| {label} | default, indexed | {files} | {dirs} | changed files and candidates | | | | | {:.1} ms | {:.1} ms | {:.2} | {:.1} ms | {:.1} ms | {:.2} |",
+            a.as_secs_f64() * 1e3,
+            b.as_secs_f64() * 1e3,
+            a.as_secs_f64() / b.as_secs_f64(),
+            ca.as_secs_f64() * 1e3,
+            cb.as_secs_f64() * 1e3,
+            ca.as_secs_f64() / cb.as_secs_f64()
+        );
     }
     let _ = master.kill();
+    drop(indexed);
+    drop(indexed_ws);
     let _ = master.wait();
     let _ = sshd.kill();
     let _ = sshd.wait();
