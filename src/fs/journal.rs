@@ -29,6 +29,9 @@ pub(crate) enum Event {
     /// The content or metadata of the node at the entry `name` of the
     /// directory `dir` changed (`IN_MODIFY`, `IN_ATTRIB`).
     Node { dir: u64, name: Box<[u8]> },
+    /// Something changed that could not be placed (a path that no longer
+    /// resolves once changed): the reader must rebuild what it keeps.
+    Unplaced,
     /// A write published the file at this path (as the caller named it).
     #[cfg_attr(not(feature = "sftp"), allow(dead_code))]
     Wrote(PathBuf),

@@ -266,6 +266,10 @@ impl Feed for MemFeed {
             let (dir, name, entries) = match event {
                 Event::Entries { dir, name } => (dir, name, true),
                 Event::Node { dir, name } => (dir, name, false),
+                Event::Unplaced => {
+                    changes.lost = Some("a change could not be placed in the tree");
+                    return Ok(changes);
+                }
                 Event::Wrote(_) => continue,
             };
             // A directory not followed is not mirrored: nothing to update.
@@ -496,5 +500,61 @@ impl Source for crate::fs::SftpFs {
 
     fn mirror_dir(&self, path: &Path) -> Option<Self::Dir> {
         Some(self.dir_handle(path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_of(fs: &Arc<MemFs>) -> MemFeed {
+        let mut feed = fs.feed(Path::new("/w"), None).unwrap();
+        feed.add(Path::new("/w"), Path::new("")).unwrap();
+        feed.add(Path::new("/w/d"), Path::new("d")).unwrap();
+        feed
+    }
+
+    #[test]
+    fn memory_changes_are_named_by_the_mirror_s_paths() {
+        let fs = Arc::new(MemFs::new());
+        fs.write_file("/w/d/a.txt", "a\n").unwrap();
+        let mut feed = feed_of(&fs);
+        fs.write_file("/w/d/a.txt", "b\n").unwrap();
+        fs.write_file("/w/d/new.txt", "c\n").unwrap();
+        fs.set_mode("/w/d/a.txt", 0o600).unwrap();
+        let c = feed.drain().unwrap();
+        assert_eq!(c.lost, None);
+        assert_eq!(c.dirs, [PathBuf::from("d")].into());
+        let names: Vec<_> = c
+            .names
+            .iter()
+            .map(|(d, n)| (d.clone(), n.clone()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (PathBuf::from("d"), b"a.txt".to_vec()),
+                (PathBuf::from("d"), b"new.txt".to_vec())
+            ]
+        );
+        // A directory not followed reports nothing; the root replaced is
+        // a rebuild.
+        fs.write_file("/elsewhere/x", "x").unwrap();
+        assert!(feed.drain().unwrap().is_empty());
+        fs.remove("/w").unwrap();
+        fs.create_dir_all("/w/d").unwrap();
+        assert_eq!(
+            feed.drain().unwrap().lost,
+            Some("the root was removed or moved")
+        );
+    }
+
+    #[test]
+    fn an_unplaced_memory_change_is_a_rebuild() {
+        let fs = Arc::new(MemFs::new());
+        fs.create_dir_all("/w/d").unwrap();
+        let mut feed = feed_of(&fs);
+        fs.journal().record(Event::Unplaced);
+        assert!(feed.drain().unwrap().lost.is_some());
     }
 }

@@ -437,6 +437,12 @@ impl MemFs {
         self.journal.subscribe()
     }
 
+    /// The journal, for the index's tests.
+    #[cfg(test)]
+    pub(crate) fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
     fn changing(&self) -> MutexGuard<'_, ()> {
         self.changes.lock().recover_poison()
     }
@@ -484,22 +490,26 @@ impl MemFs {
     /// Record that the node `path` resolves to (symlinks followed) changed:
     /// by the directory and name it is reached through once every link is
     /// resolved (`realpath`), as inotify reports it to its directory.
+    /// What cannot be placed (a lookup error set above the node) is said
+    /// so, and the index rebuilds.
     fn record_node_at(&self, path: &[u8]) {
         let Ok(real) = Walk::new(&self.root).canonical(path) else {
-            return;
+            return self.journal.record(Event::Unplaced);
         };
         let Some(i) = real.iter().rposition(|&b| b == b'/') else {
-            return;
+            return self.journal.record(Event::Unplaced);
         };
         let (parent, name) = (&real[..i.max(1)], &real[i + 1..]);
         if name.is_empty() {
+            // The root of the whole tree: no directory lists it.
             return;
         }
-        if let Ok(dir) = self.node(parent, true) {
-            self.journal.record(Event::Node {
+        match self.node(parent, true) {
+            Ok(dir) => self.journal.record(Event::Node {
                 dir: dir.ino,
                 name: name.into(),
-            });
+            }),
+            Err(_) => self.journal.record(Event::Unplaced),
         }
     }
 
