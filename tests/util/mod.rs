@@ -123,6 +123,9 @@ pub struct Report {
     name: String,
     context: String,
     cases: usize,
+    /// The cases of the tables run, before [`shard`] took this process's
+    /// share (and before the `DSH_SEARCH_CASE` filter).
+    table_cases: usize,
     /// Tool-level calls compared and paths read, by kind (`tools::check_case`).
     tool_checks: BTreeMap<String, usize>,
     failures: Vec<String>,
@@ -144,6 +147,29 @@ pub fn case_threads() -> usize {
         .and_then(|s| s.parse().ok())
         .filter(|&n: &usize| n >= 1)
         .unwrap_or(if cfg!(windows) { 4 } else { 1 })
+}
+
+/// This process's share of every table: `DSH_SEARCH_SHARD=k/n` runs only
+/// the cases whose position in their table is `k` modulo `n`, so `n`
+/// processes given `0/n` … `n-1/n` run each case of a table exactly once
+/// between them (README "Testing"). `scripts/test-windows` runs its long
+/// tables that way: under Wine one process starts others at about ten a
+/// second whatever its threads do, and several processes start theirs side
+/// by side (README "Platforms"). Unset: every case. Malformed: the test
+/// fails (a typo must not drop cases).
+pub fn shard() -> Option<(usize, usize)> {
+    let v = std::env::var("DSH_SEARCH_SHARD").ok()?;
+    Some(
+        parse_shard(&v)
+            .unwrap_or_else(|| panic!("DSH_SEARCH_SHARD={v:?}: expected k/n with k < n")),
+    )
+}
+
+/// `k/n` with `k < n`.
+fn parse_shard(v: &str) -> Option<(usize, usize)> {
+    let (k, n) = v.split_once('/')?;
+    let (k, n) = (k.parse::<usize>().ok()?, n.parse::<usize>().ok()?);
+    (k < n).then_some((k, n))
 }
 
 /// How the actual side of a case is produced.
@@ -239,13 +265,18 @@ impl Report {
             name: name.into(),
             context: String::new(),
             cases: 0,
+            table_cases: 0,
             tool_checks: BTreeMap::new(),
             failures: Vec::new(),
         }
     }
 
-    /// Run every selected case on `tree` against rg.
+    /// Run every selected case on `tree` against rg: this process's share
+    /// of them ([`shard`]).
     pub fn run_all(&mut self, env: &Env, tree: &Tree, cases: &[Case], mode: Mode) {
+        let shard = shard();
+        let mine = |i: usize| shard.is_none_or(|(k, n)| i % n == k);
+        self.table_cases += cases.len();
         #[cfg(all(unix, feature = "sftp"))]
         if let Some((every, every_tree, seen, trees)) = SFTP_SHARE.with(|s| s.get()) {
             SFTP_SHARE.with(|s| s.set(Some((every, every_tree, seen + cases.len(), trees + 1))));
@@ -254,12 +285,16 @@ impl Report {
             }
             whole_seconds(tree.root());
             for (i, case) in cases.iter().enumerate() {
-                if (seen + i) % every == 0 {
+                if (seen + i) % every == 0 && mine(i) {
                     self.run(env, tree, case, &Mode::Sftp);
                 }
             }
             return;
         }
+        let cases: Vec<&Case> = (0..cases.len())
+            .filter(|&i| mine(i))
+            .map(|i| &cases[i])
+            .collect();
         let threads = case_threads().min(cases.len());
         if threads <= 1 {
             for case in cases {
@@ -278,7 +313,7 @@ impl Report {
             for _ in 0..threads {
                 s.spawn(|| loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(case) = cases.get(i) else { break };
+                    let Some(&case) = cases.get(i) else { break };
                     let outcome = this.run_case(env, tree, case, &mode);
                     *outcomes[i].lock().unwrap() = Some(outcome);
                 });
@@ -459,8 +494,14 @@ impl Report {
 
     /// Print the tally; panic with every failure if there was one.
     pub fn finish(self) {
+        // Sharded, the line says of how many: scripts/test-windows adds up
+        // the shards' cases of each table and checks they make the whole.
+        let share = match shard() {
+            Some((k, n)) => format!(" (shard {k}/{n} of {})", self.table_cases),
+            None => String::new(),
+        };
         loud(&format!(
-            "conformance {}: {} cases, {} failures; tool level: {:?}\n",
+            "conformance {}: {} cases{share}, {} failures; tool level: {:?}\n",
             self.name,
             self.cases,
             self.failures.len(),
@@ -490,4 +531,70 @@ impl Report {
         }
         panic!("{msg}");
     }
+}
+
+/// `DSH_SEARCH_SHARD`: this test binary run three times on a real table
+/// (`conformance::double_dot_slash_paths`), once per share, runs each of its
+/// cases exactly once between the three, each saying of how many; a share
+/// that names no process (`3/3`) fails the test instead of dropping cases.
+#[test]
+fn shards_run_each_case_of_a_table_once() {
+    let Some(_env) = rg::env() else { return };
+    let exe = std::env::current_exe().expect("the test binary");
+    let run = |shard: Option<&str>| -> std::process::Output {
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.args(["--exact", "conformance::double_dot_slash_paths"])
+            .env("DSH_SEARCH_SHOW", "1")
+            .env_remove("DSH_SEARCH_CASE")
+            .env_remove("DSH_SEARCH_SHARD");
+        if let Some(s) = shard {
+            cmd.env("DSH_SEARCH_SHARD", s);
+        }
+        cmd.output().expect("the test binary runs")
+    };
+    // The labels of the cases run, from DSH_SEARCH_SHOW's `--- <label>`
+    // lines, and the tally line.
+    let read = |out: &std::process::Output| -> (Vec<String>, String) {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let labels = stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("--- "))
+            .map(str::to_owned)
+            .collect();
+        let tally = stderr
+            .lines()
+            .find(|l| l.starts_with("conformance double_dot_slash: "))
+            .unwrap_or_else(|| panic!("no tally:\n{stderr}"))
+            .to_owned();
+        (labels, tally)
+    };
+    let (mut all, tally) = read(&run(None));
+    assert_eq!(all.len(), 16, "{all:?}");
+    assert!(
+        tally.starts_with("conformance double_dot_slash: 16 cases, 0 failures"),
+        "{tally}"
+    );
+    let mut union = Vec::new();
+    for (k, count) in [(0, 6), (1, 5), (2, 5)] {
+        let (labels, tally) = read(&run(Some(&format!("{k}/3"))));
+        assert_eq!(labels.len(), count, "shard {k}/3: {labels:?}");
+        let said =
+            format!("conformance double_dot_slash: {count} cases (shard {k}/3 of 16), 0 failures");
+        assert!(tally.starts_with(&said), "{tally}");
+        union.extend(labels);
+    }
+    all.sort();
+    union.sort();
+    assert_eq!(
+        union, all,
+        "the three shards together are the table, each case once"
+    );
+    let bad = run(Some("3/3"));
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("DSH_SEARCH_SHARD=\"3/3\": expected k/n with k < n"),
+        "{stderr}"
+    );
 }
