@@ -538,57 +538,6 @@ fn an_overflow_is_answered_by_the_scan_then_rebuilt() {
     report.finish();
 }
 
-/// Heavy churn while no call comes (`docs/index.md`, "How it stays
-/// current"): twice as many events as the kernel queues
-/// (`fs.inotify.max_queued_events`), made in paced batches with no call
-/// between them, are applied between calls, so the next call is the
-/// mirror's, with no rebuild, and equals rg. With the queue drained by
-/// calls only, the kernel drops events and the next call finds an
-/// overflow.
-#[test]
-fn churn_between_calls_is_applied_without_a_rebuild() {
-    let Some(env) = rg::env() else { return };
-    let mut report = Report::new("index churn between calls");
-    let queued: usize = fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
-        .expect("inotify's queue limit")
-        .trim()
-        .parse()
-        .expect("a number");
-    let tree = small_tree();
-    let root = tree.root().to_path_buf();
-    let ix = open_indexed(&root);
-    assert_eq!(answer(&ix, &root), Answer::Index);
-    // Each file written is at least three events (create, modify, close):
-    // `queued` / 1.5 files are two queues' worth, in batches of a tenth of
-    // a queue, each well inside what the drainer empties between batches.
-    let files = queued * 2 / 3;
-    let batch = (queued / 30).max(1);
-    // The directory watched first (a call applies its creation), so that
-    // every file written in it is an event.
-    fs::create_dir(root.join("churn")).unwrap();
-    assert_eq!(answer(&ix, &root), Answer::Index);
-    for start in (0..files).step_by(batch) {
-        for k in start..(start + batch).min(files) {
-            fs::write(
-                root.join(format!("churn/f{k}.txt")),
-                format!("churned {k}\n"),
-            )
-            .unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    assert_eq!(answer(&ix, &root), Answer::Index, "{:?}", ix.index.status());
-    assert_eq!(ix.index.status().builds, 1, "{:?}", ix.index.status());
-    check_all(env, &mut report, &ix, &root, "after the churn");
-    let grep = Call::Grep {
-        pattern: format!("churned {}", files - 1),
-        path: None,
-        include: None,
-    };
-    check(env, &mut report, &ix, &grep, &root, "the last file written");
-    report.finish();
-}
-
 #[test]
 fn the_watch_limit_leaves_the_scan_answering() {
     let Some(env) = rg::env() else { return };

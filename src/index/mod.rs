@@ -412,47 +412,11 @@ fn build<S: Source>(inner: &Inner<S>, generation: u64) {
             }
         }
     };
-    let live = matches!(phase, Phase::Live { .. });
     let mut state = inner.state.lock().recover_poison();
     if state.generation == generation {
         state.phase = phase;
         inner.changed.notify_all();
-        if live && !S::POLLS {
-            drop(state);
-            drain_between_calls(inner, generation);
-        }
     }
-}
-
-/// How often the feed's queue is emptied while no call comes.
-const DRAIN_EVERY: Duration = Duration::from_millis(100);
-
-/// Apply the feed's changes between calls as well, every [`DRAIN_EVERY`],
-/// for as long as the index lives and this build's mirror is the one in
-/// use: the kernel queues at most `fs.inotify.max_queued_events` (16,384
-/// by default) and drops the rest, so heavy churn while no call drains
-/// the queue would cost a rebuild (exact: the scan answers meanwhile, but
-/// slower). A call still drains whatever came since (`Inner::snapshot`),
-/// so this changes no answer. Not for a polled filesystem (SFTP), whose
-/// "drain" lists the whole tree.
-fn drain_between_calls<S: Source>(inner: &Inner<S>, generation: u64) {
-    let me = inner.me.clone();
-    let spawned = std::thread::Builder::new()
-        .name("dsh-search-index-drain".into())
-        .spawn(move || loop {
-            std::thread::sleep(DRAIN_EVERY);
-            let Some(inner) = me.upgrade() else {
-                return;
-            };
-            if inner.state.lock().recover_poison().generation != generation {
-                return;
-            }
-            // Building or unavailable: nothing to apply; lost: rebuilt now
-            // rather than at the next call.
-            let _ = inner.snapshot();
-        });
-    // Without the thread, calls drain the queue as before.
-    drop(spawned);
 }
 
 /// Why a grep whose pattern the prefilter cannot narrow is the scan's.
