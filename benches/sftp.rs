@@ -239,7 +239,9 @@ fn main() {
     .index(true)
     .open()
     .expect("the indexed SFTP workspace opens");
-    indexed_ws.connect().expect("the indexed SFTP workspace connects");
+    indexed_ws
+        .connect()
+        .expect("the indexed SFTP workspace connects");
     let index = indexed_ws.index().expect("an index").clone();
     assert!(
         index.wait_ready(Duration::from_secs(600)),

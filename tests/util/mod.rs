@@ -592,9 +592,15 @@ fn shards_run_each_case_of_a_table_once() {
     );
     let bad = run(Some("3/3"));
     assert!(!bad.status.success());
-    let stderr = String::from_utf8_lossy(&bad.stderr);
+    // The panic's message: libtest prints a failed test's captured output,
+    // and its panic, on stdout.
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&bad.stdout),
+        String::from_utf8_lossy(&bad.stderr)
+    );
     assert!(
-        stderr.contains("DSH_SEARCH_SHARD=\"3/3\": expected k/n with k < n"),
-        "{stderr}"
+        said.contains("DSH_SEARCH_SHARD=\"3/3\": expected k/n with k < n"),
+        "{said}"
     );
 }

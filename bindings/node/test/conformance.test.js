@@ -34,7 +34,13 @@ async function check(specs, cases) {
         if (f) failures.push(f)
       }
     }
-    await Promise.all([worker(), worker(), worker(), worker()])
+    // Every worker ends before the tree is removed, also when one fails:
+    // the others' rg processes still run in it, and Windows does not
+    // remove a directory that is a process's working directory (EBUSY,
+    // which would then hide the failure).
+    const ends = await Promise.allSettled([worker(), worker(), worker(), worker()])
+    const failed = ends.find((e) => e.status === 'rejected')
+    if (failed) throw failed.reason
     assert.equal(failures.length, 0, `${failures.length} of ${cases.length} cases differ from rg:\n\n${failures.join('\n\n')}`)
   } finally {
     tree.cleanup()
