@@ -113,8 +113,22 @@ function grepArgv(pattern, p, include) {
   return argv
 }
 
-/** Spawn the real rg with `argv` in `cwd` (stdin /dev/null) and collect everything. */
-function spawnRg(bin, argv, cwd) {
+/**
+ * Spawn the real rg with `argv` in `cwd` (stdin /dev/null) and collect
+ * everything. Under Wine a start now and then fails before the program runs
+ * (`spawn UNKNOWN`; README "Platforms"): started again, at most three times.
+ */
+async function spawnRg(bin, argv, cwd) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnRgOnce(bin, argv, cwd)
+    } catch (e) {
+      if (process.platform !== 'win32' || e.code !== 'UNKNOWN' || attempt === 3) throw e
+    }
+  }
+}
+
+function spawnRgOnce(bin, argv, cwd) {
   return new Promise((resolve, reject) => {
     const child = spawn(bin, argv, { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
     const out = []
