@@ -387,7 +387,9 @@ pub trait FileSystem: Send + Sync + 'static {
     }
 
     /// For grep's walk, before the regular file `name` of `dir` (whose
-    /// path is `dir_path`) is opened: its length, when the filesystem knows
+    /// path is `dir_path`, and where `name` was the `at`-th entry of the
+    /// directory's [`FileSystem::list`], a hint the filesystem checks
+    /// before it relies on it) is opened: its length, when the filesystem knows
     /// that the call's pattern has no match in it and that the searcher
     /// would read it as plain text (no NUL, no byte-order mark). The engine
     /// then counts it as searched without a match, as it counts a file
@@ -395,8 +397,8 @@ pub trait FileSystem: Send + Sync + 'static {
     /// length, nothing printed), without opening it. Only a filesystem
     /// built for one call knows the pattern (the index's view,
     /// `docs/index.md`); `None` (the default): open it.
-    fn known_miss(&self, dir: &Self::Dir, dir_path: &Path, name: &OsStr) -> Option<u64> {
-        let _ = (dir, dir_path, name);
+    fn known_miss(&self, dir: &Self::Dir, dir_path: &Path, name: &OsStr, at: usize) -> Option<u64> {
+        let _ = (dir, dir_path, name, at);
         None
     }
 

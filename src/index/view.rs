@@ -118,10 +118,16 @@ impl<S: Source> View<S> {
     /// The length of the regular file `name` of a mirrored directory when
     /// the prefilter rules it out for the call's query: the mirror holds
     /// it as plain text of exactly its current size, and the query's
-    /// trigrams are not all in it.
-    fn ruled_out(&self, node: &DirNode, name: &OsStr) -> Option<u64> {
+    /// trigrams are not all in it. `at` is where the name was listed
+    /// ([`FileSystem::known_miss`]): the entry there, when it is the one
+    /// named, spares the lookup by name.
+    fn ruled_out(&self, node: &DirNode, name: &OsStr, at: Option<usize>) -> Option<u64> {
         let query = self.query.as_ref()?;
-        let entry = node.get(os_bytes(name))?;
+        let name = os_bytes(name);
+        let entry = match at.and_then(|i| node.entries.get(i)) {
+            Some(e) if *e.name == *name => e,
+            _ => node.get(name)?,
+        };
         let meta = entry.meta?;
         let content = entry.content.as_ref()?;
         if meta.kind != FileType::File || content.len != meta.len {
@@ -254,7 +260,7 @@ impl<S: Source> FileSystem for View<S> {
                 };
                 // Only a candidate: a file the prefilter rules out is never
                 // opened, so never read ahead either.
-                if self.ruled_out(node, name).is_none() {
+                if self.ruled_out(node, name, None).is_none() {
                     self.disk.will_open(h, dir_path, name, metadata);
                 }
             }
@@ -262,11 +268,33 @@ impl<S: Source> FileSystem for View<S> {
         }
     }
 
-    fn known_miss(&self, dir: &ViewDir<S>, _dir_path: &Path, name: &OsStr) -> Option<u64> {
+    /// A mirrored directory holds nothing open and is found in its
+    /// parent's entries, while its whole path is looked up from the root
+    /// one name at a time: glob's walk opens each through its parent as
+    /// soon as the parent is listed. (A directory the mirror does not hold
+    /// is then opened ahead on the disk too; there are few: the VCS
+    /// directories, which glob does not walk, and the unlistable ones.)
+    fn lists_ahead(&self) -> bool {
+        true
+    }
+
+    fn will_list_tree(&self, dir: &ViewDir<S>, dir_path: &Path, name: &OsStr) {
+        if let ViewDir::Disk(d) = dir {
+            self.disk.will_list_tree(d, dir_path, name);
+        }
+    }
+
+    fn known_miss(
+        &self,
+        dir: &ViewDir<S>,
+        _dir_path: &Path,
+        name: &OsStr,
+        at: usize,
+    ) -> Option<u64> {
         let ViewDir::Mirror(node, _) = dir else {
             return None;
         };
-        let len = self.ruled_out(node, name)?;
+        let len = self.ruled_out(node, name, Some(at))?;
         self.skipped.fetch_add(1, Ordering::Relaxed);
         Some(len)
     }

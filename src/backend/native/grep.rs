@@ -150,7 +150,7 @@ pub(super) struct Collected {
     /// Whether a file streamed already had a match ([`GrepCall::stream`]).
     matched: bool,
     /// The statistics of the files without a match.
-    stats: Stats,
+    pub(super) stats: Stats,
     pub(super) msgs: Messages,
     /// Whether a file was searched (or would have been).
     pub(super) searched: bool,
@@ -269,7 +269,8 @@ pub(super) enum Source<'d, F: FileSystem> {
     Explicit,
     /// A file found by the walk: its name in a listed directory (the path
     /// given with it is the one rg walks).
-    InDir(&'d Dir<F>, &'d std::ffi::OsStr),
+    /// Its position in the directory's listing goes with it.
+    InDir(&'d Dir<F>, &'d std::ffi::OsStr, usize),
 }
 
 impl<F: FileSystem> Clone for Source<'_, F> {
@@ -433,11 +434,11 @@ impl<'a, F: FileSystem> Worker<'a, F> {
         // text file, counted as `clean_miss` counts one read whole. Asked
         // before anything else is set up: in an indexed tree most walked
         // files end here. A path too long for rg is left to its error below.
-        if let Source::InDir(dir, name) = source {
+        if let Source::InDir(dir, name, at) = source {
             let too_long =
                 source.path_form() == PathForm::Rg && super::paths::too_long_for_rg(path);
             if !too_long {
-                if let Some(len) = fs.known_miss(dir.handle(), dir.path(), name) {
+                if let Some(len) = fs.known_miss(dir.handle(), dir.path(), name, at) {
                     return Ok(Some(clean_miss(len)));
                 }
             }
@@ -491,7 +492,7 @@ impl<'a, F: FileSystem> Worker<'a, F> {
                 return Err(super::paths::name_too_long());
             }
             let open = || match source {
-                Source::InDir(dir, name) => fs.open_at(dir.handle(), dir.path(), name),
+                Source::InDir(dir, name, _) => fs.open_at(dir.handle(), dir.path(), name),
                 Source::Explicit => fs.open(path, &cancel),
             };
             let file = open()?;

@@ -47,6 +47,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
+use crate::event::Stats;
 use crate::fs::FileSystem;
 
 use super::grep::{GrepCall, Source, Worker};
@@ -96,6 +97,7 @@ pub(super) fn search_pooled<F: FileSystem>(
             batch: Vec::with_capacity(BATCH),
             msgs: Messages::default(),
             searched: false,
+            missed: Stats::default(),
         };
         let ignore_rules = serial_walk::walk(
             ctx.fs,
@@ -125,9 +127,32 @@ struct Batcher<'r, 's, F: FileSystem> {
     batch: Vec<Haystack<F>>,
     msgs: Messages,
     searched: bool,
+    /// The files the filesystem ruled out ([`Batcher::known_miss`]),
+    /// counted as searched.
+    missed: Stats,
 }
 
 impl<'r, 's: 'r, F: FileSystem> Batcher<'r, 's, F> {
+    /// The index's prefilter (`docs/index.md`), asked as the walk finds a
+    /// file, before it is queued: in an indexed tree nearly every walked
+    /// file ends here, counted as the worker counts it (`grep.rs:
+    /// clean_miss`) and never handed to another thread. A path too long
+    /// for rg is left to the worker, which reports its error.
+    fn known_miss(&mut self, file: &Haystack<F>) -> bool {
+        if super::paths::too_long_for_rg(&file.rg_path) {
+            return false;
+        }
+        let fs = self.ctx.fs;
+        match fs.known_miss(file.dir.handle(), file.dir.path(), file.name(), file.at) {
+            Some(len) => {
+                self.missed.searches += 1;
+                self.missed.bytes_searched += len;
+                true
+            }
+            None => false,
+        }
+    }
+
     fn push(&mut self) {
         let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
         self.queue.push(batch);
@@ -138,6 +163,9 @@ impl<'r, 's: 'r, F: FileSystem> Batcher<'r, 's, F> {
 impl<'r, 's: 'r, F: FileSystem> serial_walk::Output<F> for Batcher<'r, 's, F> {
     fn file(&mut self, file: Haystack<F>) {
         self.searched = true;
+        if self.known_miss(&file) {
+            return;
+        }
         self.batch.push(file);
         if self.batch.len() == BATCH {
             self.push();
@@ -214,6 +242,7 @@ impl<F: FileSystem> Drop for Batcher<'_, '_, F> {
         let mut shared = self.ctx.shared.lock().recover_poison();
         shared.msgs.extend(std::mem::take(&mut self.msgs));
         shared.searched |= self.searched;
+        shared.stats.add(&self.missed);
     }
 }
 
@@ -406,7 +435,7 @@ fn search_batch<F: FileSystem>(
         let passed = between
             || !worker.search_haystack(
                 &file.rg_path,
-                Source::InDir(&file.dir, file.name()),
+                Source::InDir(&file.dir, file.name(), file.at),
                 &in_file,
             );
         if let (true, Some(queue)) = (passed, queue) {

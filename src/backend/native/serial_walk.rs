@@ -76,6 +76,9 @@ pub(crate) struct Haystack<F: FileSystem> {
     pub(crate) rg_path: PathBuf,
     /// Where the file's name starts in `rg_path`.
     name_at: usize,
+    /// The file's position in its directory's listing
+    /// ([`FileSystem::known_miss`]'s hint).
+    pub(crate) at: usize,
 }
 
 impl<F: FileSystem> Haystack<F> {
@@ -314,6 +317,7 @@ fn visit_entries<F: FileSystem>(
                 dir: dir.clone(),
                 name_at: rg_path.as_os_str().len() - name.len(),
                 rg_path,
+                at: i,
             });
         }
     }
