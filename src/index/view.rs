@@ -41,14 +41,19 @@ pub(crate) struct View<S: Source> {
 
 /// A directory of the view: mirrored (with the filesystem's handle of it,
 /// made when a file of it is first hinted or opened, where the filesystem
-/// makes one without a round trip), or the filesystem's.
+/// makes one without a round trip; and the prefilter's answers for its
+/// entries, [`View::misses`]), or the filesystem's.
 pub(crate) enum ViewDir<S: FileSystem> {
-    Mirror(Arc<DirNode>, OnceLock<Option<S::Dir>>),
+    Mirror(
+        Arc<DirNode>,
+        OnceLock<Option<S::Dir>>,
+        OnceLock<Box<[Option<u64>]>>,
+    ),
     Disk(S::Dir),
 }
 
 fn mirrored<S: FileSystem>(node: Arc<DirNode>) -> ViewDir<S> {
-    ViewDir::Mirror(node, OnceLock::new())
+    ViewDir::Mirror(node, OnceLock::new(), OnceLock::new())
 }
 
 /// What a path names in the mirror.
@@ -118,16 +123,28 @@ impl<S: Source> View<S> {
     /// The length of the regular file `name` of a mirrored directory when
     /// the prefilter rules it out for the call's query: the mirror holds
     /// it as plain text of exactly its current size, and the query's
-    /// trigrams are not all in it. `at` is where the name was listed
-    /// ([`FileSystem::known_miss`]): the entry there, when it is the one
-    /// named, spares the lookup by name.
-    fn ruled_out(&self, node: &DirNode, name: &OsStr, at: Option<usize>) -> Option<u64> {
+    /// trigrams are not all in it.
+    fn ruled_out(&self, node: &DirNode, name: &OsStr) -> Option<u64> {
+        self.rules_out(node.get(os_bytes(name))?)
+    }
+
+    /// [`View::ruled_out`] for every entry of a directory, by position,
+    /// worked out at once when grep's walk asks for its first file: one
+    /// pass over the entries, whose reads of the files' trigram bitmaps
+    /// (scattered in memory, one cache miss each) overlap, rather than one
+    /// chain of dependent reads per file between the walk's other work.
+    fn misses<'d>(
+        &self,
+        node: &DirNode,
+        made: &'d OnceLock<Box<[Option<u64>]>>,
+    ) -> &'d [Option<u64>] {
+        made.get_or_init(|| node.entries.iter().map(|e| self.rules_out(e)).collect())
+    }
+
+    /// The length of the mirrored regular file `entry` when the prefilter
+    /// rules it out ([`View::ruled_out`]).
+    fn rules_out(&self, entry: &Entry) -> Option<u64> {
         let query = self.query.as_ref()?;
-        let name = os_bytes(name);
-        let entry = match at.and_then(|i| node.entries.get(i)) {
-            Some(e) if *e.name == *name => e,
-            _ => node.get(name)?,
-        };
         let meta = entry.meta?;
         let content = entry.content.as_ref()?;
         if meta.kind != FileType::File || content.len != meta.len {
@@ -185,7 +202,7 @@ impl<S: Source> FileSystem for View<S> {
         name: &OsStr,
     ) -> io::Result<ViewDir<S>> {
         match parent {
-            ViewDir::Mirror(node, _) => match node.get(os_bytes(name)) {
+            ViewDir::Mirror(node, ..) => match node.get(os_bytes(name)) {
                 Some(Entry { dir: Some(d), .. }) => Ok(mirrored(d.clone())),
                 _ => self
                     .disk
@@ -201,7 +218,7 @@ impl<S: Source> FileSystem for View<S> {
 
     fn list(&self, dir: &ViewDir<S>, listing: &mut Listing) {
         match dir {
-            ViewDir::Mirror(node, _) => {
+            ViewDir::Mirror(node, ..) => {
                 self.listed.fetch_add(1, Ordering::Relaxed);
                 listing.clear();
                 for e in &node.entries {
@@ -223,7 +240,7 @@ impl<S: Source> FileSystem for View<S> {
         follow: bool,
     ) -> io::Result<Metadata> {
         match dir {
-            ViewDir::Mirror(node, _) => {
+            ViewDir::Mirror(node, ..) => {
                 let m = node.get(os_bytes(name)).and_then(|e| e.meta);
                 match m.filter(|m| !(follow && m.kind == FileType::Symlink)) {
                     Some(m) => Ok(m),
@@ -237,7 +254,7 @@ impl<S: Source> FileSystem for View<S> {
 
     fn open_at(&self, dir: &ViewDir<S>, dir_path: &Path, name: &OsStr) -> io::Result<S::File> {
         match dir {
-            ViewDir::Mirror(_, made) => match self.handle(made, dir_path) {
+            ViewDir::Mirror(_, made, _) => match self.handle(made, dir_path) {
                 Some(h) => self.disk.open_at(h, dir_path, name),
                 None => self.disk.open(&dir_path.join(name), &CancelToken::new()),
             },
@@ -253,14 +270,14 @@ impl<S: Source> FileSystem for View<S> {
         metadata: Option<&Metadata>,
     ) {
         match dir {
-            ViewDir::Mirror(node, made) => {
+            ViewDir::Mirror(node, made, _) => {
                 // No handle, no read ahead (the local disk): nothing to do.
                 let Some(h) = self.handle(made, dir_path) else {
                     return;
                 };
                 // Only a candidate: a file the prefilter rules out is never
                 // opened, so never read ahead either.
-                if self.ruled_out(node, name, None).is_none() {
+                if self.ruled_out(node, name).is_none() {
                     self.disk.will_open(h, dir_path, name, metadata);
                 }
             }
@@ -291,10 +308,17 @@ impl<S: Source> FileSystem for View<S> {
         name: &OsStr,
         at: usize,
     ) -> Option<u64> {
-        let ViewDir::Mirror(node, _) = dir else {
+        let ViewDir::Mirror(node, _, misses) = dir else {
             return None;
         };
-        let len = self.ruled_out(node, name, Some(at))?;
+        // `at` is where the engine listed the name: the entry there when it
+        // is the one named (always, as the view lists a mirrored directory
+        // in its entries' order), else a lookup by name.
+        let name = os_bytes(name);
+        let len = match node.entries.get(at) {
+            Some(e) if *e.name == *name => self.misses(node, misses)[at],
+            _ => self.rules_out(node.get(name)?),
+        }?;
         self.skipped.fetch_add(1, Ordering::Relaxed);
         Some(len)
     }

@@ -156,6 +156,22 @@ pub(crate) fn run(
             }
         };
         let sides: [&dyn SearchBackend; 3] = [&indexed, scan.as_ref(), rg.as_ref()];
+        // The sides must end alike before they are timed: an rg that cannot
+        // start (not installed, not where `--rg` says) fails in microseconds
+        // and would pass for a fast one.
+        let status = |b: &dyn SearchBackend| match &call {
+            Call::Glob(p) => b.glob(&glob(p)).status,
+            Call::Grep(p) => b.grep(&grep(p)).status,
+        };
+        let want = status(&indexed);
+        for (side, b) in ["the scan", "rg"].into_iter().zip(&sides[1..]) {
+            let got = status(*b);
+            if got != want {
+                return Err(std::io::Error::other(format!(
+                    "{name}: {side} ended {got:?}, the index {want:?}; the sides must answer alike"
+                )));
+            }
+        }
         let t = round_robin(iterations, &sides, &once);
         let (ti, ts, tr) = (t[0], t[1], t[2]);
         let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
