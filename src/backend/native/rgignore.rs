@@ -34,11 +34,48 @@ use super::paths::Root;
 
 /// The ignore files of one directory (`dir.rs: IgnoreInner`).
 struct Rules {
-    custom: Gitignore,
-    ignore: Gitignore,
-    git: Gitignore,
-    exclude: Gitignore,
+    custom: Arc<Gitignore>,
+    ignore: Arc<Gitignore>,
+    git: Arc<Gitignore>,
+    exclude: Arc<Gitignore>,
     has_git: bool,
+}
+
+/// The matcher of no file: what rg builds for an ignore file it cannot
+/// read.
+fn empty() -> Arc<Gitignore> {
+    static EMPTY: std::sync::OnceLock<Arc<Gitignore>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| Arc::new(Gitignore::empty())).clone()
+}
+
+/// A matcher built from an ignore file, and the errors building it gave.
+type Built = (Arc<Gitignore>, Vec<Error>);
+
+/// The matchers built from ignore files, by everything a build depends on:
+/// the directory it is rooted at, the path its errors name and the file's
+/// bytes. The paths are keys as bytes, never as `Path`s: `Path` equality
+/// compares components, so `./././sub` and `./sub` would be one key, and
+/// rg roots the matcher at the string as walked (its prefix stripping
+/// tells them apart). A call that reads a file with the same bytes as an earlier call
+/// gets the same matcher and the same errors without compiling its globs
+/// again (the compile, not the read, is most of an ignore file's cost: a
+/// long-lived workspace reads the same few hundred files at every call).
+/// Bounded: emptied when it holds more than [`MEMO_MAX_BYTES`] of files.
+struct Memo {
+    built: std::collections::HashMap<(Vec<u8>, Vec<u8>, Vec<u8>), Built>,
+    bytes: usize,
+}
+
+const MEMO_MAX_BYTES: usize = 16 << 20;
+
+fn memo() -> &'static std::sync::Mutex<Memo> {
+    static MEMO: std::sync::OnceLock<std::sync::Mutex<Memo>> = std::sync::OnceLock::new();
+    MEMO.get_or_init(|| {
+        std::sync::Mutex::new(Memo {
+            built: std::collections::HashMap::new(),
+            bytes: 0,
+        })
+    })
 }
 
 /// A directory at or below the search root, with its ancestors up to it.
@@ -142,36 +179,61 @@ fn create<F: FileSystem>(
     file: &Path,
     shown: &Path,
     errs: &mut Vec<Error>,
-) -> Gitignore {
+) -> Arc<Gitignore> {
     let Ok(data) = fs.read_control(file) else {
-        return Gitignore::empty();
+        return empty();
     };
+    let key = (
+        path_bytes(rg_dir).to_vec(),
+        path_bytes(shown).to_vec(),
+        data,
+    );
+    if let Some((gi, built_errs)) = memo().lock().recover_poison().built.get(&key) {
+        errs.extend(built_errs.iter().cloned());
+        return gi.clone();
+    }
+    let (gi, built_errs) = compile(rg_dir, &key.2, shown);
+    errs.extend(built_errs.iter().cloned());
+    let mut memo = memo().lock().recover_poison();
+    if memo.bytes + key.0.len() + key.1.len() + key.2.len() > MEMO_MAX_BYTES {
+        memo.built.clear();
+        memo.bytes = 0;
+    }
+    memo.bytes += key.0.len() + key.1.len() + key.2.len();
+    memo.built.insert(key, (gi.clone(), built_errs));
+    gi
+}
+
+/// The matcher of one ignore file's bytes, rooted at `rg_dir`, with the
+/// errors that name it `shown`.
+fn compile(rg_dir: &Path, data: &[u8], shown: &Path) -> Built {
+    let mut errs = Vec::new();
     // The builder lives and dies on a stack deep enough for the file's
     // globs (`globstack`).
-    let built = with_stack_for(nesting_bound_lines(&data), || {
+    let built = with_stack_for(nesting_bound_lines(data), || {
         let mut errs = Vec::new();
         let mut b = GitignoreBuilder::new(rg_dir);
-        if let Some(e) = add_lines(&mut b, &data, shown) {
+        if let Some(e) = add_lines(&mut b, data, shown) {
             if !e.is_io() {
                 errs.push(e);
             }
         }
         match b.build() {
-            Ok(gi) => (gi, errs),
+            Ok(gi) => (Arc::new(gi), errs),
             Err(e) => {
                 errs.push(e);
-                (Gitignore::empty(), errs)
+                (empty(), errs)
             }
         }
     });
     match built {
         Ok((gi, mut built_errs)) => {
             errs.append(&mut built_errs);
-            gi
+            (gi, errs)
         }
         Err(why) => {
             errs.push(at_path(Error::Io(std::io::Error::other(why)), shown));
-            Gitignore::empty()
+            (empty(), errs)
         }
     }
 }
@@ -258,7 +320,7 @@ impl Rules {
                 let file = abs.join(name);
                 create(fs, rg_dir, &file, &file, errs)
             } else {
-                Gitignore::empty()
+                empty()
             }
         };
         let custom = create_if(".rgignore");
@@ -267,7 +329,7 @@ impl Rules {
         let exclude = match git_type {
             // Without a `.git`, `.git/info/exclude` cannot exist: rg's stat
             // of it fails and it builds an empty matcher.
-            None => Gitignore::empty(),
+            None => empty(),
             Some(t) => match commondir(fs, abs, real_workdir, t.is_file()) {
                 Ok((dir, shown)) => create(
                     fs,
@@ -278,7 +340,7 @@ impl Rules {
                 ),
                 Err(e) => {
                     errs.extend(e);
-                    Gitignore::empty()
+                    empty()
                 }
             },
         };
