@@ -62,9 +62,12 @@ type Built = (Arc<Gitignore>, Vec<Error>);
 /// long-lived workspace reads the same few hundred files at every call).
 /// Bounded: emptied when it holds more than [`MEMO_MAX_BYTES`] of files.
 struct Memo {
-    built: std::collections::HashMap<(Vec<u8>, Vec<u8>, Vec<u8>), Built>,
+    built: std::collections::HashMap<MemoKey, Built>,
     bytes: usize,
 }
+
+/// An ignore file's root as walked, the path its errors name, its bytes.
+type MemoKey = (Vec<u8>, Vec<u8>, Vec<u8>);
 
 const MEMO_MAX_BYTES: usize = 16 << 20;
 
