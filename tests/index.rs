@@ -778,3 +778,58 @@ fn meta_says_which_path_answered_and_nothing_else_changes() {
         scan.call("grep", &json!({"pattern": "needle"}), &direct)
     );
 }
+
+/// Files past 16 MiB (`docs/index.md`, "What the mirror holds"): a large
+/// file that repeats a few trigrams (a generated register header) is ruled
+/// out like any text file, and answered as rg answers when it does match;
+/// a large file of varied bytes, whose bitmap would take more than an
+/// eighth of its size, stays a candidate and is searched.
+#[test]
+fn large_files_are_ruled_out_only_when_their_trigrams_are_few() {
+    let Some(env) = rg::env() else { return };
+    let mut report = Report::new("index large files");
+    let tree = Tree::build(&[file("small.txt", "nothing here\n")]);
+    let root = tree.root().to_path_buf();
+    // 20 MiB of register definitions, then one line found nowhere else.
+    let mut header = Vec::with_capacity(21 << 20);
+    let mut i = 0u64;
+    while header.len() < 20 << 20 {
+        writeln!(header, "#define REG_{}_MASK 0x{:x}", i % 1000, i % 16).unwrap();
+        i += 1;
+    }
+    header.extend_from_slice(b"needle_at_the_end\n");
+    fs::write(root.join("regs.h"), &header).unwrap();
+    // 17 MiB of bytes 1 to 255 (no NUL: text to rg), from a fixed seed.
+    let mut r = Rng(23);
+    let varied: Vec<u8> = (0..17 << 20).map(|_| 1 + r.below(255) as u8).collect();
+    fs::write(root.join("varied.dat"), &varied).unwrap();
+
+    let ix = open_indexed(&root);
+    let grep = |p: &str| Call::Grep {
+        pattern: p.into(),
+        path: None,
+        include: None,
+    };
+    check(
+        env,
+        &mut report,
+        &ix,
+        &grep("needle_at_the_end"),
+        &root,
+        "large",
+    );
+    check(env, &mut report, &ix, &grep("REG_999_MASK"), &root, "large");
+    let before = ix.index.status().files_skipped;
+    check(
+        env,
+        &mut report,
+        &ix,
+        &grep("zq_found_nowhere_77"),
+        &root,
+        "large",
+    );
+    let skipped = ix.index.status().files_skipped - before;
+    // small.txt and regs.h ruled out; varied.dat searched.
+    assert_eq!(skipped, 2, "{:?}", ix.index.status());
+    report.finish();
+}

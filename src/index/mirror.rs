@@ -25,8 +25,16 @@ use crate::fs::names::{os_bytes, os_str};
 use crate::fs::{FileType, Listing, Metadata};
 
 /// Files larger than this are not read for their trigrams: they are always
-/// candidates.
-pub(crate) const CONTENT_MAX: u64 = 16 << 20;
+/// candidates. (A file is read whole to be indexed, once per build or
+/// change: this bounds that read.)
+pub(crate) const CONTENT_MAX: u64 = 64 << 20;
+
+/// Files larger than this keep their trigrams only when the bitmap takes at
+/// most an eighth of their size: a large generated file (register tables,
+/// firmware as C arrays) repeats a few trigrams and is worth ruling out,
+/// while a large file of varied bytes would cost the memory the index is
+/// bounded by (`docs/index.md`) and stays a candidate.
+const LARGE: usize = 16 << 20;
 
 /// The VCS directories glob's walk leaves out and grep's (hidden) skips:
 /// not mirrored, nor watched; a call that names one is read from the disk.
@@ -404,9 +412,13 @@ fn content_of(data: &[u8], seen: &mut Vec<u64>) -> Option<Arc<Content>> {
     if memchr::memchr(0, data).is_some() || BOMS.iter().any(|b| data.starts_with(b)) {
         return None;
     }
+    let grams = Grams::of(data, seen);
+    if data.len() > LARGE && grams.heap_bytes() > data.len() / 8 {
+        return None;
+    }
     Some(Arc::new(Content {
         len: data.len() as u64,
-        grams: Grams::of(data, seen),
+        grams,
     }))
 }
 
