@@ -60,7 +60,9 @@ type Built = (Arc<Gitignore>, Vec<Error>);
 /// gets the same matcher and the same errors without compiling its globs
 /// again (the compile, not the read, is most of an ignore file's cost: a
 /// long-lived workspace reads the same few hundred files at every call).
-/// Bounded: emptied when it holds more than [`MEMO_MAX_BYTES`] of files.
+/// Bounded: emptied when it holds more than [`MEMO_MAX_BYTES`] of files
+/// and paths (a compiled matcher takes a few times its file's bytes; the
+/// Linux tree's ignore files, about 500, are under 100 KiB).
 struct Memo {
     built: std::collections::HashMap<MemoKey, Built>,
     bytes: usize,
@@ -69,7 +71,7 @@ struct Memo {
 /// An ignore file's root as walked, the path its errors name, its bytes.
 type MemoKey = (Vec<u8>, Vec<u8>, Vec<u8>);
 
-const MEMO_MAX_BYTES: usize = 16 << 20;
+const MEMO_MAX_BYTES: usize = 2 << 20;
 
 fn memo() -> &'static std::sync::Mutex<Memo> {
     static MEMO: std::sync::OnceLock<std::sync::Mutex<Memo>> = std::sync::OnceLock::new();
