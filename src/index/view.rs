@@ -221,6 +221,16 @@ impl<S: Source> FileSystem for View<S> {
             ViewDir::Mirror(node, ..) => {
                 self.listed.fetch_add(1, Ordering::Relaxed);
                 listing.clear();
+                // grep's walk uses a listing's metadata only as a hint of
+                // what it will open (`FileSystem::will_open`), which only a
+                // filesystem that reads ahead takes; without one, the copy
+                // is the walk's largest write.
+                if self.query.is_some() && !self.disk.lists_ahead() {
+                    for e in &node.entries {
+                        listing.push(&e.name, e.kind);
+                    }
+                    return;
+                }
                 for e in &node.entries {
                     match e.meta {
                         Some(m) => listing.push_with_metadata(&e.name, e.kind, m),
