@@ -141,18 +141,20 @@ pub(crate) fn run(
             Call::Glob(p) => drop(std::hint::black_box(b.glob(&glob(p)))),
             Call::Grep(p) => drop(std::hint::black_box(b.grep(&grep(p)))),
         };
-        let note = match &call {
+        let (note, want) = match &call {
             Call::Glob(p) => {
                 let (o, a) = indexed.glob_answered(&glob(p));
-                format!("{a}, {} files, {:?}", o.results.files.len(), o.status)
+                let note = format!("{a}, {} files, {:?}", o.results.files.len(), o.status);
+                (note, o.status)
             }
             Call::Grep(p) => {
                 let (o, a) = indexed.grep_answered(&grep(p));
-                format!(
+                let note = format!(
                     "{a}, {} matches, {:?}",
                     o.results.matches().count(),
                     o.status
-                )
+                );
+                (note, o.status)
             }
         };
         let sides: [&dyn SearchBackend; 3] = [&indexed, scan.as_ref(), rg.as_ref()];
@@ -163,7 +165,6 @@ pub(crate) fn run(
             Call::Glob(p) => b.glob(&glob(p)).status,
             Call::Grep(p) => b.grep(&grep(p)).status,
         };
-        let want = status(&indexed);
         for (side, b) in ["the scan", "rg"].into_iter().zip(&sides[1..]) {
             let got = status(*b);
             if got != want {

@@ -269,8 +269,7 @@ pub(super) enum Source<'d, F: FileSystem> {
     Explicit,
     /// A file found by the walk: its name in a listed directory (the path
     /// given with it is the one rg walks).
-    /// Its position in the directory's listing goes with it.
-    InDir(&'d Dir<F>, &'d std::ffi::OsStr, usize),
+    InDir(&'d Dir<F>, &'d std::ffi::OsStr),
 }
 
 impl<F: FileSystem> Clone for Source<'_, F> {
@@ -430,19 +429,6 @@ impl<'a, F: FileSystem> Worker<'a, F> {
     ) -> io::Result<Option<FileBlock>> {
         let explicit = matches!(source, Source::Explicit);
         let fs = self.ctx.fs;
-        // The index's prefilter (`docs/index.md`): no match possible in this
-        // text file, counted as `clean_miss` counts one read whole. Asked
-        // before anything else is set up: in an indexed tree most walked
-        // files end here. A path too long for rg is left to its error below.
-        if let Source::InDir(dir, name, at) = source {
-            let too_long =
-                source.path_form() == PathForm::Rg && super::paths::too_long_for_rg(path);
-            if !too_long {
-                if let Some(len) = fs.known_miss(dir.handle(), dir.path(), name, at) {
-                    return Ok(Some(clean_miss(len)));
-                }
-            }
-        }
         let Some(SearchTools {
             matcher,
             searcher,
@@ -492,7 +478,7 @@ impl<'a, F: FileSystem> Worker<'a, F> {
                 return Err(super::paths::name_too_long());
             }
             let open = || match source {
-                Source::InDir(dir, name, _) => fs.open_at(dir.handle(), dir.path(), name),
+                Source::InDir(dir, name) => fs.open_at(dir.handle(), dir.path(), name),
                 Source::Explicit => fs.open(path, &cancel),
             };
             let file = open()?;
@@ -532,8 +518,10 @@ impl<'a, F: FileSystem> Worker<'a, F> {
 
 /// What the searcher reports for a file without a match checked whole: one
 /// search over every byte, nothing printed (`JsonSink::finish`). Its time
-/// is counted with its batch's ([`Worker::add_untimed`]).
-fn clean_miss(len: u64) -> FileBlock {
+/// is counted with its batch's ([`Worker::add_untimed`]). Also how a file
+/// the index's prefilter rules out counts (`schedule.rs:
+/// Batcher::known_miss`).
+pub(super) fn clean_miss(len: u64) -> FileBlock {
     FileBlock {
         stats: Stats {
             searches: 1,

@@ -199,12 +199,13 @@ fn create<F: FileSystem>(
     }
     let (gi, built_errs) = compile(rg_dir, &key.2, shown);
     errs.extend(built_errs.iter().cloned());
+    let size = key.0.len() + key.1.len() + key.2.len();
     let mut memo = memo().lock().recover_poison();
-    if memo.bytes + key.0.len() + key.1.len() + key.2.len() > MEMO_MAX_BYTES {
+    if memo.bytes + size > MEMO_MAX_BYTES {
         memo.built.clear();
         memo.bytes = 0;
     }
-    memo.bytes += key.0.len() + key.1.len() + key.2.len();
+    memo.bytes += size;
     memo.built.insert(key, (gi.clone(), built_errs));
     gi
 }
@@ -212,10 +213,9 @@ fn create<F: FileSystem>(
 /// The matcher of one ignore file's bytes, rooted at `rg_dir`, with the
 /// errors that name it `shown`.
 fn compile(rg_dir: &Path, data: &[u8], shown: &Path) -> Built {
-    let mut errs = Vec::new();
     // The builder lives and dies on a stack deep enough for the file's
     // globs (`globstack`).
-    let built = with_stack_for(nesting_bound_lines(data), || {
+    with_stack_for(nesting_bound_lines(data), || {
         let mut errs = Vec::new();
         let mut b = GitignoreBuilder::new(rg_dir);
         if let Some(e) = add_lines(&mut b, data, shown) {
@@ -230,17 +230,11 @@ fn compile(rg_dir: &Path, data: &[u8], shown: &Path) -> Built {
                 (empty(), errs)
             }
         }
-    });
-    match built {
-        Ok((gi, mut built_errs)) => {
-            errs.append(&mut built_errs);
-            (gi, errs)
-        }
-        Err(why) => {
-            errs.push(at_path(Error::Io(std::io::Error::other(why)), shown));
-            (empty(), errs)
-        }
-    }
+    })
+    .unwrap_or_else(|why| {
+        let err = at_path(Error::Io(std::io::Error::other(why)), shown);
+        (empty(), vec![err])
+    })
 }
 
 /// `GitignoreBuilder::add` (ignore 0.4.29 `gitignore.rs: add`) on a file

@@ -50,7 +50,7 @@ use std::time::Instant;
 use crate::event::Stats;
 use crate::fs::FileSystem;
 
-use super::grep::{GrepCall, Source, Worker};
+use super::grep::{clean_miss, GrepCall, Source, Worker};
 use super::messages::Messages;
 use super::rgignore::RgIgnore;
 use super::serial_walk::{self, Haystack};
@@ -134,10 +134,11 @@ struct Batcher<'r, 's, F: FileSystem> {
 
 impl<'r, 's: 'r, F: FileSystem> Batcher<'r, 's, F> {
     /// The index's prefilter (`docs/index.md`), asked as the walk finds a
-    /// file, before it is queued: in an indexed tree nearly every walked
-    /// file ends here, counted as the worker counts it (`grep.rs:
-    /// clean_miss`) and never handed to another thread. A path too long
-    /// for rg is left to the worker, which reports its error.
+    /// file, before it is queued (the one place it is asked): in an indexed
+    /// tree nearly every walked file ends here, counted as a text file
+    /// read whole without a match ([`clean_miss`]) and never handed to
+    /// another thread. A path too long for rg is left to the worker, which
+    /// reports its error.
     fn known_miss(&mut self, file: &Haystack<F>) -> bool {
         if super::paths::too_long_for_rg(&file.rg_path) {
             return false;
@@ -145,8 +146,7 @@ impl<'r, 's: 'r, F: FileSystem> Batcher<'r, 's, F> {
         let fs = self.ctx.fs;
         match fs.known_miss(file.dir.handle(), file.dir.path(), file.name(), file.at) {
             Some(len) => {
-                self.missed.searches += 1;
-                self.missed.bytes_searched += len;
+                self.missed.add(&clean_miss(len).stats);
                 true
             }
             None => false,
@@ -435,7 +435,7 @@ fn search_batch<F: FileSystem>(
         let passed = between
             || !worker.search_haystack(
                 &file.rg_path,
-                Source::InDir(&file.dir, file.name(), file.at),
+                Source::InDir(&file.dir, file.name()),
                 &in_file,
             );
         if let (true, Some(queue)) = (passed, queue) {
