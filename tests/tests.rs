@@ -109,6 +109,11 @@ mod deep_globs;
 #[cfg(unix)]
 mod server_limits;
 
+// Both servers stop at SIGTERM or at a killed client whatever their pipes
+// do: a stderr closed or unread, a stdout closed (issue 28).
+#[cfg(unix)]
+mod server_stop;
+
 // Issue 11, the search half: hostile inputs and kills, each reproduction
 // as a real process on both backends.
 #[cfg(unix)]

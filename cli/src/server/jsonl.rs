@@ -94,14 +94,16 @@ pub(crate) fn run(common: &Common) -> u8 {
         Err(e) => return crate::setup::fail(e),
     };
     let session = super::connection_session(common, "serve");
+    super::log::catch_panics("serve");
     let server = Arc::new(Server::new(tools, workdir, session, Box::new(io::stdout())));
     super::drain_on_signal(common, Arc::clone(&server), |s| &s.inflight, log);
     server.serve(io::stdin().lock());
+    super::log::flush(super::log::FLUSH);
     0
 }
 
 fn log(msg: std::fmt::Arguments<'_>) {
-    eprintln!("dsh-search serve: {msg}");
+    super::log::line("serve", msg);
 }
 
 /// A JSON-lines server over one input and one output.
@@ -359,6 +361,9 @@ impl Server {
     }
 
     fn run_job(&self, job: Job) {
+        // Counted out however this ends: a call never left in flight is
+        // what lets `serve` return at EOF.
+        let _finish = Finish(&self.inflight, job.cost);
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             self.tools.call(&job.tool, &job.arguments, &job.ctx)
         }));
@@ -376,6 +381,14 @@ impl Server {
                 "internal error: the call panicked; the server goes on",
             ),
         }
-        self.inflight.finish(job.cost);
+    }
+}
+
+/// Ends a call's time in flight when dropped.
+struct Finish<'a>(&'a InFlight<String>, usize);
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        self.0.finish(self.1);
     }
 }

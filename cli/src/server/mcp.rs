@@ -70,7 +70,7 @@ use crate::setup::Common;
 const ROOTS_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn log(msg: std::fmt::Arguments<'_>) {
-    eprintln!("dsh-search mcp: {msg}");
+    super::log::line("mcp", msg);
 }
 
 /// `dsh-search mcp`: serve stdin and stdout until EOF or a signal.
@@ -79,6 +79,7 @@ pub(crate) fn run(common: &Common) -> u8 {
         Ok(h) => h,
         Err(e) => return crate::setup::fail(e),
     };
+    super::log::catch_panics("mcp");
     super::drain_on_signal(common, Arc::clone(&handler.inflight), |i| i, log);
     // The calls hold at most MAX_WORKERS blocking threads (`running`); a
     // thread that has just finished a call is not idle yet when the next
@@ -117,6 +118,7 @@ pub(crate) fn run(common: &Common) -> u8 {
     // Whatever is left is dropped, which cancels its call; the blocking
     // threads of cancelled calls end within milliseconds.
     runtime.shutdown_timeout(Duration::from_millis(500));
+    super::log::flush(super::log::FLUSH);
     0
 }
 

@@ -26,6 +26,7 @@
 pub(crate) mod decode;
 pub(crate) mod jsonl;
 mod lines;
+pub(crate) mod log;
 #[cfg(feature = "mcp")]
 pub(crate) mod mcp;
 #[cfg(feature = "mcp")]
@@ -45,7 +46,7 @@ use dsh_search::Sessions;
 use crate::setup::Common;
 
 /// How long a server waits, after a signal, for its cancelled calls to end
-/// before it exits anyway. A cancelled search stops within milliseconds on
+/// and its log to be written before it exits anyway. A cancelled search stops within milliseconds on
 /// both backends (the rg backend's SIGKILL comes after `graceMs`).
 pub(crate) const SIGNAL_DRAIN: Duration = Duration::from_secs(5);
 
@@ -298,7 +299,10 @@ pub(crate) fn drain_on_signal<S, K>(
         log(format_args!(
             "{signal}: cancelling {cancelled} call(s) in flight"
         ));
-        calls.wait_idle(Some(SIGNAL_DRAIN));
+        // The queued log lines get what is left of the drain: a stderr
+        // nobody reads must not hold the stop (`log`).
+        calls.wait_idle(Some(SIGNAL_DRAIN.saturating_sub(log::FLUSH)));
+        log::flush(log::FLUSH);
         std::process::exit(0);
     });
     if let Err(e) = armed {

@@ -162,6 +162,8 @@ fn state_dir_from_env() -> Option<PathBuf> {
 /// Print a command-level failure (not a tool result) and return exit
 /// status 2.
 pub(crate) fn fail(msg: impl std::fmt::Display) -> u8 {
-    eprintln!("dsh-search: {msg}");
+    use std::io::Write;
+    // Not `eprintln!`, which panics when stderr is closed.
+    let _ = writeln!(std::io::stderr(), "dsh-search: {msg}");
     2
 }
