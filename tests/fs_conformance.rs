@@ -172,6 +172,7 @@ fn disk_meta(m: io::Result<std::fs::Metadata>, mtimes: Mtimes) -> String {
             dev: 0,
             ino: 0,
             ctime: None,
+            links: 1,
         }),
         mtimes,
     )

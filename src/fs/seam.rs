@@ -79,6 +79,9 @@ pub struct Metadata {
     /// The status-change time, or any value that changes whenever the
     /// file's content or metadata does.
     pub ctime: Option<Timestamp>,
+    /// The number of hard links (names) of the file; 1 where the
+    /// filesystem has none (in memory, SFTP v3, Windows).
+    pub links: u64,
 }
 
 impl Metadata {

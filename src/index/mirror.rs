@@ -131,6 +131,20 @@ pub(crate) struct Content {
 #[derive(Debug)]
 pub(crate) struct Lost(pub(crate) &'static str);
 
+/// Why a mirror was lost when its root cannot be listed (`chmod 000`, or
+/// gone over SFTP).
+pub(crate) const ROOT_UNLISTABLE: &str = "the root cannot be listed";
+
+impl Lost {
+    /// Whether a later build may succeed where this one failed, with
+    /// nothing else to tell it: a root that cannot be listed now may be
+    /// listable at the next call (its permissions restored), while the
+    /// watch limit stays reached.
+    pub(crate) fn retry(&self) -> bool {
+        self.0 == ROOT_UNLISTABLE
+    }
+}
+
 /// Totals of a mirror, for the index's status.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Totals {
@@ -189,6 +203,14 @@ pub(crate) struct Scanner<'a, S: Source> {
     seen: Vec<u64>,
     /// Set for a filesystem that is polled (`Source::POLLS`).
     pub(crate) poll: Option<Poll>,
+    /// The files of more than one link that a change stat'ed, gone or
+    /// come, by `(dev, ino)`: their other names are stat'ed again
+    /// ([`apply`]), since a change reported through one name is the
+    /// file's, and no event names the others.
+    linked: BTreeSet<(u64, u64)>,
+    /// The directories walked again from scratch by this change
+    /// ([`refresh`]): the changes below them are in that walk.
+    rewalked: Vec<PathBuf>,
 }
 
 impl<'a, S: Source> Scanner<'a, S> {
@@ -199,6 +221,15 @@ impl<'a, S: Source> Scanner<'a, S> {
             root,
             seen: Vec::new(),
             poll: None,
+            linked: BTreeSet::new(),
+            rewalked: Vec::new(),
+        }
+    }
+
+    /// Record a file of more than one link ([`Scanner::linked`]).
+    fn note_links(&mut self, meta: Option<Metadata>) {
+        if let Some(m) = meta.filter(|m| m.kind == FileType::File && m.links > 1) {
+            self.linked.insert((m.dev, m.ino));
         }
     }
 
@@ -214,7 +245,7 @@ impl<'a, S: Source> Scanner<'a, S> {
     pub(crate) fn scan_root(&mut self, old: Option<&Arc<DirNode>>) -> Result<Arc<DirNode>, Lost> {
         let mut tree = self
             .scan_dir(Path::new(""), None, old)?
-            .ok_or(Lost("the root cannot be listed"))?;
+            .ok_or(Lost(ROOT_UNLISTABLE))?;
         self.read_after(&mut tree);
         Ok(tree)
     }
@@ -302,6 +333,7 @@ impl<'a, S: Source> Scanner<'a, S> {
     ) -> Result<Entry, Lost> {
         let os_name = os_str(&name).into_owned();
         let meta = listed.or_else(|| self.fs.metadata_at(dir, abs, &os_name, false).ok());
+        self.note_links(meta);
         let real = meta.map_or(kind, |m| m.kind);
         let mut unread = false;
         let content = if real != FileType::File {
@@ -460,11 +492,43 @@ pub(crate) fn apply<S: Source>(
         relist(root, scanner, rel, &changes.names)?;
     }
     for (rel, name) in &changes.names {
-        if !changes.dirs.contains(rel) {
+        let below_rewalk = || scanner.rewalked.iter().any(|d| rel.starts_with(d));
+        if !changes.dirs.contains(rel) && !below_rewalk() {
             refresh(root, scanner, rel, name)?;
         }
     }
+    // The other names of the linked files the changes touched
+    // (`docs/index.md`, "Hard links"): a write through one name changed
+    // them all, and a link made or removed changed their link count.
+    let linked = std::mem::take(&mut scanner.linked);
+    if !linked.is_empty() {
+        let mut names = Vec::new();
+        names_of(root, Path::new(""), &linked, &mut names);
+        for (rel, name) in names {
+            refresh(root, scanner, &rel, &name)?;
+        }
+        scanner.linked.clear();
+    }
     Ok(())
+}
+
+/// The regular files of the mirror whose `(dev, ino)` is in `inodes`, by
+/// `(directory, name)`.
+fn names_of(
+    node: &DirNode,
+    rel: &Path,
+    inodes: &BTreeSet<(u64, u64)>,
+    out: &mut Vec<(PathBuf, Vec<u8>)>,
+) {
+    for e in &node.entries {
+        if let Some(d) = &e.dir {
+            names_of(d, &rel.join(os_str(&e.name)), inodes, out);
+        } else if let Some(m) = e.meta.filter(|m| m.kind == FileType::File) {
+            if inodes.contains(&(m.dev, m.ino)) {
+                out.push((rel.to_path_buf(), e.name.to_vec()));
+            }
+        }
+    }
 }
 
 /// List `rel` again: entries kept where the name, its listed kind and its
@@ -482,7 +546,7 @@ fn relist<S: Source>(
     };
     let Some((dir, listed)) = listed else {
         if rel.as_os_str().is_empty() {
-            return Err(Lost("the root cannot be listed"));
+            return Err(Lost(ROOT_UNLISTABLE));
         }
         // No longer listable: read from the disk from now on.
         let old = std::mem::take(node);
@@ -512,6 +576,8 @@ fn relist<S: Source>(
         if old.entries[i].dir.is_some() {
             scanner.feed.forget(&rel.join(os_str(&name)));
         }
+        // A name of a linked file gone: the others' link count fell.
+        scanner.note_links(old.entries[i].meta);
     }
     let node = node_mut(root, rel).expect("found above");
     *node = DirNode::from_entries(entries);
@@ -568,7 +634,8 @@ fn refresh<S: Source>(
         return Ok(());
     };
     let meta = scanner.fs.symlink_metadata(&path).ok();
-    let was = entry.meta.map(|m| m.kind);
+    let old_meta = entry.meta;
+    let was = old_meta.map(|m| m.kind);
     if meta.map(|m| m.kind) != was {
         // Replaced by another kind without an event of the directory's
         // (never, but cheap to settle): list the directory again.
@@ -578,6 +645,9 @@ fn refresh<S: Source>(
     entry.meta = meta;
     match meta.map(|m| m.kind) {
         Some(FileType::File) => {
+            // Its other names, if it has or had any, are stat'ed after.
+            scanner.note_links(old_meta);
+            scanner.note_links(meta);
             let seen = &mut scanner.seen;
             entry.content = scanner
                 .fs
@@ -585,18 +655,20 @@ fn refresh<S: Source>(
                 .flatten();
         }
         Some(FileType::Dir) if !VCS.contains(&name) => {
-            // Its permissions may have changed: mirrored while it can be
-            // listed, read from the disk otherwise.
-            let listable = scanner.fs.open_dir(&path).is_ok();
-            let mirrored = entry.dir.is_some();
-            let sub = rel.join(&os_name);
-            if listable && !mirrored {
+            // Its permissions or owner changed (or it is not mirrored):
+            // what can be listed, stat'ed and opened below it may have
+            // changed with them (a directory readable but not searchable
+            // lists its names and nothing more), so it is walked again
+            // from scratch, as the build walks it: mirrored where it can
+            // be followed and listed, read from the disk where not.
+            if meta != old_meta || entry.dir.is_none() {
+                let sub = rel.join(&os_name);
+                scanner.feed.forget(&sub);
                 let scanned = scanner.scan_dir(&sub, None, None)?;
                 if let Some(e) = node_mut(root, rel).and_then(|n| n.get_mut(name)) {
                     e.dir = scanned;
                 }
-            } else if !listable && mirrored {
-                unmirror(root, scanner, &sub);
+                scanner.rewalked.push(sub);
             }
         }
         _ => {}

@@ -94,8 +94,12 @@ enum Phase<S: Source> {
         /// Polled filesystems: the newest mtime listed so far (`Poll`).
         newest: i64,
     },
-    /// Cannot be kept current; the reason. The scan answers every call.
-    Unavailable(String),
+    /// Cannot be kept current; the reason. The scan answers every call;
+    /// with `retry`, each call starts a build again first ([`Lost::retry`]).
+    Unavailable {
+        why: String,
+        retry: bool,
+    },
 }
 
 /// Which path answered a call.
@@ -263,7 +267,10 @@ impl<S: Source> Inner<S> {
             .name("dsh-search-index".into())
             .spawn(move || build(&inner, generation));
         if let Err(e) = spawned {
-            state.phase = Phase::Unavailable(format!("no thread to build it: {e}"));
+            state.phase = Phase::Unavailable {
+                why: format!("no thread to build it: {e}"),
+                retry: false,
+            };
         }
     }
 
@@ -274,7 +281,8 @@ impl<S: Source> Inner<S> {
         let mut state = self.state.lock().recover_poison();
         let lost = match &mut state.phase {
             Phase::Building => return Err("the index is being built".into()),
-            Phase::Unavailable(why) => return Err(why.clone()),
+            Phase::Unavailable { why, retry: false } => return Err(why.clone()),
+            Phase::Unavailable { why, retry: true } => why.clone(),
             Phase::Live { tree, feed, newest } => match feed.drain() {
                 Err(e) => format!("the watcher failed: {e}"),
                 Ok(_) if self.overflow.swap(false, Ordering::SeqCst) => {
@@ -357,7 +365,7 @@ impl<S: Source> Live for Inner<S> {
                 watches = feed.len();
                 "live".to_string()
             }
-            Phase::Unavailable(why) => format!("unavailable: {why}"),
+            Phase::Unavailable { why, .. } => format!("unavailable: {why}"),
         };
         IndexStatus {
             state: state_text,
@@ -398,7 +406,10 @@ impl<S: Source> Live for Inner<S> {
 /// mirror installed unless another build started meanwhile.
 fn build<S: Source>(inner: &Inner<S>, generation: u64) {
     let phase = match inner.fs.feed(&inner.root, inner.watch_limit) {
-        Err(e) => Phase::Unavailable(format!("no watcher: {e}")),
+        Err(e) => Phase::Unavailable {
+            why: format!("no watcher: {e}"),
+            retry: false,
+        },
         Ok(mut feed) => {
             let mut scanner = Scanner::new(&*inner.fs, &mut feed, &inner.root);
             if S::POLLS {
@@ -408,7 +419,10 @@ fn build<S: Source>(inner: &Inner<S>, generation: u64) {
             let newest = scanner.poll.map_or(i64::MIN, |p| p.newest);
             match scanned {
                 Ok(tree) => Phase::Live { tree, feed, newest },
-                Err(Lost(why)) => Phase::Unavailable(why.into()),
+                Err(lost) => Phase::Unavailable {
+                    why: lost.0.into(),
+                    retry: lost.retry(),
+                },
             }
         }
     };

@@ -163,7 +163,13 @@ mod imp {
                 }
                 let (Some(rel), Some(name)) = (self.wds.get(&wd), event.file_name()) else {
                     // An event of a directory itself: its parent's watch
-                    // reports it with the name.
+                    // reports it with the name. The root's parent is not
+                    // watched, and the root's permissions decide what the
+                    // whole mirror may answer (`chmod 000`, or readable but
+                    // not searchable): only a build says what it holds now.
+                    if Some(wd) == self.root_wd && flags.contains(ReadFlags::ATTRIB) {
+                        changes.lost = Some("the root's permissions or owner changed");
+                    }
                     continue;
                 };
                 let name = name.to_bytes().to_vec();

@@ -142,6 +142,7 @@ pub(crate) fn from_std(m: &std::fs::Metadata) -> Metadata {
             dev: m.dev() as u64,
             ino: m.ino() as u64,
             ctime: Some((m.ctime() as i64, m.ctime_nsec() as u32)),
+            links: m.nlink() as u64,
         }
     }
     #[cfg(not(unix))]
@@ -163,6 +164,7 @@ pub(crate) fn from_std(m: &std::fs::Metadata) -> Metadata {
             dev: 0,
             ino: 0,
             ctime: ts(m.modified()),
+            links: 1,
         }
     }
 }
@@ -316,6 +318,7 @@ mod fast {
             dev: st.st_dev as u64,
             ino: st.st_ino as u64,
             ctime: Some((st.st_ctime as i64, st.st_ctime_nsec as u32)),
+            links: st.st_nlink as u64,
         })
     }
 

@@ -308,6 +308,7 @@ impl Node {
             dev: DEV,
             ino: self.ino,
             ctime: Some(st.ctime),
+            links: 1,
         })
     }
 }

@@ -326,6 +326,7 @@ impl Attrs {
             dev: 0,
             ino: path_id(path),
             ctime: None,
+            links: 1,
         }
     }
 }
