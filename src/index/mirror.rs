@@ -654,22 +654,22 @@ fn refresh<S: Source>(
                 .read_text(None, &abs, &os_name, CONTENT_MAX, |d| content_of(d, seen))
                 .flatten();
         }
-        Some(FileType::Dir) if !VCS.contains(&name) => {
-            // Its permissions or owner changed (or it is not mirrored):
-            // what can be listed, stat'ed and opened below it may have
-            // changed with them (a directory readable but not searchable
-            // lists its names and nothing more), so it is walked again
-            // from scratch, as the build walks it: mirrored where it can
-            // be followed and listed, read from the disk where not.
-            if meta != old_meta || entry.dir.is_none() {
-                let sub = rel.join(&os_name);
-                scanner.feed.forget(&sub);
-                let scanned = scanner.scan_dir(&sub, None, None)?;
-                if let Some(e) = node_mut(root, rel).and_then(|n| n.get_mut(name)) {
-                    e.dir = scanned;
-                }
-                scanner.rewalked.push(sub);
+        // Its permissions or owner changed (or it is not mirrored): what
+        // can be listed, stat'ed and opened below it may have changed with
+        // them (a directory readable but not searchable lists its names
+        // and nothing more), so it is walked again from scratch, as the
+        // build walks it: mirrored where it can be followed and listed,
+        // read from the disk where not.
+        Some(FileType::Dir)
+            if !VCS.contains(&name) && (meta != old_meta || entry.dir.is_none()) =>
+        {
+            let sub = rel.join(&os_name);
+            scanner.feed.forget(&sub);
+            let scanned = scanner.scan_dir(&sub, None, None)?;
+            if let Some(e) = node_mut(root, rel).and_then(|n| n.get_mut(name)) {
+                e.dir = scanned;
             }
+            scanner.rewalked.push(sub);
         }
         _ => {}
     }
