@@ -882,12 +882,14 @@ fn large_files_are_ruled_out_only_when_their_trigrams_are_few() {
 fn hard_links_are_followed_through_every_name() {
     let Some(env) = rg::env() else { return };
     type Change = fn(&Path) -> std::io::Result<()>;
+    /// Links made before the index starts: `(existing, new name)`.
+    type Before = &'static [(&'static str, &'static str)];
     fn append_to(p: &Path, text: &str) -> std::io::Result<()> {
         let mut f = fs::OpenOptions::new().append(true).open(p)?;
         writeln!(f, "{text}")
     }
     // (name, links made before the index starts, the change)
-    let cases: [(&str, &[(&str, &str)], Change); 6] = [
+    let cases: [(&str, Before, Change); 6] = [
         (
             "linked in its directory, written through the new name",
             &[],
