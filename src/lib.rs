@@ -208,6 +208,11 @@ pub mod fuzzing {
     pub fn sftp_reply(data: &[u8]) {
         crate::fs::fuzz_sftp_reply(data)
     }
+
+    /// A saved index, as a whole file and as a tree.
+    pub fn index_load(data: &[u8]) {
+        crate::index::fuzz_saved(data)
+    }
 }
 
 /// The README's Rust examples, compiled by `cargo test --doc` so that they

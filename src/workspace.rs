@@ -289,6 +289,7 @@ pub struct WorkspaceOptions {
     identity: Option<PathBuf>,
     known_hosts: Option<PathBuf>,
     index: bool,
+    index_store: Option<PathBuf>,
 }
 
 impl WorkspaceOptions {
@@ -367,6 +368,23 @@ impl WorkspaceOptions {
         self
     }
 
+    /// Save the index in the directory `dir` (created, private to the
+    /// user) after each build, and start the next process's build from
+    /// it: the tree is walked and every entry's metadata compared with
+    /// the saved one (size, mtime, ctime, inode), so only the files that
+    /// changed are read again (`docs/index.md`, "Restart without a
+    /// rebuild"). A saved index that cannot be used (truncated, corrupt,
+    /// of another version or root) is ignored ([`IndexStatus::saved`]
+    /// says why). On the local disk of a Unix system only: elsewhere the
+    /// index is built from the tree every time. By default, `None`: not
+    /// saved.
+    ///
+    /// [`IndexStatus::saved`]: crate::IndexStatus::saved
+    pub fn index_store(&mut self, dir: Option<PathBuf>) -> &mut WorkspaceOptions {
+        self.index_store = dir;
+        self
+    }
+
     /// Open the workspace: load `mem`, create the overlay directory, set
     /// up the SFTP filesystem (not connected yet: see
     /// [`Workspace::connect`]). Refuses the combinations that cannot work
@@ -394,7 +412,10 @@ impl WorkspaceOptions {
         };
         let fs = self.open_fs()?;
         let index = match index_root {
-            Some(root) => Some(fs.index(&root).map_err(WorkspaceError::Index)?),
+            Some(root) => Some(
+                fs.index(&root, self.index_store.as_deref())
+                    .map_err(WorkspaceError::Index)?,
+            ),
             None => None,
         };
         Ok(Workspace {
@@ -541,14 +562,14 @@ pub struct Workspace {
 
 impl Fs {
     /// A live index of `root` on this filesystem.
-    fn index(&self, root: &Path) -> io::Result<Index> {
+    fn index(&self, root: &Path, store: Option<&Path>) -> io::Result<Index> {
         match self {
-            Fs::Local(fs) => Index::on(fs.clone(), root, None),
-            Fs::Mem(fs) => Index::on(fs.clone(), root, None),
-            Fs::Overlay(fs) => Index::on(fs.clone(), root, None),
-            Fs::MemOverlay(fs) => Index::on(fs.clone(), root, None),
+            Fs::Local(fs) => Index::on(fs.clone(), root, None, store),
+            Fs::Mem(fs) => Index::on(fs.clone(), root, None, store),
+            Fs::Overlay(fs) => Index::on(fs.clone(), root, None, store),
+            Fs::MemOverlay(fs) => Index::on(fs.clone(), root, None, store),
             #[cfg(feature = "sftp")]
-            Fs::Sftp(fs) => Index::on(fs.clone(), root, None),
+            Fs::Sftp(fs) => Index::on(fs.clone(), root, None, store),
         }
     }
 }

@@ -454,9 +454,34 @@ fn index_follows_every_change_like_rg() {
     for t in 0..trees {
         let tree = Tree::build(&random_tree(&mut rng));
         let root = tree.root().to_path_buf();
-        let ix = open_indexed(&root);
+        // Saved, and twice restarted from what was saved after changes
+        // made while no process watched (a rewrite keeping the size and
+        // the mtime among them).
+        let store = tempfile::tempdir().unwrap();
+        let mut ix = open_saved(&root, store.path());
         let mut history = Vec::new();
         for step in 0..30 {
+            if step % 10 == 9 {
+                saved_file(store.path());
+                drop(ix);
+                // No index alive: the tools of an unindexed workspace.
+                let tools = WorkspaceOptions::new(FsSpec::Local)
+                    .open()
+                    .unwrap()
+                    .tools(Config::default(), None)
+                    .unwrap();
+                for _ in 0..3 {
+                    let what = change(&mut rng, &root, &tools);
+                    history.push(format!("{what} (closed)"));
+                }
+                let what = change_kind(&mut rng, SAME_SIZE_AND_MTIME, &root, &tools);
+                history.push(format!("{what} (closed)"));
+                ix = open_saved(&root, store.path());
+                let s = ix.index.status();
+                if s.saved != "loaded" {
+                    report.fail(format!("tree={t} step={step}: not restarted: {s:?}"));
+                }
+            }
             let what = change(&mut rng, &root, &ix.tools);
             history.push(what);
             let (dirs, files) = listing(&root);
@@ -966,6 +991,174 @@ fn hard_links_are_followed_through_every_name() {
             if narrowed && ix.index.status().answered_by_index != by_index + 1 {
                 report.fail(format!("{name}: not answered by the index: {call:?}"));
             }
+        }
+    }
+    report.finish();
+}
+
+/// An indexed workspace saving its index in `store`.
+fn open_saved(root: &Path, store: &Path) -> Indexed {
+    let ws = WorkspaceOptions::new(FsSpec::Local)
+        .root(root)
+        .index(true)
+        .index_store(Some(store.to_path_buf()))
+        .open()
+        .expect("an indexed workspace opens");
+    let index = ws.index().expect("the index was asked for").clone();
+    assert!(
+        index.wait_ready(Duration::from_secs(60)),
+        "{:?}",
+        index.status()
+    );
+    Indexed {
+        backend: ws.backend(&Config::default()),
+        tools: ws.tools(Config::default(), None).expect("tools"),
+        index,
+    }
+}
+
+/// The one saved index in `store`, once its write is done.
+fn saved_file(store: &Path) -> PathBuf {
+    for _ in 0..600 {
+        let files: Vec<PathBuf> = fs::read_dir(store)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("index-")
+            })
+            .collect();
+        if let [one] = &files[..] {
+            return one.clone();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("no saved index in {}", store.display());
+}
+
+/// Restart without a rebuild (issue 31): a workspace opened again on a
+/// tree whose index was saved reads only the files that changed while
+/// nothing watched (a rewrite that keeps the size and the mtime among
+/// them: its ctime moved), and answers as rg does; a saved index that
+/// cannot be used is ignored, said in the status, and the tree read whole.
+#[test]
+fn a_saved_index_restarts_reading_only_what_changed() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Some(env) = rg::env() else { return };
+    let mut report = Report::new("index restart");
+    let tree = small_tree();
+    let root = tree.root().to_path_buf();
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = store_dir.path().join("index");
+    let files = 4;
+    let first = open_saved(&root, &store);
+    let s = first.index.status();
+    assert_eq!((s.saved.as_str(), s.build_reads), ("none", files), "{s:?}");
+    let file = saved_file(&store);
+    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode(&store), mode(&file)), (0o700, 0o600));
+    drop(first);
+
+    // Changed while nothing watched: appended, rewritten keeping its size
+    // and mtime (`nothing\n` → `zzzfound`), created, deleted.
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(root.join("a.rs"))
+        .unwrap();
+    writeln!(f, "appended_token").unwrap();
+    drop(f);
+    let c = root.join("src/deep/c.md");
+    let mtime = fs::metadata(&c).unwrap().modified().unwrap();
+    let mut f = fs::OpenOptions::new().write(true).open(&c).unwrap();
+    f.write_all(b"zzzfound").unwrap();
+    f.set_modified(mtime).unwrap();
+    drop(f);
+    fs::write(root.join("docs/new.txt"), "needle new\n").unwrap();
+    fs::remove_file(root.join("docs/d.txt")).unwrap();
+
+    let again = open_saved(&root, &store);
+    let s = again.index.status();
+    assert_eq!((s.saved.as_str(), s.build_reads), ("loaded", 3), "{s:?}");
+    let grep = |p: &str| Call::Grep {
+        pattern: p.into(),
+        path: None,
+        include: None,
+    };
+    for call in calls()
+        .into_iter()
+        .chain([grep("zzzfound"), grep("appended_token")])
+    {
+        check(env, &mut report, &again, &call, &root, "restarted");
+    }
+    assert_eq!(answer(&again, &root), Answer::Index);
+    drop(again);
+
+    // What cannot be used is ignored, and the tree read whole: each case
+    // changes the saved file, then the workspace is opened again.
+    let good = fs::read(saved_file(&store)).unwrap();
+    let other = small_tree();
+    let other_store = store_dir.path().join("other");
+    drop(open_saved(other.root(), &other_store));
+    let foreign = fs::read(saved_file(&other_store)).unwrap();
+    type Spoil<'a> = Box<dyn Fn(&Path) + 'a>;
+    let cases: Vec<(&str, Spoil, &str)> = vec![
+        (
+            "truncated",
+            Box::new(|p: &Path| fs::write(p, &good[..good.len() / 3]).unwrap()),
+            "checksum",
+        ),
+        (
+            "a byte flipped",
+            Box::new(|p: &Path| {
+                let mut b = good.clone();
+                b[good.len() / 2] ^= 0x40;
+                fs::write(p, b).unwrap()
+            }),
+            "checksum",
+        ),
+        (
+            "another root's",
+            Box::new(|p: &Path| fs::write(p, &foreign).unwrap()),
+            "of another root",
+        ),
+        (
+            "not a saved index",
+            Box::new(|p: &Path| fs::write(p, "hello, a text file of no index\n").unwrap()),
+            "not a saved index",
+        ),
+        (
+            "writable by others",
+            Box::new(|p: &Path| {
+                fs::write(p, &good).unwrap();
+                fs::set_permissions(p, fs::Permissions::from_mode(0o666)).unwrap();
+            }),
+            "writable by others",
+        ),
+    ];
+    let files_now = 4;
+    for (name, spoil, why) in cases {
+        let file = saved_file(&store);
+        spoil(&file);
+        let ix = open_saved(&root, &store);
+        let s = ix.index.status();
+        assert!(
+            s.saved.starts_with("ignored: ") && s.saved.contains(why),
+            "{name}: {s:?}"
+        );
+        assert_eq!(s.build_reads, files_now, "{name}: {s:?}");
+        check_all(env, &mut report, &ix, &root, name);
+        assert_eq!(answer(&ix, &root), Answer::Index, "{name}");
+        // The build saved a good one again, private.
+        let file = saved_file(&store);
+        for _ in 0..600 {
+            if mode(&file) == 0o600 && fs::read(&file).unwrap().len() > 100 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
     report.finish();

@@ -4,6 +4,7 @@
 //! definitions, sessions, the tool timeout, EOF and signals.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -883,4 +884,80 @@ fn an_indexed_server_in_memory_or_through_an_overlay_answers_as_the_scan() {
             "{what}"
         );
     }
+}
+
+/// `--index` saves the index in the state directory (`<state>/index`),
+/// and a server started again starts from it; a saved index that cannot be
+/// used is said on stderr and built from the tree; `--no-index-save`
+/// neither reads nor writes one (issue 31).
+#[cfg(target_os = "linux")]
+#[test]
+fn an_indexed_server_saves_its_index_in_the_state_directory() {
+    let ws = Ws::needles(5);
+    let store = ws.state.join("index");
+    // Until the mirror answers, then EOF: the server exits 0.
+    let run = |args: &[&str]| -> String {
+        let mut s = Served::spawn(ws.bin().args(args).arg("serve"));
+        let hang = std::time::Instant::now() + Duration::from_secs(120);
+        for k in 0.. {
+            s.send(&json!({"id": k, "tool": "grep", "arguments": {"pattern": "needle3"}}));
+            let a = s.recv();
+            assert_eq!(
+                content(&a),
+                "Found 1 match\n\nf3.txt\nLine 1: needle3",
+                "{a}"
+            );
+            if a["result"]["meta"]["index"] == "mirror" {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < hang,
+                "the index was never ready"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s.close();
+        assert!(s.wait().success());
+        s.stderr()
+    };
+    let saved = || -> Vec<PathBuf> {
+        // The save follows the build: waited for, briefly.
+        for _ in 0..200 {
+            let files: Vec<PathBuf> = std::fs::read_dir(&store)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .starts_with("index-")
+                })
+                .collect();
+            if !files.is_empty() {
+                return files;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Vec::new()
+    };
+    let err = run(&["--index", "--no-index-save"]);
+    assert!(
+        !store.exists(),
+        "--no-index-save wrote {}: {err}",
+        store.display()
+    );
+    let err = run(&["--index"]);
+    let files = saved();
+    assert_eq!(files.len(), 1, "{err}");
+    let err = run(&["--index"]);
+    assert!(!err.contains("saved index"), "{err}");
+    std::fs::write(&files[0], "not an index, a file of text\n").unwrap();
+    let err = run(&["--index"]);
+    assert!(
+        err.contains("dsh-search index: the saved index was ignored (")
+            && err.contains("not a saved index); built from the tree"),
+        "{err}"
+    );
 }

@@ -70,6 +70,17 @@ impl Grams {
         self.bits[(at / 64) as usize] & (1 << (at % 64)) != 0
     }
 
+    /// The bitmap's words, to be saved (`saved.rs`).
+    pub(crate) fn words(&self) -> &[u64] {
+        &self.bits
+    }
+
+    /// A bitmap saved by [`Grams::words`]; at least one word.
+    pub(crate) fn from_words(bits: Box<[u64]>) -> Grams {
+        debug_assert!(!bits.is_empty());
+        Grams { bits }
+    }
+
     /// The bytes the bitmap takes.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.bits.len() * 8

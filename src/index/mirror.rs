@@ -58,7 +58,7 @@ pub(crate) struct DirNode {
 }
 
 impl DirNode {
-    fn from_entries(entries: Vec<Entry>) -> DirNode {
+    pub(crate) fn from_entries(entries: Vec<Entry>) -> DirNode {
         let by_name = entries
             .iter()
             .enumerate()
@@ -211,6 +211,13 @@ pub(crate) struct Scanner<'a, S: Source> {
     /// The directories walked again from scratch by this change
     /// ([`refresh`]): the changes below them are in that walk.
     rewalked: Vec<PathBuf>,
+    /// A build over a saved mirror (`saved.rs`): a regular file whose
+    /// metadata is the saved entry's, ctime and inode included, keeps the
+    /// saved trigrams instead of being read (a write moves the ctime, even
+    /// one that sets the mtime back).
+    pub(crate) reuse: bool,
+    /// Regular files read for their trigrams.
+    pub(crate) reads: u64,
 }
 
 impl<'a, S: Source> Scanner<'a, S> {
@@ -223,6 +230,8 @@ impl<'a, S: Source> Scanner<'a, S> {
             poll: None,
             linked: BTreeSet::new(),
             rewalked: Vec::new(),
+            reuse: false,
+            reads: 0,
         }
     }
 
@@ -351,7 +360,15 @@ impl<'a, S: Source> Scanner<'a, S> {
                     None
                 }
             }
+        } else if let Some(w) = was.filter(|w| {
+            self.reuse
+                && w.kind == kind
+                && meta.is_some_and(|m| m.ctime.is_some())
+                && w.meta == meta
+        }) {
+            w.content.clone()
         } else {
+            self.reads += 1;
             let seen = &mut self.seen;
             self.fs
                 .read_text(Some(dir), abs, &os_name, CONTENT_MAX, |d| {

@@ -13,6 +13,9 @@
 
 mod grams;
 mod mirror;
+mod saved;
+#[cfg(fuzzing)]
+pub(crate) use saved::fuzz as fuzz_saved;
 mod source;
 mod view;
 mod watch;
@@ -66,6 +69,9 @@ struct Inner<S: Source> {
     /// The scan: the engine on the filesystem itself.
     scan: NativeBackend<S>,
     watch_limit: Option<usize>,
+    /// Where the mirror is saved between processes (`saved.rs`), for a
+    /// filesystem that can check it (`Source::SAVES`).
+    store: Option<PathBuf>,
     state: Mutex<State<S>>,
     changed: Condvar,
     by_index: AtomicU64,
@@ -84,6 +90,12 @@ struct State<S: Source> {
     /// Bumped by each build started: a build that finishes after another
     /// started is dropped.
     generation: u64,
+    /// What the last build made of the saved mirror ([`IndexStatus::saved`]).
+    saved: String,
+    /// Why the last save failed, if it did.
+    save_error: Option<String>,
+    /// Regular files the last build read.
+    build_reads: u64,
 }
 
 enum Phase<S: Source> {
@@ -159,6 +171,18 @@ pub struct IndexStatus {
     pub files_skipped: u64,
     /// Directories the calls listed from the mirror, not the disk.
     pub dirs_listed: u64,
+    /// What the last build made of the mirror saved by an earlier process
+    /// (`docs/index.md`, "Restart without a rebuild"): `off` (not saved:
+    /// no store, or a filesystem it cannot be checked against), `none`
+    /// (nothing saved yet), `loaded` (checked against the tree; only the
+    /// files whose metadata changed were read), or `ignored: <why>`
+    /// (truncated, corrupt, of another format or root: built from the tree).
+    pub saved: String,
+    /// Why the last save of the mirror failed, if it did.
+    pub save_error: Option<String>,
+    /// Regular files the last build read for their trigrams (the others
+    /// were the saved mirror's).
+    pub build_reads: u64,
 }
 
 impl Index {
@@ -173,17 +197,23 @@ impl Index {
     /// past it, the index gives up as at the system's watch limit (for
     /// tests of that path).
     pub fn start_with(root: &Path, watch_limit: Option<usize>) -> std::io::Result<Index> {
-        Index::on(Arc::new(LocalFs::new()), root, watch_limit)
+        Index::on(Arc::new(LocalFs::new()), root, watch_limit, None)
     }
 
     /// Start indexing the directory `root` of `fs` in the background (a
-    /// workspace's filesystem: `WorkspaceOptions::index`).
+    /// workspace's filesystem: `WorkspaceOptions::index`), saving the
+    /// mirror in the directory `store` after each build and starting from
+    /// what is saved there, when the filesystem allows (`saved.rs`).
     pub(crate) fn on<S: Source>(
         fs: Arc<S>,
         root: &Path,
         watch_limit: Option<usize>,
+        store: Option<&Path>,
     ) -> std::io::Result<Index> {
         let root = fs.index_root(root)?;
+        let store = store
+            .filter(|_| S::SAVES)
+            .map(|dir| saved::file_for(dir, &root));
         let inner = Arc::new_cyclic(|me| Inner {
             me: me.clone(),
             root,
@@ -193,7 +223,11 @@ impl Index {
             state: Mutex::new(State {
                 phase: Phase::Building,
                 generation: 0,
+                saved: if store.is_some() { "none" } else { "off" }.into(),
+                save_error: None,
+                build_reads: 0,
             }),
+            store,
             changed: Condvar::new(),
             by_index: AtomicU64::new(0),
             by_scan: AtomicU64::new(0),
@@ -380,6 +414,9 @@ impl<S: Source> Live for Inner<S> {
             watches,
             files_skipped: self.skipped.load(Ordering::Relaxed),
             dirs_listed: self.listed.load(Ordering::Relaxed),
+            saved: state.saved.clone(),
+            save_error: state.save_error.clone(),
+            build_reads: state.build_reads,
         }
     }
 
@@ -402,9 +439,19 @@ impl<S: Source> Live for Inner<S> {
     }
 }
 
-/// The build of generation `generation`: a feed, one walk, then the
-/// mirror installed unless another build started meanwhile.
+/// The build of generation `generation`: a feed, one walk (over the saved
+/// mirror, where there is one: only what changed is read), then the mirror
+/// installed unless another build started meanwhile, and saved.
 fn build<S: Source>(inner: &Inner<S>, generation: u64) {
+    let (loaded, hint) = match &inner.store {
+        None => ("off".to_string(), None),
+        Some(file) => match saved::load(file, &inner.root) {
+            Ok(tree) => ("loaded".to_string(), Some(Arc::new(tree))),
+            Err(saved::Refused::Missing) => ("none".to_string(), None),
+            Err(saved::Refused::Ignored(why)) => (format!("ignored: {why}"), None),
+        },
+    };
+    let mut reads = 0;
     let phase = match inner.fs.feed(&inner.root, inner.watch_limit) {
         Err(e) => Phase::Unavailable {
             why: format!("no watcher: {e}"),
@@ -415,7 +462,9 @@ fn build<S: Source>(inner: &Inner<S>, generation: u64) {
             if S::POLLS {
                 scanner.poll = Some(Poll::new(Default::default(), i64::MIN));
             }
-            let scanned = scanner.scan_root(None);
+            scanner.reuse = hint.is_some();
+            let scanned = scanner.scan_root(hint.as_ref());
+            reads = scanner.reads;
             let newest = scanner.poll.map_or(i64::MIN, |p| p.newest);
             match scanned {
                 Ok(tree) => Phase::Live { tree, feed, newest },
@@ -426,10 +475,24 @@ fn build<S: Source>(inner: &Inner<S>, generation: u64) {
             }
         }
     };
-    let mut state = inner.state.lock().recover_poison();
-    if state.generation == generation {
+    let to_save = match (&inner.store, &phase) {
+        (Some(file), Phase::Live { tree, .. }) => Some((file, tree.clone())),
+        _ => None,
+    };
+    {
+        let mut state = inner.state.lock().recover_poison();
+        if state.generation != generation {
+            return;
+        }
         state.phase = phase;
+        state.saved = loaded;
+        state.build_reads = reads;
         inner.changed.notify_all();
+    }
+    // After the mirror is live: calls need not wait for the write.
+    if let Some((file, tree)) = to_save {
+        let saved = saved::save(file, &inner.root, &tree);
+        inner.state.lock().recover_poison().save_error = saved.err().map(|e| e.to_string());
     }
 }
 

@@ -64,6 +64,11 @@ pub(crate) trait Source: FileSystem {
     /// before every call and compared (`mirror::Poll`).
     const POLLS: bool = false;
 
+    /// Whether a mirror saved by an earlier process can be checked against
+    /// it (`saved.rs`): its stats carry a change time and an inode, so
+    /// that any write since, even one that set the mtime back, shows.
+    const SAVES: bool = false;
+
     /// The feed of the changes below `root` (as the index names it), from
     /// now on.
     fn feed(self: &Arc<Self>, root: &Path, watch_limit: Option<usize>) -> io::Result<Self::Feed>;
@@ -120,6 +125,9 @@ fn read_capped(file: impl Read, max: u64) -> Option<Vec<u8>> {
 
 impl Source for LocalFs {
     type Feed = Watcher;
+
+    /// Unix stats carry both (Windows has no change time in `std`).
+    const SAVES: bool = cfg!(unix);
 
     fn feed(self: &Arc<Self>, _root: &Path, watch_limit: Option<usize>) -> io::Result<Watcher> {
         Watcher::new(watch_limit)

@@ -137,7 +137,7 @@ pub(crate) fn print(text: &str) {
 ///
 /// On Windows, where `HOME` is usually unset, `%LOCALAPPDATA%\dsh-search`
 /// comes last.
-fn state_dir_from_env() -> Option<PathBuf> {
+pub(crate) fn state_dir_from_env() -> Option<PathBuf> {
     let env = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())

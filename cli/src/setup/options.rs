@@ -50,6 +50,11 @@ pub(crate) struct Common {
     /// only.
     #[arg(long, global = true)]
     pub(crate) index: bool,
+    /// With --index: do not save the index in the state directory, nor
+    /// start from a saved one (by default it is saved after each build,
+    /// and a restart reads again only the files that changed).
+    #[arg(long, global = true)]
+    pub(crate) no_index_save: bool,
     /// Set by SIGINT, SIGTERM or SIGHUP (Ctrl-C or Ctrl-Break on Windows):
     /// the running call stops (an rg child included, which lives in its own
     /// process group and would not get the terminal's signal).

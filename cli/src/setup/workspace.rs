@@ -53,6 +53,11 @@ pub(crate) fn open(common: &Common, config: &Config) -> Result<Workspace, String
         options.overlay(absolute(dir)?);
     }
     options.index(index);
+    if index && !common.no_index_save {
+        // Without a state directory there is nowhere to save it: built
+        // from the tree at every start, as before.
+        options.index_store(super::state_dir_from_env().map(|d| d.join("index")));
+    }
     if let Some(key) = &common.identity {
         options.identity(key);
     }
@@ -75,7 +80,28 @@ pub(crate) fn open(common: &Common, config: &Config) -> Result<Workspace, String
         return Err(NEEDS_REMOTE_CWD.into());
     }
     workspace.connect().map_err(describe)?;
+    if let Some(index) = workspace.index() {
+        log_saved_index(index.clone());
+    }
     Ok(workspace)
+}
+
+/// Say on stderr, once the first build ends, that a saved index could not
+/// be used and was rebuilt from the tree: from a thread of its own,
+/// through the servers' log queue, so that nothing waits for it.
+fn log_saved_index(index: dsh_search::Index) {
+    let _ = std::thread::Builder::new()
+        .name("dsh-index-log".to_string())
+        .spawn(move || {
+            index.wait_ready(std::time::Duration::from_secs(24 * 3600));
+            let status = index.status();
+            if let Some(why) = status.saved.strip_prefix("ignored: ") {
+                crate::server::log::line(
+                    "index",
+                    format_args!("the saved index was ignored ({why}); built from the tree"),
+                );
+            }
+        });
 }
 
 /// The library's error, worded with the command line's options where it
