@@ -140,7 +140,7 @@ pub(crate) fn checksum(bytes: &[u8]) -> u64 {
 fn encode(out: &mut Vec<u8>, root: &Path, tree: &DirNode) -> io::Result<()> {
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT.to_le_bytes());
-    put_bytes(out, &path_bytes(root));
+    put_bytes(out, path_bytes(root));
     put_dir(out, tree, 0)?;
     let sum = checksum(out);
     out.extend_from_slice(&sum.to_le_bytes());
@@ -252,7 +252,7 @@ pub(crate) fn decode_body(body: &[u8], root: &Path) -> Result<DirNode, &'static 
     if r.u32()? != FORMAT {
         return Err("of another format version");
     }
-    if r.bytes()? != &*path_bytes(root) {
+    if r.bytes()? != path_bytes(root) {
         return Err("of another root");
     }
     let tree = r.dir(0)?;
