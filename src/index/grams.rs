@@ -95,7 +95,7 @@ fn slot(g: u32, m: u64) -> u64 {
 }
 
 /// What a file must hold for the pattern to match in it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Query {
     /// Nothing known: every file may match.
     All,

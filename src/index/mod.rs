@@ -83,7 +83,14 @@ struct Inner<S: Source> {
     listed: Arc<AtomicU64>,
     /// [`Index::simulate_overflow`] was called.
     overflow: AtomicBool,
+    /// The prefilter's answers by directory for the last few queries
+    /// (`view::Remembered`), the most recent first.
+    remembered: Mutex<Vec<(grams::Query, Arc<view::Remembered>)>>,
 }
+
+/// How many queries' answers are kept ([`Inner::remembered`]): each holds
+/// up to one answer per mirrored entry (on the Linux tree, about 1.3 MB).
+const QUERIES_REMEMBERED: usize = 8;
 
 struct State<S: Source> {
     phase: Phase<S>,
@@ -235,6 +242,7 @@ impl Index {
             skipped: Arc::new(AtomicU64::new(0)),
             listed: Arc::new(AtomicU64::new(0)),
             overflow: AtomicBool::new(false),
+            remembered: Mutex::new(Vec::new()),
         });
         inner.rescan();
         Ok(Index { inner })
@@ -346,6 +354,21 @@ impl<S: Source> Inner<S> {
         Err(lost)
     }
 
+    /// The answers kept for `query`, moved to the front; a new query's
+    /// pushes the oldest out.
+    fn remembered(&self, query: &grams::Query) -> Arc<view::Remembered> {
+        let mut kept = self.remembered.lock().recover_poison();
+        let at = kept.iter().position(|(q, _)| q == query);
+        let entry = match at {
+            Some(i) => kept.remove(i),
+            None => (query.clone(), Arc::default()),
+        };
+        let r = entry.1.clone();
+        kept.insert(0, entry);
+        kept.truncate(QUERIES_REMEMBERED);
+        r
+    }
+
     /// The view a call walks, or why the scan answers it.
     fn view(&self, query: Option<grams::Query>) -> Result<view::View<S>, String> {
         let tree = self.snapshot();
@@ -354,11 +377,14 @@ impl<S: Source> Inner<S> {
             Err(_) => &self.by_scan,
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        let tree = tree?;
+        let remembered = query.as_ref().map(|q| self.remembered(q));
         Ok(view::View {
             disk: self.fs.clone(),
             root: self.root.clone(),
-            tree: tree?,
+            tree,
             query: query.map(Arc::new),
+            remembered,
             skipped: self.skipped.clone(),
             listed: self.listed.clone(),
         })

@@ -13,11 +13,12 @@
 //! mirrored (a VCS directory, one that could not be listed); an entry whose
 //! stat failed.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use super::grams::Query;
 use super::mirror::{DirNode, Entry};
@@ -25,6 +26,7 @@ use super::source::Source;
 use crate::cancel::CancelToken;
 use crate::fs::names::{os_bytes, path_bytes};
 use crate::fs::{FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard, Written};
+use crate::sync::RecoverPoison;
 
 /// A snapshot of the mirror over the filesystem it mirrors (`disk`), with
 /// the call's query.
@@ -37,6 +39,61 @@ pub(crate) struct View<S: Source> {
     pub(crate) skipped: Arc<AtomicU64>,
     /// Counts the directories listed from the mirror.
     pub(crate) listed: Arc<AtomicU64>,
+    /// The query's answers for directories, kept between calls
+    /// ([`Remembered`]).
+    pub(crate) remembered: Option<Arc<Remembered>>,
+}
+
+/// The prefilter's answers for the entries of mirrored directories, for
+/// one query, kept between calls (issue 31): testing every file's bitmap
+/// was a quarter of a rare literal's call on the Linux tree, and a
+/// directory's answers change only with the directory.
+///
+/// Keyed by the directory node's address and holding a [`Weak`] to it: a
+/// mirrored directory is never changed in place while a `Weak` to it is
+/// alive (the mirror changes a directory through `Arc::make_mut`, which
+/// moves it to a new node then, and `Arc::get_mut` refuses), and the
+/// allocation is not freed, so its address is not reused. A node still
+/// held by the mirror (a strong count) at that address is the node the
+/// answers were worked out for; one that changed is a new node, and a miss.
+#[derive(Default)]
+pub(crate) struct Remembered {
+    dirs: Mutex<DirAnswers>,
+}
+
+#[derive(Default)]
+struct DirAnswers {
+    by_node: HashMap<usize, (Weak<DirNode>, Arc<[Option<u64>]>)>,
+    /// Size at which the nodes the mirror dropped are forgotten.
+    purge_at: usize,
+}
+
+impl Remembered {
+    /// The answers for `node`, worked out by `compute` when not kept.
+    fn get(
+        &self,
+        node: &Arc<DirNode>,
+        compute: impl FnOnce() -> Arc<[Option<u64>]>,
+    ) -> Arc<[Option<u64>]> {
+        let key = Arc::as_ptr(node) as usize;
+        {
+            let dirs = self.dirs.lock().recover_poison();
+            if let Some((weak, answers)) = dirs.by_node.get(&key) {
+                if weak.strong_count() > 0 {
+                    return answers.clone();
+                }
+            }
+        }
+        let answers = compute();
+        let mut dirs = self.dirs.lock().recover_poison();
+        dirs.by_node
+            .insert(key, (Arc::downgrade(node), answers.clone()));
+        if dirs.by_node.len() >= dirs.purge_at {
+            dirs.by_node.retain(|_, (w, _)| w.strong_count() > 0);
+            dirs.purge_at = (2 * dirs.by_node.len()).max(1024);
+        }
+        answers
+    }
 }
 
 /// A directory of the view: mirrored (with the filesystem's handle of it,
@@ -47,7 +104,7 @@ pub(crate) enum ViewDir<S: FileSystem> {
     Mirror(
         Arc<DirNode>,
         OnceLock<Option<S::Dir>>,
-        OnceLock<Box<[Option<u64>]>>,
+        OnceLock<Arc<[Option<u64>]>>,
     ),
     Disk(S::Dir),
 }
@@ -132,13 +189,21 @@ impl<S: Source> View<S> {
     /// worked out at once when grep's walk asks for its first file: one
     /// pass over the entries, whose reads of the files' trigram bitmaps
     /// (scattered in memory, one cache miss each) overlap, rather than one
-    /// chain of dependent reads per file between the walk's other work.
+    /// chain of dependent reads per file between the walk's other work;
+    /// and kept for the next call of the same query while the directory
+    /// is unchanged ([`Remembered`]).
     fn misses<'d>(
         &self,
-        node: &DirNode,
-        made: &'d OnceLock<Box<[Option<u64>]>>,
+        node: &Arc<DirNode>,
+        made: &'d OnceLock<Arc<[Option<u64>]>>,
     ) -> &'d [Option<u64>] {
-        made.get_or_init(|| node.entries.iter().map(|e| self.rules_out(e)).collect())
+        made.get_or_init(|| {
+            let compute = || node.entries.iter().map(|e| self.rules_out(e)).collect();
+            match &self.remembered {
+                Some(r) => r.get(node, compute),
+                None => compute(),
+            }
+        })
     }
 
     /// The length of the mirrored regular file `entry` when the prefilter
