@@ -61,9 +61,13 @@ pub(crate) struct Remembered {
     dirs: Mutex<DirAnswers>,
 }
 
+/// The prefilter's answers for a directory's entries, by position: a
+/// ruled-out file's length.
+type Answers = Arc<[Option<u64>]>;
+
 #[derive(Default)]
 struct DirAnswers {
-    by_node: HashMap<usize, (Weak<DirNode>, Arc<[Option<u64>]>)>,
+    by_node: HashMap<usize, (Weak<DirNode>, Answers)>,
     /// Size at which the nodes the mirror dropped are forgotten.
     purge_at: usize,
 }
