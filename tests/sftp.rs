@@ -106,24 +106,41 @@ fn sftp_seam_basics() {
 /// same tree, raw and at the tool level.
 #[test]
 fn sftp_conformance_tables() {
-    use crate::conformance as c;
     crate::util::sftp_share(3, 1, || {
-        c::basic_glob();
-        c::basic_grep();
-        c::ignore_files_outside_a_repo();
-        c::repositories();
-        c::vcs_dirs();
-        c::encodings_and_binaries();
-        c::haystack_edges();
-        c::odd_names();
-        c::special_files();
-        c::mtime_ties();
-        c::mtime_ties_many_dirs();
-        c::nothing_searched();
-        c::permissions();
-        c::double_dot_slash_paths();
-        c::relative_gitdir_worktree();
+        for (_, table) in crate::conformance::OVER_SFTP {
+            table();
+        }
     });
+}
+
+/// Every test of `conformance` is in its list of tables run over SFTP or
+/// in its list of tests left local (with the reason), as the test binary
+/// lists them: a table added there cannot be forgotten here.
+#[test]
+fn sftp_runs_every_conformance_table() {
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args(["--list", "conformance::"])
+        .output()
+        .expect("the test binary lists its tests");
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut tests: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test")?.strip_prefix("conformance::"))
+        .collect();
+    let mut listed: Vec<&str> = crate::conformance::OVER_SFTP
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(crate::conformance::LOCAL_ONLY.iter().map(|(name, _)| *name))
+        .collect();
+    tests.sort_unstable();
+    listed.sort_unstable();
+    assert!(tests.len() > 20, "{stdout}");
+    assert_eq!(
+        tests, listed,
+        "conformance's tests, and those its lists name"
+    );
 }
 
 /// A share of the random trees over SFTP: every tenth tree, every tenth
