@@ -629,6 +629,55 @@ fn sftp_timeout_and_cancellation() {
     );
 }
 
+/// One write at a time per workspace, not per process: while a write to a
+/// stalled host waits for its answer, writes to another host's workspace
+/// go through at once; the stalled write then completes once its host
+/// answers again.
+#[test]
+fn sftp_writes_wait_for_their_own_host_only() {
+    use std::time::{Duration, Instant};
+    let (stalled, other) = (sshd::Sshd::start(), sshd::Sshd::start());
+    let slow = std::sync::Arc::new(
+        stalled
+            .builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap(),
+    );
+    let fast = other.fs();
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    slow.connect().unwrap();
+    fast.connect().unwrap();
+    stalled.signal_sessions("STOP");
+    let waiting = {
+        let (slow, path) = (slow.clone(), root.join("slow.txt"));
+        std::thread::spawn(move || {
+            slow.write(&path, b"slow\n", &WriteGuard::None, &CancelToken::new())
+        })
+    };
+    // The stalled write holds its workspace's lock by now.
+    std::thread::sleep(Duration::from_millis(500));
+    let started = Instant::now();
+    for i in 0..3 {
+        let path = root.join(format!("fast{i}.txt"));
+        fast.write(&path, b"fast\n", &WriteGuard::None, &CancelToken::new())
+            .unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"fast\n");
+    }
+    let took = started.elapsed();
+    let stalled_still = !waiting.is_finished();
+    stalled.signal_sessions("CONT");
+    let written = waiting.join().unwrap();
+    assert!(
+        took < Duration::from_secs(5),
+        "the other host's writes took {took:?}: {written:?}"
+    );
+    assert!(stalled_still, "the stalled host answered: {written:?}");
+    assert!(written.is_ok(), "{written:?}");
+    assert_eq!(std::fs::read(root.join("slow.txt")).unwrap(), b"slow\n");
+}
+
 /// Authentication by the SSH agent (no `--identity`): a real `ssh-agent`
 /// holding the user's key, the command line over SFTP equal to the local
 /// disk; and an empty agent, refused in one line with exit 2.

@@ -24,6 +24,8 @@ use base64::Engine as _;
 use hmac::{KeyInit, Mac};
 use russh::keys::PublicKey;
 
+use crate::fs::SSH_PORT;
+
 /// What a line says of the keys it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Marker {
@@ -138,7 +140,7 @@ fn marker(rest: &mut &[u8]) -> Option<Marker> {
 /// any other, without case.
 pub(crate) fn host_name(host: &str, port: u16) -> String {
     let host = host.to_ascii_lowercase();
-    if port == 22 {
+    if port == SSH_PORT {
         host
     } else {
         format!("[{host}]:{port}")
@@ -238,9 +240,9 @@ fn hashed(hosts: &[u8], name: &str) -> bool {
 /// without port identifier").
 pub(crate) fn check(text: &[u8], host: &str, port: u16, key: &PublicKey) -> Verdict {
     let verdict = check_name(text, &host_name(host, port), key);
-    if port != 22 && matches!(verdict, Verdict::Unknown { .. }) {
+    if port != SSH_PORT && matches!(verdict, Verdict::Unknown { .. }) {
         if let found @ (Verdict::Trusted | Verdict::Revoked(_)) =
-            check_name(text, &host_name(host, 22), key)
+            check_name(text, &host_name(host, SSH_PORT), key)
         {
             return found;
         }

@@ -177,6 +177,7 @@ impl SftpBuilder {
             git_excludes: self.git_excludes,
             ahead_dirs: Arc::new(AtomicUsize::new(0)),
             journal: Journal::default(),
+            writes: Mutex::new(()),
         })
     }
 }
@@ -290,6 +291,9 @@ pub struct SftpFs {
     /// (`docs/index.md`): a write that keeps a file's size within the
     /// second of its mtime is invisible to a listing.
     journal: Journal,
+    /// Held by a write from its guard's check to its publication
+    /// (`write.rs`): one write at a time on this host.
+    writes: Mutex<()>,
 }
 
 impl std::fmt::Debug for SftpFs {
@@ -305,7 +309,7 @@ impl SftpFs {
     pub fn builder(host: impl Into<String>) -> SftpBuilder {
         SftpBuilder {
             host: host.into(),
-            port: 22,
+            port: crate::fs::SSH_PORT,
             user: None,
             identity: None,
             known_hosts: None,
