@@ -9,7 +9,7 @@ use crate::backend::{BackendKind, NativeBackend, RgBackend, SearchBackend};
 use crate::config::Config;
 #[cfg(feature = "sftp")]
 use crate::fs::SftpFs;
-use crate::fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs};
+use crate::fs::{DynFileSystem, FileSystem, FsHints, LocalFs, MemFs, OverlayFs};
 use crate::guard::Guard;
 use crate::index::Index;
 use crate::session::Sessions;
@@ -671,7 +671,7 @@ impl Workspace {
     /// filesystem (through the index when there is one), or rg (local disk only) with the configuration's
     /// `graceMs`.
     pub fn backend(&self, config: &Config) -> Arc<dyn SearchBackend> {
-        fn native<F: FileSystem>(fs: &Arc<F>) -> Arc<dyn SearchBackend> {
+        fn native<F: FsHints>(fs: &Arc<F>) -> Arc<dyn SearchBackend> {
             Arc::new(NativeBackend::on(fs.clone()))
         }
         if self.backend == BackendKind::Rg {

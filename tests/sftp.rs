@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use dsh_search::fs::{FileSystem, Listing, WriteGuard};
+use dsh_search::fs::{FileSystem, FsWrite, Listing, WriteGuard};
 use dsh_search::CancelToken;
 
 use crate::util::sshd;

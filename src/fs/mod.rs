@@ -36,8 +36,8 @@ pub(crate) const SSH_PORT: u16 = 22;
 
 pub use dynfs::DynFileSystem;
 pub use seam::{
-    errno, is_unavailable, unavailable, FileSystem, FileType, Listing, Metadata, Timestamp,
-    Version, WriteError, WriteGuard, Written,
+    errno, is_unavailable, unavailable, FileSystem, FileType, FsHints, FsWrite, Listing, Metadata,
+    Timestamp, Version, WriteError, WriteGuard, Written,
 };
 
 pub(crate) use decode::decode_whole;

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use super::watch::{Changes, WatchError, Watcher};
 use crate::fs::journal::{Event, Queue};
-use crate::fs::{FileSystem, FileType, LocalFs, MemFs, OverlayFs};
+use crate::fs::{FileSystem, FileType, FsHints, FsWrite, LocalFs, MemFs, OverlayFs};
 
 /// Where the changes to a mirrored tree come from.
 pub(crate) trait Feed: Send + 'static {
@@ -56,7 +56,7 @@ impl Feed for Watcher {
 }
 
 /// A filesystem the index can mirror.
-pub(crate) trait Source: FileSystem {
+pub(crate) trait Source: FsHints + FsWrite {
     /// Where its changes come from.
     type Feed: Feed;
 

@@ -13,7 +13,7 @@ use grep_regex::RegexMatcher;
 use grep_searcher::Searcher;
 
 use crate::event::{Event, Stats, Summary};
-use crate::fs::{FileSystem, FileType};
+use crate::fs::{FileType, FsHints};
 use crate::outcome::{d2_order, GrepResults, Outcome, Status};
 use crate::request::GrepRequest;
 
@@ -29,7 +29,7 @@ use super::sink::{FileBlock, JsonSink};
 use super::{canonical_workdir, exit_code, nul_launch_failure, Budget};
 
 /// Everything one call shares between its threads.
-pub(super) struct GrepCall<'a, F: FileSystem> {
+pub(super) struct GrepCall<'a, F: FsHints> {
     pub(super) fs: &'a F,
     pub(super) root: Root,
     pub(super) matcher: RegexMatcher,
@@ -68,7 +68,7 @@ pub(super) struct SearchTools {
     bufs: Buffers,
 }
 
-impl<F: FileSystem> GrepCall<'_, F> {
+impl<F: FsHints> GrepCall<'_, F> {
     fn tools_slot(&self) -> &Mutex<Option<SearchTools>> {
         let i = super::pool().current_thread_index().map_or(0, |i| i + 1);
         &self.tools[i.min(self.tools.len() - 1)]
@@ -129,7 +129,7 @@ impl Buffers {
     }
 }
 
-impl<F: FileSystem> Drop for GrepCall<'_, F> {
+impl<F: FsHints> Drop for GrepCall<'_, F> {
     fn drop(&mut self) {
         for slot in &self.tools {
             let tools = slot.lock().recover_poison().take();
@@ -162,7 +162,7 @@ pub(super) struct Collected {
 /// (`hiargs.rs: Paths::from_low_args`), whose sequential walker yields the
 /// path itself (never filtered at depth 0, no ignore files read) or
 /// walkdir's error for it; a directory, or a symlink to one, is walked.
-pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResults> {
+pub(crate) fn run<F: FsHints>(fs: &F, req: &GrepRequest) -> Outcome<GrepResults> {
     run_with(fs, req, None)
 }
 
@@ -170,7 +170,7 @@ pub(crate) fn run<F: FileSystem>(fs: &F, req: &GrepRequest) -> Outcome<GrepResul
 /// when its search ends (in the order the files end, as rg prints them)
 /// and the summary last: memory holds the files being searched, not the
 /// output. The outcome's results are empty.
-pub(crate) fn run_streaming<F: FileSystem>(
+pub(crate) fn run_streaming<F: FsHints>(
     fs: &F,
     req: &GrepRequest,
     out: &Stream<'_>,
@@ -178,7 +178,7 @@ pub(crate) fn run_streaming<F: FileSystem>(
     run_with(fs, req, Some(out))
 }
 
-fn run_with<F: FileSystem>(
+fn run_with<F: FsHints>(
     fs: &F,
     req: &GrepRequest,
     stream: Option<&Stream<'_>>,
@@ -263,7 +263,7 @@ fn run_with<F: FileSystem>(
 }
 
 /// How a haystack is opened.
-pub(super) enum Source<'d, F: FileSystem> {
+pub(super) enum Source<'d, F: FsHints> {
     /// The one path given, not a directory (`Haystack::is_explicit`); the
     /// path given with it is the engine's absolute walk path.
     Explicit,
@@ -272,15 +272,15 @@ pub(super) enum Source<'d, F: FileSystem> {
     InDir(&'d Dir<F>, &'d std::ffi::OsStr),
 }
 
-impl<F: FileSystem> Clone for Source<'_, F> {
+impl<F: FsHints> Clone for Source<'_, F> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<F: FileSystem> Copy for Source<'_, F> {}
+impl<F: FsHints> Copy for Source<'_, F> {}
 
-impl<F: FileSystem> Source<'_, F> {
+impl<F: FsHints> Source<'_, F> {
     /// The form of the path given with the haystack: the one rg walks for
     /// a file found by the walk, the engine's absolute walk path otherwise.
     fn path_form(&self) -> PathForm {
@@ -291,7 +291,7 @@ impl<F: FileSystem> Source<'_, F> {
     }
 }
 
-fn finish<F: FileSystem>(ctx: GrepCall<'_, F>, started: Instant) -> Outcome<GrepResults> {
+fn finish<F: FsHints>(ctx: GrepCall<'_, F>, started: Instant) -> Outcome<GrepResults> {
     let Collected {
         mut blocks,
         matched: streamed_match,
@@ -341,7 +341,7 @@ fn finish<F: FileSystem>(ctx: GrepCall<'_, F>, started: Instant) -> Outcome<Grep
 
 /// Per-thread state: a searcher, a matcher clone, buffers and the results
 /// of the files this thread searched, merged into the call's state on drop.
-pub(super) struct Worker<'a, F: FileSystem> {
+pub(super) struct Worker<'a, F: FsHints> {
     ctx: &'a GrepCall<'a, F>,
     /// Taken from the thread's slot, given back on drop.
     tools: Option<SearchTools>,
@@ -354,7 +354,7 @@ pub(super) struct Worker<'a, F: FileSystem> {
     timed: std::time::Duration,
 }
 
-impl<'a, F: FileSystem> Worker<'a, F> {
+impl<'a, F: FsHints> Worker<'a, F> {
     pub(super) fn new(ctx: &'a GrepCall<'a, F>) -> Worker<'a, F> {
         Worker {
             ctx,
@@ -532,7 +532,7 @@ pub(super) fn clean_miss(len: u64) -> FileBlock {
     }
 }
 
-impl<F: FileSystem> Drop for Worker<'_, F> {
+impl<F: FsHints> Drop for Worker<'_, F> {
     fn drop(&mut self) {
         if let Some(tools) = self.tools.take() {
             self.ctx.return_tools(tools);

@@ -59,13 +59,13 @@ use std::sync::Arc;
 
 use crate::backend::SearchBackend;
 use crate::cancel::CancelToken;
-use crate::fs::{errno, FileSystem, LocalFs, Metadata};
+use crate::fs::{errno, FsHints, LocalFs, Metadata};
 use crate::outcome::{GlobResults, GrepResults, Outcome, Status};
 use crate::request::{GlobRequest, GrepRequest};
 
 /// The in-process engine built on ripgrep's crates, searching the
 /// workspace's filesystem `F` (by default the local disk).
-pub struct NativeBackend<F: FileSystem = LocalFs> {
+pub struct NativeBackend<F: FsHints = LocalFs> {
     fs: Arc<F>,
 }
 
@@ -84,7 +84,7 @@ impl Default for NativeBackend {
     }
 }
 
-impl<F: FileSystem> NativeBackend<F> {
+impl<F: FsHints> NativeBackend<F> {
     /// A native backend searching `fs`.
     pub fn on(fs: Arc<F>) -> NativeBackend<F> {
         NativeBackend { fs }
@@ -111,7 +111,7 @@ impl<F: FileSystem> NativeBackend<F> {
     }
 }
 
-impl<F: FileSystem> Clone for NativeBackend<F> {
+impl<F: FsHints> Clone for NativeBackend<F> {
     fn clone(&self) -> Self {
         NativeBackend {
             fs: self.fs.clone(),
@@ -119,7 +119,7 @@ impl<F: FileSystem> Clone for NativeBackend<F> {
     }
 }
 
-impl<F: FileSystem> std::fmt::Debug for NativeBackend<F> {
+impl<F: FsHints> std::fmt::Debug for NativeBackend<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NativeBackend")
             .field("fs", &std::any::type_name::<F>())
@@ -127,7 +127,7 @@ impl<F: FileSystem> std::fmt::Debug for NativeBackend<F> {
     }
 }
 
-impl<F: FileSystem> SearchBackend for NativeBackend<F> {
+impl<F: FsHints> SearchBackend for NativeBackend<F> {
     fn name(&self) -> &'static str {
         "native"
     }
@@ -144,7 +144,7 @@ impl<F: FileSystem> SearchBackend for NativeBackend<F> {
 /// The workdir as rg's `getcwd` (Windows: `GetCurrentDirectoryW`) would
 /// report it ([`FileSystem::current_dir`]), or why rg could not start
 /// there (the rg backend cannot spawn a process in it either).
-fn canonical_workdir<F: FileSystem>(fs: &F, workdir: &Path) -> Result<PathBuf, String> {
+fn canonical_workdir<F: FsHints>(fs: &F, workdir: &Path) -> Result<PathBuf, String> {
     let real_workdir = fs
         .current_dir(workdir)
         .map_err(|e| format!("workdir {}: {e}", workdir.display()))?;
@@ -157,7 +157,7 @@ fn canonical_workdir<F: FileSystem>(fs: &F, workdir: &Path) -> Result<PathBuf, S
 /// The root's metadata, links followed, as rg's walkers take it
 /// (`DirEntryRaw::from_path`, walkdir's root with `follow_root_links`).
 /// The empty path names nothing (ENOENT), without asking the filesystem.
-fn stat_root<F: FileSystem>(fs: &F, root: &paths::Root) -> std::io::Result<Metadata> {
+fn stat_root<F: FsHints>(fs: &F, root: &paths::Root) -> std::io::Result<Metadata> {
     let path = root.walk_path();
     if path.as_os_str().is_empty() {
         return Err(errno::not_found());

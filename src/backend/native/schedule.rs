@@ -48,7 +48,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::event::Stats;
-use crate::fs::FileSystem;
+use crate::fs::FsHints;
 
 use super::grep::{clean_miss, GrepCall, Source, Worker};
 use super::messages::Messages;
@@ -59,7 +59,7 @@ use super::{set_helper_delay, Budget};
 
 /// The messages the walk's ignore decisions collected (ignore-file errors,
 /// walk errors), into the call's stderr.
-fn report_ignore_messages<F: FileSystem>(ctx: &GrepCall<'_, F>, ignore_rules: &RgIgnore) {
+fn report_ignore_messages<F: FsHints>(ctx: &GrepCall<'_, F>, ignore_rules: &RgIgnore) {
     let mut shared = ctx.shared.lock().recover_poison();
     for (msg, errored) in ignore_rules.take_messages() {
         if errored {
@@ -82,7 +82,7 @@ const MAX_QUEUED: usize = 4;
 /// rg's walker) and search what it finds there and on the engine's pool,
 /// as the module says. The walk never waits for work (rg's walker sleeps
 /// 1 ms at a time when idle, ignore 0.4.29 `walk.rs: get_work`).
-pub(super) fn search_pooled<F: FileSystem>(
+pub(super) fn search_pooled<F: FsHints>(
     ctx: &GrepCall<'_, F>,
     real_workdir: &Path,
     override_set: ignore::overrides::Override,
@@ -120,7 +120,7 @@ pub(super) fn search_pooled<F: FileSystem>(
 
 /// The walking thread's end of the walk: walk errors and haystacks, in
 /// batches.
-struct Batcher<'r, 's, F: FileSystem> {
+struct Batcher<'r, 's, F: FsHints> {
     ctx: &'s GrepCall<'s, F>,
     queue: &'s Queue<F>,
     scope: &'r rayon::Scope<'s>,
@@ -132,7 +132,7 @@ struct Batcher<'r, 's, F: FileSystem> {
     missed: Stats,
 }
 
-impl<'r, 's: 'r, F: FileSystem> Batcher<'r, 's, F> {
+impl<'r, 's: 'r, F: FsHints> Batcher<'r, 's, F> {
     /// The index's prefilter (`docs/index.md`), asked as the walk finds a
     /// file, before it is queued (the one place it is asked): in an indexed
     /// tree nearly every walked file ends here, counted as a text file
@@ -160,7 +160,7 @@ impl<'r, 's: 'r, F: FileSystem> Batcher<'r, 's, F> {
     }
 }
 
-impl<'r, 's: 'r, F: FileSystem> serial_walk::Output<F> for Batcher<'r, 's, F> {
+impl<'r, 's: 'r, F: FsHints> serial_walk::Output<F> for Batcher<'r, 's, F> {
     fn file(&mut self, file: Haystack<F>) {
         self.searched = true;
         if self.known_miss(&file) {
@@ -210,7 +210,7 @@ impl<'r, 's: 'r, F: FileSystem> serial_walk::Output<F> for Batcher<'r, 's, F> {
     }
 }
 
-impl<F: FileSystem> Batcher<'_, '_, F> {
+impl<F: FsHints> Batcher<'_, '_, F> {
     /// Search one queued batch on the walking thread, or with `pass`
     /// only until a helper waits for work ([`GiveBack::Anytime`]); false when
     /// none is queued.
@@ -231,7 +231,7 @@ impl<F: FileSystem> Batcher<'_, '_, F> {
     }
 }
 
-impl<F: FileSystem> Drop for Batcher<'_, '_, F> {
+impl<F: FsHints> Drop for Batcher<'_, '_, F> {
     fn drop(&mut self) {
         if !self.batch.is_empty() {
             let batch = std::mem::take(&mut self.batch);
@@ -247,7 +247,7 @@ impl<F: FileSystem> Drop for Batcher<'_, '_, F> {
 }
 
 /// The batches of one call waiting for a thread.
-struct Queue<F: FileSystem> {
+struct Queue<F: FsHints> {
     state: Mutex<QueueState<F>>,
     /// Signalled when a batch is queued for a waiting helper, and when the
     /// walk ends.
@@ -266,13 +266,13 @@ struct Queue<F: FileSystem> {
     helpers_after: std::time::Duration,
 }
 
-struct QueueState<F: FileSystem> {
+struct QueueState<F: FsHints> {
     batches: std::collections::VecDeque<Vec<Haystack<F>>>,
     /// Whether the walk may still queue batches.
     walking: bool,
 }
 
-impl<F: FileSystem> Queue<F> {
+impl<F: FsHints> Queue<F> {
     fn new(max_helpers: usize) -> Queue<F> {
         Queue {
             state: Mutex::new(QueueState {
@@ -382,7 +382,7 @@ impl<F: FileSystem> Queue<F> {
 
 /// What the thread searching a batch gives back to the front of the queue
 /// ([`search_batch`]) when a helper waits for work or may be started.
-enum GiveBack<'q, F: FileSystem> {
+enum GiveBack<'q, F: FsHints> {
     /// Nothing: the batch is searched whole. A helper's batch, or one the
     /// walking thread searches to free directories' descriptors.
     Nothing,
@@ -403,7 +403,7 @@ enum GiveBack<'q, F: FileSystem> {
 }
 
 /// Search a batch, giving the rest back as [`GiveBack`] says.
-fn search_batch<F: FileSystem>(
+fn search_batch<F: FsHints>(
     ctx: &GrepCall<'_, F>,
     batch: Vec<Haystack<F>>,
     give_back: GiveBack<'_, F>,
@@ -457,9 +457,9 @@ mod tests {
     use crate::fs::MemFs;
 
     /// A walk's haystacks, as the walk yields them.
-    struct Collect<F: FileSystem>(Vec<Haystack<F>>);
+    struct Collect<F: FsHints>(Vec<Haystack<F>>);
 
-    impl<F: FileSystem> serial_walk::Output<F> for Collect<F> {
+    impl<F: FsHints> serial_walk::Output<F> for Collect<F> {
         fn file(&mut self, file: Haystack<F>) {
             self.0.push(file);
         }

@@ -28,7 +28,8 @@ use crate::cancel::CancelToken;
 use crate::fs::journal::{Event, Journal, Queue};
 use crate::fs::names;
 use crate::fs::seam::{
-    errno, FileSystem, FileType, Listing, Metadata, Timestamp, WriteError, WriteGuard, Written,
+    errno, FileSystem, FileType, FsHints, FsWrite, Listing, Metadata, Timestamp, WriteError,
+    WriteGuard, Written,
 };
 
 /// How often a FIFO's reader looks at its cancellation token.
@@ -734,17 +735,6 @@ impl FileSystem for MemFs {
     type Dir = MemDir;
     type File = MemFile;
 
-    fn contents<'f>(&self, file: &'f MemFile) -> Option<&'f [u8]> {
-        match &file.0 {
-            Reader::Bytes { data, pos: 0, .. } => Some(data),
-            _ => None,
-        }
-    }
-
-    fn known_nul_free(&self, file: &MemFile) -> bool {
-        matches!(&file.0, Reader::Bytes { nul_free: true, .. })
-    }
-
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         let p = path_arg(path)?;
         let real = Walk::new(&self.root).canonical(p)?;
@@ -848,7 +838,22 @@ impl FileSystem for MemFs {
         let (path, content) = self.git_excludes.as_ref()?;
         Some((workdir.join(path), content.clone()))
     }
+}
 
+impl FsHints for MemFs {
+    fn contents<'f>(&self, file: &'f MemFile) -> Option<&'f [u8]> {
+        match &file.0 {
+            Reader::Bytes { data, pos: 0, .. } => Some(data),
+            _ => None,
+        }
+    }
+
+    fn known_nul_free(&self, file: &MemFile) -> bool {
+        matches!(&file.0, Reader::Bytes { nul_free: true, .. })
+    }
+}
+
+impl FsWrite for MemFs {
     fn write(
         &self,
         path: &Path,

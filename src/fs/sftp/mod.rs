@@ -69,7 +69,8 @@ use self::session::{Counters, Session};
 use super::journal::{Event, Journal, Queue};
 use super::names::{os_str, path_bytes};
 use super::seam::{
-    errno, FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard, Written,
+    errno, FileSystem, FileType, FsHints, FsWrite, Listing, Metadata, WriteError, WriteGuard,
+    Written,
 };
 use crate::cancel::CancelToken;
 
@@ -486,41 +487,6 @@ impl FileSystem for SftpFs {
         self.run(None, |s| async move { stat(&s, p, follow).await })
     }
 
-    fn will_open(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr, metadata: Option<&Metadata>) {
-        // Only a regular file of a known size (what the listing said) that
-        // fits the window; the engine lists nothing else as one.
-        let Some(size) = metadata
-            .filter(|m| m.kind.is_file() && m.len <= FILE_MAX)
-            .map(|m| m.len)
-        else {
-            return;
-        };
-        // Files are read on the first session: spreading them (or a grep's
-        // listings) over two made a grep slower on 2 cores, where glob's
-        // listings spread made glob faster (BENCHMARKS.md).
-        let Some(session) = self.live_session(false) else {
-            return;
-        };
-        let path = path_bytes(&join_name(dir_path, name)).to_vec();
-        let ahead = self.window.hint(session, path, size);
-        dir.ahead
-            .lock()
-            .recover_poison()
-            .insert(name.to_os_string(), ahead);
-    }
-
-    fn lists_ahead(&self) -> bool {
-        true
-    }
-
-    fn will_list(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) {
-        self.list_ahead(dir, dir_path, name, false);
-    }
-
-    fn will_list_tree(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) {
-        self.list_ahead(dir, dir_path, name, true);
-    }
-
     fn open_at(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) -> io::Result<SftpFile> {
         if let Some(data) = self.take_ahead(dir, name)? {
             return Ok(SftpFile::whole(data));
@@ -547,13 +513,6 @@ impl FileSystem for SftpFs {
             // there: `sftp-server` would block in `open(2)` for every
             // client of the connection.
             (_, None) => Err(errno::no_such_device()),
-        }
-    }
-
-    fn contents<'f>(&self, file: &'f SftpFile) -> Option<&'f [u8]> {
-        match &file.body {
-            Body::Whole { data, .. } => Some(data),
-            Body::Stream(_) => None,
         }
     }
 
@@ -596,7 +555,53 @@ impl FileSystem for SftpFs {
         let bytes = self.read_control(&path).ok()?;
         Some((path, bytes))
     }
+}
 
+impl FsHints for SftpFs {
+    fn will_open(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr, metadata: Option<&Metadata>) {
+        // Only a regular file of a known size (what the listing said) that
+        // fits the window; the engine lists nothing else as one.
+        let Some(size) = metadata
+            .filter(|m| m.kind.is_file() && m.len <= FILE_MAX)
+            .map(|m| m.len)
+        else {
+            return;
+        };
+        // Files are read on the first session: spreading them (or a grep's
+        // listings) over two made a grep slower on 2 cores, where glob's
+        // listings spread made glob faster (BENCHMARKS.md).
+        let Some(session) = self.live_session(false) else {
+            return;
+        };
+        let path = path_bytes(&join_name(dir_path, name)).to_vec();
+        let ahead = self.window.hint(session, path, size);
+        dir.ahead
+            .lock()
+            .recover_poison()
+            .insert(name.to_os_string(), ahead);
+    }
+
+    fn lists_ahead(&self) -> bool {
+        true
+    }
+
+    fn will_list(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) {
+        self.list_ahead(dir, dir_path, name, false);
+    }
+
+    fn will_list_tree(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) {
+        self.list_ahead(dir, dir_path, name, true);
+    }
+
+    fn contents<'f>(&self, file: &'f SftpFile) -> Option<&'f [u8]> {
+        match &file.body {
+            Body::Whole { data, .. } => Some(data),
+            Body::Stream(_) => None,
+        }
+    }
+}
+
+impl FsWrite for SftpFs {
     fn write(
         &self,
         path: &Path,
