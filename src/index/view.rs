@@ -4,7 +4,7 @@
 //! it mirrors ("the disk" below: the local disk, a tree in memory, an
 //! overlay, a host over SFTP). The engine walks it as it walks any
 //! filesystem, so what it prints is what it prints there; the one addition
-//! is [`FileSystem::known_miss`], the prefilter's answer for the call's
+//! is [`FsHints::known_miss`], the prefilter's answer for the call's
 //! pattern (and, where the filesystem reads ahead, the hints of the files
 //! it rules out are not passed on).
 //!
@@ -33,7 +33,7 @@ pub(crate) struct View<S: Source> {
     pub(crate) root: PathBuf,
     pub(crate) tree: Arc<DirNode>,
     pub(crate) query: Option<Arc<Query>>,
-    /// Counts the files [`FileSystem::known_miss`] answered for.
+    /// Counts the files [`FsHints::known_miss`] answered for.
     pub(crate) skipped: Arc<AtomicU64>,
     /// Counts the directories listed from the mirror.
     pub(crate) listed: Arc<AtomicU64>,
@@ -222,7 +222,7 @@ impl<S: Source> FileSystem for View<S> {
                 self.listed.fetch_add(1, Ordering::Relaxed);
                 listing.clear();
                 // grep's walk uses a listing's metadata only as a hint of
-                // what it will open (`FileSystem::will_open`), which only a
+                // what it will open (`FsHints::will_open`), which only a
                 // filesystem that reads ahead takes; without one, the copy
                 // is the walk's largest write.
                 if self.query.is_some() && !self.disk.lists_ahead() {

@@ -77,7 +77,7 @@ pub(crate) struct Haystack<F: FsHints> {
     /// Where the file's name starts in `rg_path`.
     name_at: usize,
     /// The file's position in its directory's listing
-    /// ([`FileSystem::known_miss`]'s hint).
+    /// ([`FsHints::known_miss`]'s hint).
     pub(crate) at: usize,
 }
 

@@ -871,7 +871,7 @@ impl FsWrite for MemFs {
             Err(e) => return Err(io_err(e)),
         };
         // Never through a dangling symlink, nor over it, whatever the guard:
-        // the local disk's rule (`FileSystem::write`).
+        // the local disk's rule (`FsWrite::write`).
         if old.is_none() && self.node(p, false).is_ok() {
             return Err(WriteError::NotRegular(FileType::Symlink));
         }

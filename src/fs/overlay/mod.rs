@@ -30,7 +30,7 @@
 //! as `link/new.txt`.
 //!
 //! The upper layer belongs to the overlay: change it only through
-//! [`FileSystem::write`]. Until the upper layer's root exists no lookup goes
+//! [`FsWrite::write`]. Until the upper layer's root exists no lookup goes
 //! there (the walk of an empty overlay costs what the lower filesystem's own
 //! calls cost, and one `lstat` of that root per path resolved); each path
 //! resolution looks for the root again while it is missing, so a write made
@@ -359,7 +359,7 @@ impl<L: FileSystem, U: FsWrite> OverlayFs<L, U> {
         }
     }
 
-    /// [`FileSystem::write_from`] with the write lock held.
+    /// [`FsWrite::write_from`] with the write lock held.
     fn write_locked(
         &self,
         path: &Path,
@@ -371,7 +371,7 @@ impl<L: FileSystem, U: FsWrite> OverlayFs<L, U> {
             .walk(path, Last::Create)
             .map_err(|f| write_failure(path, f))?;
         // Never through a dangling symlink, nor over it, whatever the guard:
-        // the local disk's rule (`FileSystem::write`).
+        // the local disk's rule (`FsWrite::write`).
         if found.entry.is_none()
             && self
                 .walk(path, Last::NoFollow)

@@ -29,7 +29,7 @@
 //!   requests expect;
 //! - [`ops`]: the operations (stat, read, list) as requests on a session;
 //! - [`readahead`]: the files and directories the engine says it will open
-//!   or list ([`FileSystem::will_open`], [`FileSystem::will_list`]), read
+//!   or list ([`FsHints::will_open`], [`FsHints::will_list`]), read
 //!   and listed ahead of it in bounded windows;
 //! - [`stream`]: a large file read in bounded pieces as the engine pulls;
 //! - [`mod@write`] and [`staging`]: a write staged next to its target and
@@ -199,7 +199,7 @@ pub struct SftpStats {
 }
 
 /// A directory of an [`SftpFs`]: its remote path, and the reads of its
-/// files started ahead of the engine ([`FileSystem::will_open`]), which
+/// files started ahead of the engine ([`FsHints::will_open`]), which
 /// are abandoned with it.
 pub struct SftpDir {
     path: PathBuf,
@@ -284,7 +284,7 @@ pub struct SftpFs {
     /// Where git's global excludes file is (found once).
     excludes: OnceLock<Option<PathBuf>>,
     git_excludes: Option<PathBuf>,
-    /// The read-ahead window ([`FileSystem::will_open`]).
+    /// The read-ahead window ([`FsHints::will_open`]).
     window: Arc<FileWindow>,
     /// Listings ahead now (at most [`readahead`]'s `AHEAD_DIRS`).
     ahead_dirs: Arc<AtomicUsize>,
