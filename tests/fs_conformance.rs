@@ -924,40 +924,15 @@ pub fn refusals<F: FsWrite>(s: &Subject<F>) {
     );
 }
 
-/// The cases every filesystem gets, as tests of the row's module (which
-/// defines `subject()`).
-macro_rules! reading_cases {
-    () => {
+/// A test of the row's module (which defines `subject()`) for each case
+/// named.
+macro_rules! cases {
+    ($($case:ident),*) => {$(
         #[test]
-        fn listing() {
-            super::listing(&subject());
+        fn $case() {
+            super::$case(&subject());
         }
-
-        #[test]
-        fn metadata() {
-            super::metadata(&subject());
-        }
-
-        #[test]
-        fn symlinks() {
-            super::symlinks(&subject());
-        }
-
-        #[test]
-        fn reads() {
-            super::reads(&subject());
-        }
-
-        #[test]
-        fn errors() {
-            super::errors(&subject());
-        }
-
-        #[test]
-        fn hints() {
-            super::hints(&subject());
-        }
-    };
+    )*};
 }
 
 /// One module per filesystem, with a test per case of its capabilities:
@@ -980,17 +955,8 @@ macro_rules! filesystems {
                     Subject::new($make, $mtimes)
                 }
 
-                reading_cases!();
-
-                #[test]
-                fn writes() {
-                    super::writes(&subject());
-                }
-
-                #[test]
-                fn refusals() {
-                    super::refusals(&subject());
-                }
+                cases!(listing, metadata, symlinks, reads, errors, hints);
+                cases!(writes, refusals);
             }
         )*
         $(
@@ -1003,7 +969,7 @@ macro_rules! filesystems {
                     Subject::new($ro_make, $ro_mtimes)
                 }
 
-                reading_cases!();
+                cases!(listing, metadata, symlinks, reads, errors, hints);
             }
         )*
     };
