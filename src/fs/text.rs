@@ -25,6 +25,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::decode::{decode_strict, decode_whole, NotText, TextDecoder};
+use super::error::aborted;
 use super::literal::{self, normalize_crlf, LiteralEdit};
 use super::resolve::{self, ResolvedPath};
 use super::seam::{errno, FileType, Version, WriteError, WriteGuard, Written};
@@ -625,10 +626,6 @@ impl Read for Utf8Reader<'_> {
         }
         Ok(n)
     }
-}
-
-pub(super) fn aborted(verb: &str) -> FsError {
-    FsError::new(FsErrorCode::Aborted, format!("{verb} aborted"))
 }
 
 /// The errors a publish reports the same way for write and edit.

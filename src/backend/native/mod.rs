@@ -2,8 +2,8 @@
 //! rebuilt from ripgrep's own crates, configured as `crates/core/flags/
 //! hiargs.rs` configures them (`rg-semantics.md` §10).
 //!
-//! The engine is generic over the workspace's [`FileSystem`] (the seam,
-//! `docs/contract.md` §10): every stat, listing, ignore file and read goes
+//! The engine is generic over the workspace's [`FileSystem`] with its
+//! hints ([`FsHints`]; the seam, `docs/contract.md` §10): every stat, listing, ignore file and read goes
 //! through it, so the same walk searches the local disk (monomorphized with
 //! its descriptor fast path), a tree in memory or an overlay.
 //!
@@ -23,8 +23,10 @@
 //!   the engine's pool, then the files sorted into rg's `--sort=modified`
 //!   order).
 //! - grep: `grep` (the invocation: one walk whatever the root, and the
-//!   search of one file), `schedule` (a directory's files shared out in
-//!   batches between the walking thread and the pool's), over `serial_walk`
+//!   outcome), `worker` (the call's state shared between its threads, and
+//!   the search of one file by one thread), `schedule` (a directory's files
+//!   shared out in batches between the walking thread and the pool's:
+//!   `grep` starts it, and it searches through `worker`), over `serial_walk`
 //!   (the tree walked depth-first on the calling thread, each directory
 //!   listed once) and `rgignore` (rg's ignore decisions on rg's path
 //!   strings); then `reader` (reading a file, and the whole-file check that
@@ -50,6 +52,7 @@ mod rgignore;
 mod schedule;
 mod serial_walk;
 mod sink;
+mod worker;
 
 mod messages;
 

@@ -3,7 +3,7 @@
 //! The calling thread walks ([`serial_walk`]: depth-first, each directory
 //! listed once) and never waits for work; the pool's threads only search.
 //! What the walk finds goes into batches of [`BATCH`] files, queued
-//! ([`Queue`]): a batch, not a file, is what passes between threads, since
+//! ([`Batches`]): a batch, not a file, is what passes between threads, since
 //! each hand-off costs a lock and maybe a wake-up, and a batch is small
 //! enough that the end of a walk still spreads over every thread. Files
 //! the walking thread gives back are the exception: one at a time, so
@@ -15,7 +15,7 @@
 //!   has run for the helper delay ([`set_helper_delay`]), queueing also
 //!   starts helpers on the engine's pool (up to one less than its
 //!   threads), which search batch after batch until the walk is over and
-//!   the queue empty ([`Queue::serve`]); a call on a small tree ends before
+//!   the queue empty ([`Batches::serve`]); a call on a small tree ends before
 //!   any starts.
 //! - When more than [`MAX_QUEUED`] batches wait, the walking thread
 //!   searches one itself rather than walk further ahead, and gives the rest
@@ -50,10 +50,10 @@ use std::time::Instant;
 use crate::event::Stats;
 use crate::fs::FsHints;
 
-use super::grep::{clean_miss, GrepCall, Source, Worker};
 use super::messages::Messages;
 use super::rgignore::RgIgnore;
 use super::serial_walk::{self, Haystack};
+use super::worker::{clean_miss, GrepCall, Origin, Worker};
 #[cfg(doc)]
 use super::{set_helper_delay, Budget};
 
@@ -87,7 +87,7 @@ pub(super) fn search_pooled<F: FsHints>(
     real_workdir: &Path,
     override_set: ignore::overrides::Override,
 ) {
-    let queue = Queue::new(super::threads() - 1);
+    let queue = Batches::new(super::threads() - 1);
     let live = std::sync::Arc::new(AtomicUsize::new(0));
     super::pool().in_place_scope(|s| {
         let mut batcher = Batcher {
@@ -122,7 +122,7 @@ pub(super) fn search_pooled<F: FsHints>(
 /// batches.
 struct Batcher<'r, 's, F: FsHints> {
     ctx: &'s GrepCall<'s, F>,
-    queue: &'s Queue<F>,
+    queue: &'s Batches<F>,
     scope: &'r rayon::Scope<'s>,
     batch: Vec<Haystack<F>>,
     msgs: Messages,
@@ -247,8 +247,8 @@ impl<F: FsHints> Drop for Batcher<'_, '_, F> {
 }
 
 /// The batches of one call waiting for a thread.
-struct Queue<F: FsHints> {
-    state: Mutex<QueueState<F>>,
+struct Batches<F: FsHints> {
+    state: Mutex<BatchesState<F>>,
     /// Signalled when a batch is queued for a waiting helper, and when the
     /// walk ends.
     ready: std::sync::Condvar,
@@ -266,16 +266,16 @@ struct Queue<F: FsHints> {
     helpers_after: std::time::Duration,
 }
 
-struct QueueState<F: FsHints> {
+struct BatchesState<F: FsHints> {
     batches: std::collections::VecDeque<Vec<Haystack<F>>>,
     /// Whether the walk may still queue batches.
     walking: bool,
 }
 
-impl<F: FsHints> Queue<F> {
-    fn new(max_helpers: usize) -> Queue<F> {
-        Queue {
-            state: Mutex::new(QueueState {
+impl<F: FsHints> Batches<F> {
+    fn new(max_helpers: usize) -> Batches<F> {
+        Batches {
+            state: Mutex::new(BatchesState {
                 batches: std::collections::VecDeque::new(),
                 walking: true,
             }),
@@ -297,7 +297,7 @@ impl<F: FsHints> Queue<F> {
     }
 
     /// Start the helpers the call may have, once it has run long enough
-    /// alone. They serve until the walk ends ([`Queue::serve`]).
+    /// alone. They serve until the walk ends ([`Batches::serve`]).
     fn start_helpers<'s>(&'s self, ctx: &'s GrepCall<'s, F>, scope: &rayon::Scope<'s>) {
         while self.wants_helper() {
             self.helpers.fetch_add(1, Ordering::AcqRel);
@@ -308,7 +308,7 @@ impl<F: FsHints> Queue<F> {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState<F>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BatchesState<F>> {
         self.state.lock().recover_poison()
     }
 
@@ -391,7 +391,7 @@ enum GiveBack<'q, F: FsHints> {
     /// start). The walking thread during the walk, which has the walk to go
     /// back to: a large file searched whole there would keep a waiting
     /// helper idle until it ends.
-    Anytime(&'q Queue<F>),
+    Anytime(&'q Batches<F>),
     /// The rest of the batch, between files, once its first file is
     /// searched. The walking thread once the walk is over, one searcher
     /// among the others, which would take back what it gives: keeping its
@@ -399,7 +399,7 @@ enum GiveBack<'q, F: FsHints> {
     /// give that file back too, a helper started for it could find the
     /// queue empty while this thread holds the file again, end, and let
     /// the next helper start, over and over until the deadline.)
-    BetweenFiles(&'q Queue<F>),
+    BetweenFiles(&'q Batches<F>),
 }
 
 /// Search a batch, giving the rest back as [`GiveBack`] says.
@@ -412,7 +412,7 @@ fn search_batch<F: FsHints>(
         return;
     }
     let mut worker = Worker::new(ctx);
-    let wanted = |q: &Queue<F>| q.helper_idle() || q.wants_helper();
+    let wanted = |q: &Batches<F>| q.helper_idle() || q.wants_helper();
     let in_file = || matches!(give_back, GiveBack::Anytime(q) if wanted(q));
     // The files counted without the searcher are timed together, the
     // batch's time less the searcher's: a clock read per file is a cost
@@ -435,7 +435,7 @@ fn search_batch<F: FsHints>(
         let passed = between
             || !worker.search_haystack(
                 &file.rg_path,
-                Source::InDir(&file.dir, file.name()),
+                Origin::InDir(&file.dir, file.name()),
                 &in_file,
             );
         if let (true, Some(queue)) = (passed, queue) {
@@ -448,9 +448,9 @@ fn search_batch<F: FsHints>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::grep::Collected;
     use super::super::overrides::overrides;
     use super::super::paths::Root;
+    use super::super::worker::Collected;
     use super::super::{explicit, matcher, Budget};
     use super::*;
     use crate::cancel::CancelToken;
@@ -530,14 +530,14 @@ mod tests {
             out.0
         };
         // (case, searched here, given back)
-        type Make = for<'q> fn(&'q Queue<MemFs>) -> GiveBack<'q, MemFs>;
+        type Make = for<'q> fn(&'q Batches<MemFs>) -> GiveBack<'q, MemFs>;
         let cases: [(&str, Make, usize, usize); 3] = [
             ("a helper's batch", |_| GiveBack::Nothing, 5, 0),
             ("during the walk", |q| GiveBack::Anytime(q), 0, 5),
             ("after the walk", |q| GiveBack::BetweenFiles(q), 1, 4),
         ];
         for (case, give_back, searched, back) in cases {
-            let mut queue = Queue::new(1);
+            let mut queue = Batches::new(1);
             queue.helpers_after = std::time::Duration::ZERO;
             queue.walk_done();
             assert!(queue.wants_helper(), "{case}");

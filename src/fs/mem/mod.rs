@@ -25,7 +25,7 @@ use self::tree::{
     lookup, os_error, Body, DirBody, FileBody, Node, State, Walk, DIR_LEN, NAME_MAX, PATH_MAX,
 };
 use crate::cancel::CancelToken;
-use crate::fs::journal::{Event, Journal, Queue};
+use crate::fs::journal::{Journal, Queue, Record};
 use crate::fs::names;
 use crate::fs::seam::{
     errno, FileSystem, FileType, FsHints, FsWrite, Listing, Metadata, Timestamp, WriteError,
@@ -400,7 +400,7 @@ impl MemFs {
             st.ctime = self.tick();
             node
         };
-        self.journal.record(Event::Entries {
+        self.journal.record(Record::Entries {
             dir: dir.ino,
             name: name.into(),
         });
@@ -495,10 +495,10 @@ impl MemFs {
     /// so, and the index rebuilds.
     fn record_node_at(&self, path: &[u8]) {
         let Ok(real) = Walk::new(&self.root).canonical(path) else {
-            return self.journal.record(Event::Unplaced);
+            return self.journal.record(Record::Unplaced);
         };
         let Some(i) = real.iter().rposition(|&b| b == b'/') else {
-            return self.journal.record(Event::Unplaced);
+            return self.journal.record(Record::Unplaced);
         };
         let (parent, name) = (&real[..i.max(1)], &real[i + 1..]);
         if name.is_empty() {
@@ -506,11 +506,11 @@ impl MemFs {
             return;
         }
         match self.node(parent, true) {
-            Ok(dir) => self.journal.record(Event::Node {
+            Ok(dir) => self.journal.record(Record::Node {
                 dir: dir.ino,
                 name: name.into(),
             }),
-            Err(_) => self.journal.record(Event::Unplaced),
+            Err(_) => self.journal.record(Record::Unplaced),
         }
     }
 
@@ -559,7 +559,7 @@ impl MemFs {
         st.mtime = now();
         st.ctime = self.tick();
         drop(st);
-        self.journal.record(Event::Entries {
+        self.journal.record(Record::Entries {
             dir: dir.ino,
             name: name.into(),
         });
@@ -657,7 +657,7 @@ impl MemFs {
                         return Err(errno::not_a_directory());
                     }
                     self.replace(&node, data)?;
-                    self.journal.record(Event::Node {
+                    self.journal.record(Record::Node {
                         dir: dir.ino,
                         name: name.into(),
                     });

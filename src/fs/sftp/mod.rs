@@ -66,7 +66,7 @@ use self::ops::{list_dir, open_file, read_whole, stat, Opened};
 use self::proto::Reply;
 use self::readahead::{DirAhead, FileAhead, FileWindow, Spec, FILE_MAX};
 use self::session::{Counters, Session};
-use super::journal::{Event, Journal, Queue};
+use super::journal::{Journal, Queue, Record};
 use super::names::{os_str, path_bytes};
 use super::seam::{
     errno, FileSystem, FileType, FsHints, FsWrite, Listing, Metadata, WriteError, WriteGuard,
@@ -610,7 +610,7 @@ impl FsWrite for SftpFs {
         cancel: &CancelToken,
     ) -> Result<Written, WriteError> {
         let written = write::write(self, path, content, guard, cancel)?;
-        self.journal.record(Event::Wrote(path.to_path_buf()));
+        self.journal.record(Record::Wrote(path.to_path_buf()));
         Ok(written)
     }
 }
