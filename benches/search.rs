@@ -46,12 +46,7 @@ fn main() {
     }
     let (what, pattern, dir) = (&args[0], &args[1], PathBuf::from(&args[2]));
     // `DSH_SEARCH_THREADS`, read at this edge as the command line reads it.
-    if let Some(n) = std::env::var("DSH_SEARCH_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        dsh_search::set_search_threads(n);
-    }
+    dsh_search::set_search_threads_from_env();
     if what == "corpus" {
         let tier = corpus::Tier::parse(pattern).expect("a tier: small, medium or large");
         corpus::generate(&dir, tier, 1).expect("write the corpus");

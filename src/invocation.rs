@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::backend::rg::{glob_args, grep_args};
 use crate::backend::{NativeBackend, SearchBackend};
 use crate::cancel::CancelToken;
-use crate::fs::FileSystem;
+use crate::fs::FsHints;
 use crate::outcome::{GlobResults, GrepResults, Outcome, Status};
 use crate::request::{GlobRequest, GrepRequest};
 
@@ -141,7 +141,7 @@ impl Invocation {
     /// sorts them all before it prints one). The returned output's
     /// `stdout` is empty; its stderr and status are the run's. A caller
     /// that keeps only part of the stream (a tail) holds only that part.
-    pub fn run_streaming<F: FileSystem>(
+    pub fn run_streaming<F: FsHints>(
         &self,
         backend: &NativeBackend<F>,
         stdout: &(dyn Fn(&[u8]) + Sync),

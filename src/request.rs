@@ -13,6 +13,18 @@ pub const DEFAULT_RAW_OUTPUT_MAX_BYTES: u64 = 20_000_000;
 /// walk builds the same globs and scans for the names.
 pub(crate) const VCS_DIRS: [&str; 6] = [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
 
+/// [`VCS_DIRS`] as bytes, for the code that compares listed names (the
+/// index's mirror).
+pub(crate) const VCS_DIR_NAMES: [&[u8]; 6] = {
+    let mut names: [&[u8]; 6] = [b""; 6];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = VCS_DIRS[i].as_bytes();
+        i += 1;
+    }
+    names
+};
+
 /// The twelve `--glob` values of the VCS excludes, in argv order: for each
 /// directory, `!**/X` prunes it while walking and `!**/X/**` keeps its
 /// contents out when the root is that directory (§1.1 step 6).

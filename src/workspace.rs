@@ -9,7 +9,7 @@ use crate::backend::{BackendKind, NativeBackend, RgBackend, SearchBackend};
 use crate::config::Config;
 #[cfg(feature = "sftp")]
 use crate::fs::SftpFs;
-use crate::fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs};
+use crate::fs::{DynFileSystem, FileSystem, FsHints, LocalFs, MemFs, OverlayFs};
 use crate::guard::Guard;
 use crate::index::Index;
 use crate::session::Sessions;
@@ -114,7 +114,7 @@ fn parse_sftp(rest: &str) -> Result<SftpAddress, String> {
         return Err(bad("no host"));
     }
     let port = match port {
-        None => 22,
+        None => crate::fs::SSH_PORT,
         Some(p) => match p.parse::<u16>() {
             Ok(n) if n > 0 => n,
             _ => return Err(bad("the port is not a number from 1 to 65535")),
@@ -346,6 +346,27 @@ impl WorkspaceOptions {
     /// command line passes `~/.ssh/known_hosts` by default).
     pub fn known_hosts(&mut self, file: impl Into<PathBuf>) -> &mut WorkspaceOptions {
         self.known_hosts = Some(file.into());
+        self
+    }
+
+    /// With [`FsSpec::Sftp`]: what `ssh` takes from the environment, where
+    /// the options leave it unset: the login `$USER` when the address
+    /// names none ([`ssh_user_from_env`]), and the known-hosts file
+    /// `~/.ssh/known_hosts` when [`WorkspaceOptions::known_hosts`] named
+    /// none ([`known_hosts_from_env`]; without a `HOME` there is none, and
+    /// [`WorkspaceOptions::open`] refuses the workspace). Nothing for the
+    /// other filesystems. The one place the programs built on the library
+    /// (the command line, the Node binding) fill in the SSH defaults; call
+    /// it after the caller's own options, which it never replaces.
+    pub fn ssh_defaults_from_env(&mut self) -> &mut WorkspaceOptions {
+        if let FsSpec::Sftp(address) = &mut self.fs {
+            if address.user.is_none() {
+                address.user = ssh_user_from_env();
+            }
+            if self.known_hosts.is_none() {
+                self.known_hosts = known_hosts_from_env();
+            }
+        }
         self
     }
 
@@ -650,7 +671,7 @@ impl Workspace {
     /// filesystem (through the index when there is one), or rg (local disk only) with the configuration's
     /// `graceMs`.
     pub fn backend(&self, config: &Config) -> Arc<dyn SearchBackend> {
-        fn native<F: FileSystem>(fs: &Arc<F>) -> Arc<dyn SearchBackend> {
+        fn native<F: FsHints>(fs: &Arc<F>) -> Arc<dyn SearchBackend> {
             Arc::new(NativeBackend::on(fs.clone()))
         }
         if self.backend == BackendKind::Rg {
@@ -846,5 +867,35 @@ mod tests {
         o.known_hosts("/k");
         let ws = o.open().unwrap();
         assert!(ws.is_remote());
+    }
+
+    /// The SSH defaults fill in what the options leave unset, from this
+    /// process's environment (read, never changed), and nothing else.
+    #[test]
+    fn ssh_defaults_fill_only_what_is_unset() {
+        let sftp = |user: Option<&str>| {
+            FsSpec::Sftp(SftpAddress {
+                user: user.map(Into::into),
+                host: "h".into(),
+                port: 2222,
+            })
+        };
+        let user = |o: &WorkspaceOptions| match &o.fs {
+            FsSpec::Sftp(a) => a.user.clone(),
+            _ => None,
+        };
+        let mut bare = WorkspaceOptions::new(sftp(None));
+        bare.ssh_defaults_from_env();
+        assert_eq!(user(&bare), ssh_user_from_env());
+        assert_eq!(bare.known_hosts, known_hosts_from_env());
+        let mut given = WorkspaceOptions::new(sftp(Some("me")));
+        given.known_hosts("/k").ssh_defaults_from_env();
+        assert_eq!(user(&given).as_deref(), Some("me"));
+        assert_eq!(given.known_hosts.as_deref(), Some(Path::new("/k")));
+        for fs in [FsSpec::Local, FsSpec::Mem(None)] {
+            let mut local = WorkspaceOptions::new(fs.clone());
+            local.ssh_defaults_from_env();
+            assert_eq!((&local.fs, &local.known_hosts), (&fs, &None));
+        }
     }
 }

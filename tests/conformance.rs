@@ -4,7 +4,13 @@
 //! code. Each test builds one fixture tree and runs a table of cases on it;
 //! the row ids in comments are those of `rg-semantics.md` §2.
 //!
-//! Rerun one case: `DSH_SEARCH_CASE='<substring of the label>' cargo test --test tests conformance`.
+//! Rerun one case: `DSH_SEARCH_CASE='<substring of the label>' cargo test --test tests conformance::<test>`
+//! (a test whose cases the filter all leaves out fails: `Report::finish`).
+//!
+//! Every test here is listed in [`OVER_SFTP`] or [`LOCAL_ONLY`]
+//! (`sftp::sftp_runs_every_conformance_table` checks it against the test
+//! binary's own list), so a new table runs over SFTP too unless a reason
+//! says why not.
 
 #[cfg(unix)]
 use std::sync::mpsc;
@@ -20,6 +26,54 @@ use crate::util::tree::{dir, file, fixture, mtime, symlink, Spec, Tree};
 #[cfg(unix)]
 use crate::util::tree::{fifo, mode, socket};
 use crate::util::{glob, grep, rg, Case, Mode, Report};
+
+/// The tables the SFTP suite runs again over SFTP
+/// (`sftp::sftp_conformance_tables`, through `util::sftp_share`).
+#[cfg(all(unix, feature = "sftp"))]
+pub(crate) const OVER_SFTP: &[(&str, fn())] = &[
+    ("basic_glob", basic_glob),
+    ("basic_grep", basic_grep),
+    ("ignore_files_outside_a_repo", ignore_files_outside_a_repo),
+    ("repositories", repositories),
+    ("vcs_dirs", vcs_dirs),
+    ("encodings_and_binaries", encodings_and_binaries),
+    ("haystack_edges", haystack_edges),
+    ("odd_names", odd_names),
+    ("special_files", special_files),
+    ("mtime_ties", mtime_ties),
+    ("mtime_ties_many_dirs", mtime_ties_many_dirs),
+    ("nothing_searched", nothing_searched),
+    ("permissions", permissions),
+    ("double_dot_slash_paths", double_dot_slash_paths),
+    ("relative_gitdir_worktree", relative_gitdir_worktree),
+    ("ignore_file_errors", ignore_file_errors),
+];
+
+/// The tests of this module that do not run over SFTP, and why.
+#[cfg(all(unix, feature = "sftp"))]
+pub(crate) const LOCAL_ONLY: &[(&str, &str)] = &[
+    (
+        "no_state_between_calls",
+        "the engine's buffers from one call to the next, whatever the filesystem",
+    ),
+    (
+        "many_dirs_few_descriptors",
+        "the local disk's descriptors under a limit; SFTP handles hold none",
+    ),
+    (
+        "tool_caps",
+        "the tools' caps; every table over SFTP checks its cases at the tool level too",
+    ),
+    (
+        "explicit_fifo_grep_is_cancelled",
+        "a FIFO on the local disk; SFTP reads no FIFO",
+    ),
+    ("harness_normalizes_grep_output", "the harness itself"),
+    (
+        "relative_excludes_file",
+        "the global excludes found through the local HOME, by the command line",
+    ),
+];
 
 fn check(name: &str, specs: &[Spec], cases: &[Case], mode: Mode) {
     let Some(env) = rg::env() else { return };
@@ -135,7 +189,7 @@ const PATHS: &[Option<&str>] = &[
 ];
 
 #[test]
-pub(crate) fn basic_glob() {
+fn basic_glob() {
     let mut cases = Vec::new();
     for p in GLOB_PATTERNS {
         for path in PATHS {
@@ -152,7 +206,7 @@ pub(crate) fn basic_glob() {
 }
 
 #[test]
-pub(crate) fn basic_grep() {
+fn basic_grep() {
     let mut cases = Vec::new();
     // R1/R2/R4/B3/J7: regex semantics and errors, no path.
     for p in [
@@ -224,7 +278,7 @@ pub(crate) fn basic_grep() {
 /// W3: a `.gitignore` outside any repository is not read; `.ignore` is, also
 /// from parent directories of the workdir.
 #[test]
-pub(crate) fn ignore_files_outside_a_repo() {
+fn ignore_files_outside_a_repo() {
     let specs = vec![
         file(".gitignore", "gi.txt\n"),
         file(".ignore", "ig.txt\n"),
@@ -257,7 +311,7 @@ pub(crate) fn ignore_files_outside_a_repo() {
 /// `$HOME/.gitconfig`), `.jj` repos, `.git` files, running from inside an
 /// ignored directory.
 #[test]
-pub(crate) fn repositories() {
+fn repositories() {
     let specs = vec![
         file("repo/.git/HEAD", "ref: x\n"),
         file("repo/.git/info/exclude", "excluded.txt\n"),
@@ -328,7 +382,7 @@ pub(crate) fn repositories() {
 /// W12–W14 and G12: VCS directories for glob (`.git` dir, `.git` file, root
 /// inside `.git`) and for grep (hidden, re-included by `*`).
 #[test]
-pub(crate) fn vcs_dirs() {
+fn vcs_dirs() {
     let specs = vec![
         file(".git/HEAD", "needle head\n"),
         file(".git/objects/ab/cdef", "needle object\n"),
@@ -416,7 +470,7 @@ fn nul_late() -> Vec<u8> {
 /// depend on which thread searched what before (seen with rg 15.2.0: 3 runs
 /// of 12 differ).
 #[test]
-pub(crate) fn encodings_and_binaries() {
+fn encodings_and_binaries() {
     let specs = vec![
         fixture("utf16le_bom.txt", "utf16le_bom.txt"),
         fixture("utf16be_bom.txt", "utf16be_bom.txt"),
@@ -490,7 +544,7 @@ pub(crate) fn encodings_and_binaries() {
 /// the searcher (`matcher::whole_file_prefilter`), which must never take
 /// those patterns, nor files with a byte-order mark or a NUL.
 #[test]
-pub(crate) fn haystack_edges() {
+fn haystack_edges() {
     let mut over = format!("{}\n", "x".repeat(99)).repeat(700);
     over.push_str("foo at 80k\nfoo\n");
     let mut exact = "y".repeat(65_536 - 11);
@@ -690,7 +744,7 @@ fn no_state_between_calls() {
 // sockets; modes and uid 65534; prlimit. Windows names: `windows.rs`.
 #[cfg(unix)]
 #[test]
-pub(crate) fn odd_names() {
+fn odd_names() {
     let specs = vec![
         file(b"bad\xffname.txt", "needle nonutf8 name\n"),
         file(b"nl\nname.txt", "needle newline name\n"),
@@ -722,7 +776,7 @@ pub(crate) fn odd_names() {
 // sockets; modes and uid 65534; prlimit. Windows names: `windows.rs`.
 #[cfg(unix)]
 #[test]
-pub(crate) fn special_files() {
+fn special_files() {
     let specs = vec![
         file("real/f.txt", "needle real\n"),
         file("file.txt", "needle file\n"),
@@ -765,7 +819,7 @@ pub(crate) fn special_files() {
 /// S2/S3: the global stable mtime sort; ties over many directories keep the
 /// sequential walk (readdir) order.
 #[test]
-pub(crate) fn mtime_ties() {
+fn mtime_ties() {
     let mut specs = Vec::new();
     for d in 0..12 {
         for f in 0..6 {
@@ -801,7 +855,7 @@ pub(crate) fn mtime_ties() {
 /// are not descended. Any slip in the (mtime, position path) order between
 /// threads shows as a different byte order of rg's stdout.
 #[test]
-pub(crate) fn mtime_ties_many_dirs() {
+fn mtime_ties_many_dirs() {
     let mut specs = Vec::new();
     let mut n = 0u64;
     for a in 0..6 {
@@ -892,7 +946,7 @@ fn many_dirs_few_descriptors() {
 
 /// X2: "No files were searched" (no path) vs exit 1 (explicit `.`).
 #[test]
-pub(crate) fn nothing_searched() {
+fn nothing_searched() {
     let cases = |extra: &[Case]| {
         let mut v = vec![
             grep("needle", None, None),
@@ -935,7 +989,7 @@ pub(crate) fn nothing_searched() {
 // sockets; modes and uid 65534; prlimit. Windows names: `windows.rs`.
 #[cfg(unix)]
 #[test]
-pub(crate) fn permissions() {
+fn permissions() {
     let specs = vec![
         file("ok.txt", "needle ok\n"),
         file("noread.txt", "needle secret\n"),
@@ -1138,7 +1192,7 @@ fn harness_normalizes_grep_output() {
 /// always line up, so it decides entries on rg's strings itself
 /// (`native/rgignore.rs`).
 #[test]
-pub(crate) fn double_dot_slash_paths() {
+fn double_dot_slash_paths() {
     let specs = vec![
         file(".git/HEAD", "x\n"),
         file("sub/.gitignore", "/ig.txt\nsub/sub.txt\n"),
@@ -1173,7 +1227,7 @@ pub(crate) fn double_dot_slash_paths() {
 /// worktree's root, rg reads the main repository's `info/exclude`; from
 /// elsewhere it does not.
 #[test]
-pub(crate) fn relative_gitdir_worktree() {
+fn relative_gitdir_worktree() {
     let specs = vec![
         file("main/.git/HEAD", "x\n"),
         file("main/.git/info/exclude", "exc.txt\n"),

@@ -1,7 +1,11 @@
 //! One conformance suite for every [`FileSystem`] of the seam
 //! (`docs/contract.md` §10), run the way the `vfs` crate runs one macro
 //! over each of its filesystems: every row of [`filesystems!`] at the end
-//! of this file gets every case.
+//! of this file gets every case of its capabilities. Every filesystem
+//! gets the reading cases and the hints' (a hint never changes an
+//! answer: [`hints`]); a filesystem that writes ([`FsWrite`]) gets the
+//! writing cases too; the read-only one (the index's view of its mirror)
+//! gets no others.
 //!
 //! Each case builds the same tree on disk in a temp dir, puts the
 //! filesystem under test over it, and compares its answers with the
@@ -25,7 +29,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dsh_search::fs::{
-    FileSystem, FileType, Listing, Metadata, Version, WriteError, WriteGuard, Written,
+    FileSystem, FileType, FsHints, FsWrite, Listing, Metadata, Version, WriteError, WriteGuard,
+    Written,
 };
 use dsh_search::CancelToken;
 
@@ -236,6 +241,11 @@ const PATHS: &[&[u8]] = &[
     b"exec.sh",
     b"dir",
     b"dir/",
+    b"dir/.",
+    b"dir/./",
+    b"link_dir/.",
+    b"empty/",
+    b"file.txt/.",
     b"dir/sub/deep.txt",
     b"dir//sub/./deep.txt",
     b"dir/up",
@@ -268,7 +278,7 @@ const PATHS: &[&[u8]] = &[
 pub fn listing<F: FileSystem>(s: &Subject<F>) {
     let mut d = Diffs::default();
     for rel in [
-        "", "dir", "dir/sub", "empty", "many", "link_dir", "via_link",
+        "", "dir", "dir/", "dir/.", "dir/sub", "empty", "many", "link_dir", "via_link",
     ] {
         let path = s.path(rel);
         let disk = show(std::fs::read_dir(&path).and_then(|rd| {
@@ -282,7 +292,7 @@ pub fn listing<F: FileSystem>(s: &Subject<F>) {
         d.check(format_args!("list {rel:?}"), disk.clone(), show(listed));
         // The same directory through its parent's handle.
         if let Some((parent, name)) = rel.rsplit_once('/').or(Some(("", rel))) {
-            if name.is_empty() {
+            if name.is_empty() || name == "." {
                 continue;
             }
             let parent_path = s.path(parent);
@@ -296,6 +306,8 @@ pub fn listing<F: FileSystem>(s: &Subject<F>) {
     // What is not a directory does not open as one.
     for rel in [
         "file.txt",
+        "file.txt/",
+        "file.txt/.",
         "link_file",
         "dangling",
         "loop_a",
@@ -458,7 +470,10 @@ pub fn reads<F: FileSystem>(s: &Subject<F>) {
             );
         }
         if let (Some(parent), Some(name)) = (path.parent(), path.file_name()) {
-            if !fifo && !rel.ends_with(b"/") && !rel.is_empty() {
+            // A name cannot say `X/` or `X/.`: `Path` drops both ends, so
+            // the entry would be X itself.
+            let named = !rel.ends_with(b"/") && !rel.ends_with(b"/.");
+            if !fifo && named && !rel.is_empty() {
                 if let Ok(h) = s.fs.open_dir(parent) {
                     d.check(
                         format_args!("open_at {at:?}"),
@@ -563,6 +578,132 @@ pub fn errors<F: FileSystem>(s: &Subject<F>) {
     }
 }
 
+/// The hints never change an answer (`docs/contract.md` §10): every
+/// directory listed and every file read after the hints a walk gives
+/// ([`FsHints::will_list`], [`FsHints::will_list_tree`],
+/// [`FsHints::will_open`], each as the walks give them: only for what was
+/// listed as a directory or a regular file) answers as the disk does, and
+/// so does every path stat'ed after files hinted and never opened; what
+/// the filesystem says it knows of an open file ([`FsHints::contents`],
+/// [`FsHints::known_nul_free`]) and of a listed one
+/// ([`FsHints::known_miss`]: its length) is true of the disk's bytes.
+pub fn hints<F: FsHints>(s: &Subject<F>) {
+    let fs = &*s.fs;
+    let mut d = Diffs::default();
+    let token = CancelToken::new();
+    let _ = fs.lists_ahead();
+    for rel in ["", "dir", "dir/sub", "many", "link_dir", "via_link"] {
+        let path = s.path(rel);
+        let Ok(handle) = fs.open_dir(&path) else {
+            d.check(
+                format_args!("open_dir {rel:?}"),
+                "a directory".into(),
+                "an error".into(),
+            );
+            continue;
+        };
+        let mut listing = Listing::new();
+        fs.list(&handle, &mut listing);
+        let entries: Vec<(Vec<u8>, FileType)> =
+            listing.iter().map(|(n, k)| (n.to_vec(), k)).collect();
+        // Every hint first, as a walk gives them ahead of its work; a third
+        // of the files hinted are never opened.
+        for (i, (name, kind)) in entries.iter().enumerate() {
+            let name = OsStr::from_bytes(name);
+            match kind {
+                FileType::Dir => {
+                    fs.will_list(&handle, &path, name);
+                    fs.will_list_tree(&handle, &path, name);
+                }
+                FileType::File => fs.will_open(&handle, &path, name, listing.metadata(i)),
+                _ => {}
+            }
+        }
+        for (at, (name, kind)) in entries.iter().enumerate() {
+            let name = OsStr::from_bytes(name);
+            let entry = path.join(name);
+            let what = format!("{rel:?} {name:?}");
+            match kind {
+                FileType::Dir => {
+                    let disk = show(std::fs::read_dir(&entry).and_then(|rd| {
+                        rd.map(|e| {
+                            let e = e?;
+                            Ok((e.file_name(), kind_of(e.file_type()?)))
+                        })
+                        .collect::<io::Result<Vec<_>>>()
+                    }));
+                    let listed = fs
+                        .open_dir_at(&handle, &path, name)
+                        .and_then(|h| list(fs, &h, &entry));
+                    d.check(format_args!("hinted list {what}"), disk, show(listed));
+                }
+                FileType::File if at % 3 == 2 => {
+                    d.check(
+                        format_args!("hinted, not opened: metadata {what}"),
+                        disk_meta(std::fs::metadata(&entry), s.mtimes),
+                        show_meta(fs.metadata(&entry), s.mtimes),
+                    );
+                }
+                FileType::File => {
+                    let disk = std::fs::read(&entry).unwrap();
+                    if let Some(len) = fs.known_miss(&handle, &path, name, at) {
+                        d.check(
+                            format_args!("known_miss {what}"),
+                            disk.len().to_string(),
+                            len.to_string(),
+                        );
+                    }
+                    let file = match fs.open_at(&handle, &path, name) {
+                        Ok(f) => f,
+                        Err(e) => {
+                            d.check(
+                                format_args!("hinted open_at {what}"),
+                                bytes(&disk),
+                                format!("error: {e}"),
+                            );
+                            continue;
+                        }
+                    };
+                    if let Some(held) = fs.contents(&file) {
+                        d.check(format_args!("contents {what}"), bytes(&disk), bytes(held));
+                    }
+                    if fs.known_nul_free(&file) {
+                        d.check(
+                            format_args!("known_nul_free {what}"),
+                            "no NUL".into(),
+                            if disk.contains(&0) { "a NUL" } else { "no NUL" }.into(),
+                        );
+                    }
+                    d.check(
+                        format_args!("hinted open_at {what}"),
+                        bytes(&disk),
+                        read_all(Ok(file)),
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+    // And by path, after all that.
+    for rel in PATHS {
+        let path = s.path(rel);
+        let at = String::from_utf8_lossy(rel);
+        d.check(
+            format_args!("metadata after the hints {at:?}"),
+            disk_meta(std::fs::metadata(&path), s.mtimes),
+            show_meta(fs.metadata(&path), s.mtimes),
+        );
+        if *rel != b"fifo" {
+            d.check(
+                format_args!("open after the hints {at:?}"),
+                read_all(std::fs::File::open(&path)),
+                read_all(fs.open(&path, &token)),
+            );
+        }
+    }
+    d.finish();
+}
+
 /// What a write did, in terms every filesystem shares.
 fn show_write(r: Result<Written, WriteError>, root: &Path) -> String {
     let rel = |p: &Path| {
@@ -588,7 +729,7 @@ fn show_write(r: Result<Written, WriteError>, root: &Path) -> String {
 /// 0600, a replaced one keeping its mode, a write through a symlink
 /// replacing its target and leaving the link, a stream as a slice; the
 /// result's metadata is a later stat's, and the version token moves.
-pub fn writes<F: FileSystem>(s: &Subject<F>) {
+pub fn writes<F: FsWrite>(s: &Subject<F>) {
     let fs = &*s.fs;
     let root = s.tree.root();
     let token = CancelToken::new();
@@ -701,7 +842,7 @@ pub fn writes<F: FileSystem>(s: &Subject<F>) {
 /// socket, a symlink to a directory, a dangling symlink), a path below a
 /// file, a symlink loop, and a cancelled call. Expected values checked by
 /// hand against `WriteGuard::admits` and the disk's errno.
-pub fn refusals<F: FileSystem>(s: &Subject<F>) {
+pub fn refusals<F: FsWrite>(s: &Subject<F>) {
     let fs = &*s.fs;
     let root = s.tree.root();
     let token = CancelToken::new();
@@ -783,62 +924,61 @@ pub fn refusals<F: FileSystem>(s: &Subject<F>) {
     );
 }
 
-/// One module per filesystem, with a test per case: `name: make, mtimes;`
-/// where `make(root, scratch)` builds the filesystem over the tree at
-/// `root` (an `Arc`), with `scratch` a directory of its own outside the
-/// tree.
-macro_rules! filesystems {
-    ($($(#[$attr:meta])* $name:ident: $make:expr, $mtimes:expr;)*) => {$(
-        $(#[$attr])*
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-
-            fn subject() -> Subject<impl FileSystem> {
-                Subject::new($make, $mtimes)
-            }
-
-            #[test]
-            fn listing() {
-                super::listing(&subject());
-            }
-
-            #[test]
-            fn metadata() {
-                super::metadata(&subject());
-            }
-
-            #[test]
-            fn symlinks() {
-                super::symlinks(&subject());
-            }
-
-            #[test]
-            fn reads() {
-                super::reads(&subject());
-            }
-
-            #[test]
-            fn errors() {
-                super::errors(&subject());
-            }
-
-            #[test]
-            fn writes() {
-                super::writes(&subject());
-            }
-
-            #[test]
-            fn refusals() {
-                super::refusals(&subject());
-            }
+/// A test of the row's module (which defines `subject()`) for each case
+/// named.
+macro_rules! cases {
+    ($($case:ident),*) => {$(
+        #[test]
+        fn $case() {
+            super::$case(&subject());
         }
     )*};
+}
+
+/// One module per filesystem, with a test per case of its capabilities:
+/// `name: make, mtimes;` where `make(root, scratch)` builds the filesystem
+/// over the tree at `root` (an `Arc`), with `scratch` a directory of its
+/// own outside the tree. The rows in `writable` get the reading and the
+/// writing cases, those in `read_only` the reading cases.
+macro_rules! filesystems {
+    (
+        writable { $($(#[$attr:meta])* $name:ident: $make:expr, $mtimes:expr;)* }
+        read_only { $($(#[$ro_attr:meta])* $ro_name:ident: $ro_make:expr, $ro_mtimes:expr;)* }
+    ) => {
+        $(
+            $(#[$attr])*
+            mod $name {
+                #[allow(unused_imports)]
+                use super::*;
+
+                fn subject() -> Subject<impl FsHints + FsWrite> {
+                    Subject::new($make, $mtimes)
+                }
+
+                cases!(listing, metadata, symlinks, reads, errors, hints);
+                cases!(writes, refusals);
+            }
+        )*
+        $(
+            $(#[$ro_attr])*
+            mod $ro_name {
+                #[allow(unused_imports)]
+                use super::*;
+
+                fn subject() -> Subject<impl FsHints> {
+                    Subject::new($ro_make, $ro_mtimes)
+                }
+
+                cases!(listing, metadata, symlinks, reads, errors, hints);
+            }
+        )*
+    };
 }
 
 use dsh_search::fs::{LocalFs, MemFs, OverlayFs};
 
 filesystems! {
+    writable {
     // The local disk: directory descriptors and `getdents64` on Linux.
     local: |_, _| Arc::new(LocalFs::new()), Mtimes::Nanos;
     // The local disk through `std::fs`, the only path elsewhere.
@@ -856,4 +996,11 @@ filesystems! {
     // SFTP to the binary's shared sshd, which sees the same disk.
     #[cfg(feature = "sftp")]
     sftp: |_, _| crate::util::sshd::shared_fs(), Mtimes::Seconds;
+    }
+    read_only {
+    // The index's view of the tree on the local disk: listings and stats
+    // from its mirror (the watcher needs Linux), reads from the disk.
+    #[cfg(target_os = "linux")]
+    index_view: |root: &Path, _| Arc::new(dsh_search::Index::local_view(root).unwrap()), Mtimes::Nanos;
+    }
 }

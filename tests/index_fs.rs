@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
-use dsh_search::fs::{DynFileSystem, FileSystem, FileType, MemFs, WriteGuard};
+use dsh_search::fs::{DynFileSystem, FileSystem, FileType, FsWrite, MemFs, WriteGuard};
 use dsh_search::tool::CallContext;
 use dsh_search::{
     CancelToken, Config, FsSpec, Index, SearchBackend, Tools, Workspace, WorkspaceOptions,
@@ -268,7 +268,7 @@ fn mem_change(
             // Through the seam, as the tools write.
             let p = new_name(r);
             let c = content(r);
-            FileSystem::write(mem, &abs(&p), &c, &WriteGuard::None, &CancelToken::new())
+            FsWrite::write(mem, &abs(&p), &c, &WriteGuard::None, &CancelToken::new())
                 .map_err(|e| io::Error::other(e.to_string()))
                 .map(|_| format!("seam write {}", p.display()))
         }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 
-use dsh_search::fs::{FileSystem, LocalFs, OverlayFs, WriteGuard};
+use dsh_search::fs::{FsWrite, LocalFs, OverlayFs, WriteGuard};
 use dsh_search::CancelToken;
 
 use crate::util::ws::Ws;

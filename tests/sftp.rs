@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use dsh_search::fs::{FileSystem, Listing, WriteGuard};
+use dsh_search::fs::{FileSystem, FsWrite, Listing, WriteGuard};
 use dsh_search::CancelToken;
 
 use crate::util::sshd;
@@ -106,24 +106,41 @@ fn sftp_seam_basics() {
 /// same tree, raw and at the tool level.
 #[test]
 fn sftp_conformance_tables() {
-    use crate::conformance as c;
     crate::util::sftp_share(3, 1, || {
-        c::basic_glob();
-        c::basic_grep();
-        c::ignore_files_outside_a_repo();
-        c::repositories();
-        c::vcs_dirs();
-        c::encodings_and_binaries();
-        c::haystack_edges();
-        c::odd_names();
-        c::special_files();
-        c::mtime_ties();
-        c::mtime_ties_many_dirs();
-        c::nothing_searched();
-        c::permissions();
-        c::double_dot_slash_paths();
-        c::relative_gitdir_worktree();
+        for (_, table) in crate::conformance::OVER_SFTP {
+            table();
+        }
     });
+}
+
+/// Every test of `conformance` is in its list of tables run over SFTP or
+/// in its list of tests left local (with the reason), as the test binary
+/// lists them: a table added there cannot be forgotten here.
+#[test]
+fn sftp_runs_every_conformance_table() {
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args(["--list", "conformance::"])
+        .output()
+        .expect("the test binary lists its tests");
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut tests: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test")?.strip_prefix("conformance::"))
+        .collect();
+    let mut listed: Vec<&str> = crate::conformance::OVER_SFTP
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(crate::conformance::LOCAL_ONLY.iter().map(|(name, _)| *name))
+        .collect();
+    tests.sort_unstable();
+    listed.sort_unstable();
+    assert!(tests.len() > 20, "{stdout}");
+    assert_eq!(
+        tests, listed,
+        "conformance's tests, and those its lists name"
+    );
 }
 
 /// A share of the random trees over SFTP: every tenth tree, every tenth
@@ -610,6 +627,55 @@ fn sftp_timeout_and_cancellation() {
         "one connection throughout: {:?}",
         fs.stats()
     );
+}
+
+/// One write at a time per workspace, not per process: while a write to a
+/// stalled host waits for its answer, writes to another host's workspace
+/// go through at once; the stalled write then completes once its host
+/// answers again.
+#[test]
+fn sftp_writes_wait_for_their_own_host_only() {
+    use std::time::{Duration, Instant};
+    let (stalled, other) = (sshd::Sshd::start(), sshd::Sshd::start());
+    let slow = std::sync::Arc::new(
+        stalled
+            .builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap(),
+    );
+    let fast = other.fs();
+    let td = tempfile::tempdir().unwrap();
+    let root = td.path().canonicalize().unwrap();
+    slow.connect().unwrap();
+    fast.connect().unwrap();
+    stalled.signal_sessions("STOP");
+    let waiting = {
+        let (slow, path) = (slow.clone(), root.join("slow.txt"));
+        std::thread::spawn(move || {
+            slow.write(&path, b"slow\n", &WriteGuard::None, &CancelToken::new())
+        })
+    };
+    // The stalled write holds its workspace's lock by now.
+    std::thread::sleep(Duration::from_millis(500));
+    let started = Instant::now();
+    for i in 0..3 {
+        let path = root.join(format!("fast{i}.txt"));
+        fast.write(&path, b"fast\n", &WriteGuard::None, &CancelToken::new())
+            .unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"fast\n");
+    }
+    let took = started.elapsed();
+    let stalled_still = !waiting.is_finished();
+    stalled.signal_sessions("CONT");
+    let written = waiting.join().unwrap();
+    assert!(
+        took < Duration::from_secs(5),
+        "the other host's writes took {took:?}: {written:?}"
+    );
+    assert!(stalled_still, "the stalled host answered: {written:?}");
+    assert!(written.is_ok(), "{written:?}");
+    assert_eq!(std::fs::read(root.join("slow.txt")).unwrap(), b"slow\n");
 }
 
 /// Authentication by the SSH agent (no `--identity`): a real `ssh-agent`

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dsh_search::config::Config;
-use dsh_search::fs::{ChangeKind, FileSystem, LocalFs, MemFs, OverlayFs};
+use dsh_search::fs::{ChangeKind, FileSystem, FsHints, FsWrite, LocalFs, MemFs, OverlayFs};
 use dsh_search::tool::{CallContext, ToolResult, Tools};
 use dsh_search::Guard;
 use dsh_search::LocalSpillStore;
@@ -74,7 +74,7 @@ struct Workspace {
     add_dir: Option<AddDir>,
 }
 
-fn tools_on<F: FileSystem>(fs: Arc<F>, spill: &Path) -> Tools {
+fn tools_on<F: FsHints + FsWrite>(fs: Arc<F>, spill: &Path) -> Tools {
     let mut config = Config::default();
     config.search.glob_max_results = 5;
     let store = LocalSpillStore::new(Some(spill.to_path_buf())).unwrap();
@@ -83,7 +83,7 @@ fn tools_on<F: FileSystem>(fs: Arc<F>, spill: &Path) -> Tools {
         .with_guard(Arc::new(Guard::new(config.guard.clone())))
 }
 
-fn overlay_changes<L: FileSystem, U: FileSystem>(fs: Arc<OverlayFs<L, U>>) -> Changes {
+fn overlay_changes<L: FileSystem, U: FsWrite>(fs: Arc<OverlayFs<L, U>>) -> Changes {
     Box::new(move || {
         fs.changes()
             .unwrap()

@@ -1,16 +1,19 @@
 //! The seam as a trait object, for the code that needs no monomorphized
 //! fast path: the file tools, the guard and the command line hold an
-//! `Arc<dyn DynFileSystem>`, implemented for every [`FileSystem`].
+//! `Arc<dyn DynFileSystem>`, implemented for every [`FileSystem`] that
+//! writes ([`FsWrite`]).
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use super::names;
-use super::seam::{FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard, Written};
+use super::seam::{
+    FileSystem, FileType, FsWrite, Listing, Metadata, WriteError, WriteGuard, Written,
+};
 use crate::cancel::CancelToken;
 
-/// The object-safe face of a [`FileSystem`]: every path-taking operation
-/// of the seam.
+/// The object-safe face of a writable [`FileSystem`] ([`FsWrite`]): every
+/// path-taking operation of the seam.
 pub trait DynFileSystem: Send + Sync {
     /// [`FileSystem::canonicalize`].
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
@@ -31,7 +34,7 @@ pub trait DynFileSystem: Send + Sync {
     fn read_control(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// [`FileSystem::read_file`].
     fn read_file(&self, path: &Path, max: u64) -> io::Result<(Metadata, Option<Vec<u8>>)>;
-    /// [`FileSystem::write`].
+    /// [`FsWrite::write`].
     fn write(
         &self,
         path: &Path,
@@ -39,7 +42,7 @@ pub trait DynFileSystem: Send + Sync {
         guard: &WriteGuard,
         cancel: &CancelToken,
     ) -> Result<Written, WriteError>;
-    /// [`FileSystem::write_from`].
+    /// [`FsWrite::write_from`].
     fn write_from(
         &self,
         path: &Path,
@@ -49,7 +52,7 @@ pub trait DynFileSystem: Send + Sync {
     ) -> Result<Written, WriteError>;
 }
 
-impl<F: FileSystem> DynFileSystem for F {
+impl<F: FsWrite> DynFileSystem for F {
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         FileSystem::canonicalize(self, path)
     }
@@ -105,7 +108,7 @@ impl<F: FileSystem> DynFileSystem for F {
         guard: &WriteGuard,
         cancel: &CancelToken,
     ) -> Result<Written, WriteError> {
-        FileSystem::write(self, path, content, guard, cancel)
+        FsWrite::write(self, path, content, guard, cancel)
     }
 
     fn write_from(
@@ -115,6 +118,6 @@ impl<F: FileSystem> DynFileSystem for F {
         guard: &WriteGuard,
         cancel: &CancelToken,
     ) -> Result<Written, WriteError> {
-        FileSystem::write_from(self, path, content, guard, cancel)
+        FsWrite::write_from(self, path, content, guard, cancel)
     }
 }

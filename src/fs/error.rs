@@ -114,6 +114,13 @@ impl FsError {
 }
 
 /// An OS error's text without Rust's ` (os error N)` tail.
+/// A file tool's call cancelled before it changed anything: `{verb}
+/// aborted` (`seed-reference.md` §6.6), from the text layer and from the
+/// literal edit alike.
+pub(crate) fn aborted(verb: &str) -> FsError {
+    FsError::new(FsErrorCode::Aborted, format!("{verb} aborted"))
+}
+
 pub(crate) fn io_message(err: &std::io::Error) -> String {
     let text = err.to_string();
     match text.rfind(" (os error ") {

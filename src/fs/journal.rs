@@ -21,7 +21,7 @@ const QUEUE_MAX: usize = 1 << 16;
 
 /// One change, by what names its place.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Event {
+pub(crate) enum Record {
     /// An entry `name` of the directory whose inode is `dir` was added,
     /// removed or replaced by another node (inotify's `IN_CREATE`,
     /// `IN_DELETE`, `IN_MOVED_*`).
@@ -45,20 +45,20 @@ pub(crate) struct Queue {
 
 #[derive(Debug, Default)]
 struct Pending {
-    events: Vec<Event>,
+    events: Vec<Record>,
     overflowed: bool,
 }
 
 impl Queue {
     /// Everything recorded since the last drain, and whether some of it
     /// was dropped.
-    pub(crate) fn drain(&self) -> (Vec<Event>, bool) {
+    pub(crate) fn drain(&self) -> (Vec<Record>, bool) {
         let mut p = self.state.lock().recover_poison();
         let overflowed = std::mem::take(&mut p.overflowed);
         (std::mem::take(&mut p.events), overflowed)
     }
 
-    fn push(&self, event: &Event) {
+    fn push(&self, event: &Record) {
         let mut p = self.state.lock().recover_poison();
         if p.events.len() >= QUEUE_MAX {
             p.overflowed = true;
@@ -96,7 +96,7 @@ impl Journal {
     }
 
     /// Record `event` in every live queue.
-    pub(crate) fn record(&self, event: Event) {
+    pub(crate) fn record(&self, event: Record) {
         if !self.listened() {
             return;
         }
@@ -121,16 +121,16 @@ mod tests {
     #[test]
     fn queues_get_what_was_recorded_while_they_lived() {
         let j = Journal::default();
-        j.record(Event::Wrote("/before".into()));
+        j.record(Record::Wrote("/before".into()));
         let a = j.subscribe();
-        j.record(Event::Wrote("/a".into()));
+        j.record(Record::Wrote("/a".into()));
         let b = j.subscribe();
-        j.record(Event::Wrote("/b".into()));
+        j.record(Record::Wrote("/b".into()));
         assert_eq!(a.drain().0.len(), 2);
-        assert_eq!(b.drain().0, vec![Event::Wrote("/b".into())]);
+        assert_eq!(b.drain().0, vec![Record::Wrote("/b".into())]);
         drop(a);
         drop(b);
-        j.record(Event::Wrote("/c".into()));
+        j.record(Record::Wrote("/c".into()));
         assert!(!j.listened());
     }
 
@@ -139,11 +139,11 @@ mod tests {
         let j = Journal::default();
         let q = j.subscribe();
         for _ in 0..=QUEUE_MAX {
-            j.record(Event::Wrote("/x".into()));
+            j.record(Record::Wrote("/x".into()));
         }
         let (events, overflowed) = q.drain();
         assert!(overflowed && events.is_empty());
-        j.record(Event::Wrote("/y".into()));
-        assert_eq!(q.drain(), (vec![Event::Wrote("/y".into())], false));
+        j.record(Record::Wrote("/y".into()));
+        assert_eq!(q.drain(), (vec![Record::Wrote("/y".into())], false));
     }
 }

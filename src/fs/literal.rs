@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use memchr::memmem;
 
-use super::text::aborted;
+use super::error::aborted;
 use super::{FsError, FsErrorCode};
 use crate::cancel::CancelToken;
 

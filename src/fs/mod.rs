@@ -30,10 +30,14 @@ mod seam;
 mod sftp;
 mod text;
 
+/// ssh's port: the one an `sftp://` address without a port names, and the
+/// one on which `known_hosts` names a host without brackets.
+pub(crate) const SSH_PORT: u16 = 22;
+
 pub use dynfs::DynFileSystem;
 pub use seam::{
-    errno, is_unavailable, unavailable, FileSystem, FileType, Listing, Metadata, Timestamp,
-    Version, WriteError, WriteGuard, Written,
+    errno, is_unavailable, unavailable, FileSystem, FileType, FsHints, FsWrite, Listing, Metadata,
+    Timestamp, Version, WriteError, WriteGuard, Written,
 };
 
 pub(crate) use decode::decode_whole;

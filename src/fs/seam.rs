@@ -238,7 +238,7 @@ pub enum WriteGuard {
 impl WriteGuard {
     /// Whether a write may replace `current`, what the target is now (its
     /// metadata, a final symlink followed; `None` when nothing is there).
-    /// Every filesystem's [`FileSystem::write`] asks this, under its own
+    /// Every filesystem's [`FsWrite::write`] asks this, under its own
     /// lock, just before it publishes: what is not a regular file is never
     /// written, whatever the guard; then the guard decides
     /// (`contract.md` §6: a stale version or an existing file refuses).
@@ -274,7 +274,7 @@ pub enum WriteError {
     NotDirectory(PathBuf),
     /// The call was cancelled before the write was published.
     Cancelled,
-    /// Reading the content to write failed ([`FileSystem::write_from`]).
+    /// Reading the content to write failed ([`FsWrite::write_from`]).
     Source(io::Error),
     /// Any other failure, with the path it concerns.
     Io(PathBuf, io::Error),
@@ -305,12 +305,19 @@ pub struct Written {
     pub metadata: Metadata,
 }
 
-/// The filesystem seam (`docs/contract.md` §10).
+/// The filesystem seam's read core (`docs/contract.md` §10): stat, list,
+/// open and read. What the engine walks and searches, and what a read-only
+/// filesystem (the index's view of its mirror) implements whole.
 ///
 /// Paths are absolute and lexical (no `..` resolution is implied); symlinks
 /// are followed where the method says so, as the operating system would
 /// follow them. A directory is listed in the filesystem's own order, which
 /// glob's modification-time ties follow.
+///
+/// Two traits extend it, each a capability of its own: [`FsWrite`], the
+/// guarded write the file tools publish through, and [`FsHints`], the
+/// performance hints the engine gives and asks (every one with a default
+/// that does nothing, and none of them ever changes an answer).
 ///
 /// Implementations: [`LocalFs`](super::LocalFs) (the local disk),
 /// [`MemFs`](super::MemFs) (in memory), [`OverlayFs`](super::OverlayFs)
@@ -319,6 +326,7 @@ pub trait FileSystem: Send + Sync + 'static {
     /// An open directory: what its entries are listed, stat'ed and opened
     /// through. On the local disk, a descriptor; elsewhere, often its path.
     type Dir: Send + Sync;
+
     /// An open file, read in pieces.
     type File: io::Read + Send + 'static;
 
@@ -372,87 +380,10 @@ pub trait FileSystem: Send + Sync + 'static {
     /// Open the file `name` of `dir` (whose path is `dir_path`) for reading.
     fn open_at(&self, dir: &Self::Dir, dir_path: &Path, name: &OsStr) -> io::Result<Self::File>;
 
-    /// A hint: the engine will soon open the regular file `name` of `dir`
-    /// (whose path is `dir_path`) with [`FileSystem::open_at`], listed with
-    /// `metadata` when the listing had it. A filesystem with a slow round
-    /// trip (SFTP) starts reading it now, so that the reads of many files
-    /// travel together; the default does nothing. What `open_at` then
-    /// returns is the same, and a file hinted but never opened costs at
-    /// most a read.
-    fn will_open(
-        &self,
-        dir: &Self::Dir,
-        dir_path: &Path,
-        name: &OsStr,
-        metadata: Option<&Metadata>,
-    ) {
-        let _ = (dir, dir_path, name, metadata);
-    }
-
-    /// For grep's walk, before the regular file `name` of `dir` (whose
-    /// path is `dir_path`, and where `name` was the `at`-th entry of the
-    /// directory's [`FileSystem::list`], a hint the filesystem checks
-    /// before it relies on it) is opened: its length, when the filesystem knows
-    /// that the call's pattern has no match in it and that the searcher
-    /// would read it as plain text (no NUL, no byte-order mark). The engine
-    /// then counts it as searched without a match, as it counts a file
-    /// whose bytes it checked whole (`searches` 1, `bytes_searched` its
-    /// length, nothing printed), without opening it. Only a filesystem
-    /// built for one call knows the pattern (the index's view,
-    /// `docs/index.md`); `None` (the default): open it.
-    fn known_miss(&self, dir: &Self::Dir, dir_path: &Path, name: &OsStr, at: usize) -> Option<u64> {
-        let _ = (dir, dir_path, name, at);
-        None
-    }
-
-    /// Whether a walk that would open each directory by its whole path
-    /// ([`FileSystem::open_dir`], so that queued directories hold no
-    /// descriptor) should rather open a subdirectory through its parent as
-    /// soon as the parent is listed, after [`FileSystem::will_list`]: for a
-    /// filesystem whose handles hold nothing open and whose listings are
-    /// slow to come (SFTP). `false` (the default): by path, when its turn
-    /// comes.
-    fn lists_ahead(&self) -> bool {
-        false
-    }
-
-    /// A hint: the engine will soon open the subdirectory `name` of `dir`
-    /// (whose path is `dir_path`) with [`FileSystem::open_dir_at`] and list
-    /// it. A filesystem with a slow round trip (SFTP) starts listing it now;
-    /// the default does nothing. What `list` then records is the same.
-    fn will_list(&self, dir: &Self::Dir, dir_path: &Path, name: &OsStr) {
-        let _ = (dir, dir_path, name);
-    }
-
-    /// A hint, as [`FileSystem::will_list`], from a walk that will list the
-    /// whole tree below `name` but for the VCS directories (glob's walk:
-    /// nothing but those is left out of it), so a filesystem with a slow
-    /// round trip can list deeper ahead of it. The default is
-    /// [`FileSystem::will_list`].
-    fn will_list_tree(&self, dir: &Self::Dir, dir_path: &Path, name: &OsStr) {
-        self.will_list(dir, dir_path, name);
-    }
-
     /// Open the file at `path` for reading, symlinks followed. A FIFO is
     /// read as it comes, and the wait for its data ends with an error once
     /// `cancel` is set.
     fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<Self::File>;
-
-    /// The whole contents of an open file, when the filesystem holds them
-    /// in memory: the engine then checks a file in place instead of copying
-    /// it. `None` (the default) means: read it.
-    fn contents<'f>(&self, file: &'f Self::File) -> Option<&'f [u8]> {
-        let _ = file;
-        None
-    }
-
-    /// Whether the filesystem knows that the open file's bytes hold no NUL
-    /// (found when they were stored), sparing the engine a scan of them.
-    /// `false` (the default) means: not known.
-    fn known_nul_free(&self, file: &Self::File) -> bool {
-        let _ = file;
-        false
-    }
 
     /// Read a small control file (an ignore file, a `.git` file) whole,
     /// never blocking: anything but a regular file (after following links)
@@ -489,7 +420,100 @@ pub trait FileSystem: Send + Sync + 'static {
     /// path it was read from; `None` when there is none. A relative
     /// `core.excludesFile` is resolved against `workdir`, rg's CWD.
     fn git_global_excludes(&self, workdir: &Path) -> Option<(PathBuf, Vec<u8>)>;
+}
 
+/// The seam's performance hints (`docs/contract.md` §10): what the engine
+/// tells a filesystem it will soon need, and asks of it to spare work.
+/// Every method has a default that does nothing (or knows nothing), and a
+/// hint never changes an answer: a filesystem that takes every default is
+/// searched exactly as one that overrides them all, only slower. The
+/// native engine takes a filesystem with its hints
+/// ([`NativeBackend::on`](crate::NativeBackend::on)); one with none to give
+/// says so with an empty `impl FsHints for MyFs {}`.
+pub trait FsHints: FileSystem {
+    /// A hint: the engine will soon open the regular file `name` of `dir`
+    /// (whose path is `dir_path`) with [`FileSystem::open_at`], listed with
+    /// `metadata` when the listing had it. A filesystem with a slow round
+    /// trip (SFTP) starts reading it now, so that the reads of many files
+    /// travel together; the default does nothing. What `open_at` then
+    /// returns is the same, and a file hinted but never opened costs at
+    /// most a read.
+    fn will_open(
+        &self,
+        dir: &Self::Dir,
+        dir_path: &Path,
+        name: &OsStr,
+        metadata: Option<&Metadata>,
+    ) {
+        let _ = (dir, dir_path, name, metadata);
+    }
+
+    /// For grep's walk, before the regular file `name` of `dir` (whose
+    /// path is `dir_path`, and where `name` was the `at`-th entry of the
+    /// directory's [`FileSystem::list`], a hint the filesystem checks
+    /// before it relies on it) is opened: its length, when the filesystem knows
+    /// that the call's pattern has no match in it and that the searcher
+    /// would read it as plain text (no NUL, no byte-order mark). The engine
+    /// then counts it as searched without a match, as it counts a file
+    /// whose bytes it checked whole (`searches` 1, `bytes_searched` its
+    /// length, nothing printed), without opening it. Only a filesystem
+    /// built for one call knows the pattern (the index's view,
+    /// `docs/index.md`); `None` (the default): open it.
+    fn known_miss(&self, dir: &Self::Dir, dir_path: &Path, name: &OsStr, at: usize) -> Option<u64> {
+        let _ = (dir, dir_path, name, at);
+        None
+    }
+
+    /// Whether a walk that would open each directory by its whole path
+    /// ([`FileSystem::open_dir`], so that queued directories hold no
+    /// descriptor) should rather open a subdirectory through its parent as
+    /// soon as the parent is listed, after [`FsHints::will_list`]: for a
+    /// filesystem whose handles hold nothing open and whose listings are
+    /// slow to come (SFTP). `false` (the default): by path, when its turn
+    /// comes.
+    fn lists_ahead(&self) -> bool {
+        false
+    }
+
+    /// A hint: the engine will soon open the subdirectory `name` of `dir`
+    /// (whose path is `dir_path`) with [`FileSystem::open_dir_at`] and list
+    /// it. A filesystem with a slow round trip (SFTP) starts listing it now;
+    /// the default does nothing. What `list` then records is the same.
+    fn will_list(&self, dir: &Self::Dir, dir_path: &Path, name: &OsStr) {
+        let _ = (dir, dir_path, name);
+    }
+
+    /// A hint, as [`FsHints::will_list`], from a walk that will list the
+    /// whole tree below `name` but for the VCS directories (glob's walk:
+    /// nothing but those is left out of it), so a filesystem with a slow
+    /// round trip can list deeper ahead of it. The default is
+    /// [`FsHints::will_list`].
+    fn will_list_tree(&self, dir: &Self::Dir, dir_path: &Path, name: &OsStr) {
+        self.will_list(dir, dir_path, name);
+    }
+
+    /// The whole contents of an open file, when the filesystem holds them
+    /// in memory: the engine then checks a file in place instead of copying
+    /// it. `None` (the default) means: read it.
+    fn contents<'f>(&self, file: &'f Self::File) -> Option<&'f [u8]> {
+        let _ = file;
+        None
+    }
+
+    /// Whether the filesystem knows that the open file's bytes hold no NUL
+    /// (found when they were stored), sparing the engine a scan of them.
+    /// `false` (the default) means: not known.
+    fn known_nul_free(&self, file: &Self::File) -> bool {
+        let _ = file;
+        false
+    }
+}
+
+/// The seam's write (`docs/contract.md` §10): a regular file created or
+/// replaced under the one [`WriteGuard`], for the file tools (through
+/// [`DynFileSystem`](super::DynFileSystem)). A read-only filesystem (the
+/// index's view of its mirror) does not implement it.
+pub trait FsWrite: FileSystem {
     /// Create or replace the regular file at `path` with `content`, under
     /// `guard`, atomically where the filesystem can: a reader sees the old
     /// content or the new, never a mix. Missing parent directories are
@@ -507,7 +531,7 @@ pub trait FileSystem: Send + Sync + 'static {
         cancel: &CancelToken,
     ) -> Result<Written, WriteError>;
 
-    /// [`FileSystem::write`] with the content read from `content` until its
+    /// [`FsWrite::write`] with the content read from `content` until its
     /// end: a filesystem on disk streams it into place (the local disk
     /// holds one chunk at a time); a read error is
     /// [`WriteError::Source`]. The default reads it whole, then writes.

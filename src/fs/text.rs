@@ -25,6 +25,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::decode::{decode_strict, decode_whole, NotText, TextDecoder};
+use super::error::aborted;
 use super::literal::{self, normalize_crlf, LiteralEdit};
 use super::resolve::{self, ResolvedPath};
 use super::seam::{errno, FileType, Version, WriteError, WriteGuard, Written};
@@ -418,12 +419,12 @@ impl TextFs {
 
     /// Create or replace the file with the UTF-8 text read from `content`
     /// until its end, under `guard`, holding one chunk of it at a time on a
-    /// filesystem that streams ([`FileSystem::write_from`]): for content too
+    /// filesystem that streams ([`FsWrite::write_from`]): for content too
     /// large to hold. Nothing is published when reading it fails, when it
     /// is not UTF-8 (`FS_NOT_TEXT`) or when `cancel` is set (`write
     /// aborted`). There is no `before` or `after` text.
     ///
-    /// [`FileSystem::write_from`]: super::FileSystem::write_from
+    /// [`FsWrite::write_from`]: super::FsWrite::write_from
     pub fn write_stream(
         &self,
         target: &ResolvedPath,
@@ -625,10 +626,6 @@ impl Read for Utf8Reader<'_> {
         }
         Ok(n)
     }
-}
-
-pub(super) fn aborted(verb: &str) -> FsError {
-    FsError::new(FsErrorCode::Aborted, format!("{verb} aborted"))
 }
 
 /// The errors a publish reports the same way for write and edit.

@@ -38,7 +38,7 @@ const LARGE: usize = 16 << 20;
 
 /// The VCS directories glob's walk leaves out and grep's (hidden) skips:
 /// not mirrored, nor watched; a call that names one is read from the disk.
-const VCS: [&[u8]; 6] = [b".git", b".hg", b".svn", b".bzr", b".jj", b".sl"];
+const VCS: [&[u8]; 6] = crate::request::VCS_DIR_NAMES;
 
 /// The byte-order marks the searcher sniffs (`encoding_rs_io`,
 /// `reader::BOMS`): a file starting with one is transcoded or stripped, so

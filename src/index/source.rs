@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::watch::{Changes, WatchError, Watcher};
-use crate::fs::journal::{Event, Queue};
-use crate::fs::{FileSystem, FileType, LocalFs, MemFs, OverlayFs};
+use crate::fs::journal::{Queue, Record};
+use crate::fs::{FileSystem, FileType, FsHints, FsWrite, LocalFs, MemFs, OverlayFs};
 
 /// Where the changes to a mirrored tree come from.
 pub(crate) trait Feed: Send + 'static {
@@ -56,7 +56,7 @@ impl Feed for Watcher {
 }
 
 /// A filesystem the index can mirror.
-pub(crate) trait Source: FileSystem {
+pub(crate) trait Source: FsHints + FsWrite {
     /// Where its changes come from.
     type Feed: Feed;
 
@@ -272,13 +272,13 @@ impl Feed for MemFeed {
         }
         for event in events {
             let (dir, name, entries) = match event {
-                Event::Entries { dir, name } => (dir, name, true),
-                Event::Node { dir, name } => (dir, name, false),
-                Event::Unplaced => {
+                Record::Entries { dir, name } => (dir, name, true),
+                Record::Node { dir, name } => (dir, name, false),
+                Record::Unplaced => {
                     changes.lost = Some("a change could not be placed in the tree");
                     return Ok(changes);
                 }
-                Event::Wrote(_) => continue,
+                Record::Wrote(_) => continue,
             };
             // A directory not followed is not mirrored: nothing to update.
             let Some(rel) = self.dirs.get(&dir) else {
@@ -452,7 +452,7 @@ impl<S: FileSystem> Feed for PollFeed<S> {
             return Ok(changes);
         }
         for event in events {
-            let Event::Wrote(path) = event else {
+            let Record::Wrote(path) = event else {
                 continue;
             };
             // As written, and where it really is (a symlink on the way).
@@ -562,7 +562,7 @@ mod tests {
         let fs = Arc::new(MemFs::new());
         fs.create_dir_all("/w/d").unwrap();
         let mut feed = feed_of(&fs);
-        fs.journal().record(Event::Unplaced);
+        fs.journal().record(Record::Unplaced);
         assert!(feed.drain().unwrap().lost.is_some());
     }
 }

@@ -4,7 +4,7 @@
 //! it mirrors ("the disk" below: the local disk, a tree in memory, an
 //! overlay, a host over SFTP). The engine walks it as it walks any
 //! filesystem, so what it prints is what it prints there; the one addition
-//! is [`FileSystem::known_miss`], the prefilter's answer for the call's
+//! is [`FsHints::known_miss`], the prefilter's answer for the call's
 //! pattern (and, where the filesystem reads ahead, the hints of the files
 //! it rules out are not passed on).
 //!
@@ -25,7 +25,7 @@ use super::mirror::{DirNode, Entry};
 use super::source::Source;
 use crate::cancel::CancelToken;
 use crate::fs::names::{os_bytes, path_bytes};
-use crate::fs::{FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard, Written};
+use crate::fs::{FileSystem, FileType, FsHints, Listing, Metadata};
 use crate::sync::RecoverPoison;
 
 /// A snapshot of the mirror over the filesystem it mirrors (`disk`), with
@@ -35,7 +35,7 @@ pub(crate) struct View<S: Source> {
     pub(crate) root: PathBuf,
     pub(crate) tree: Arc<DirNode>,
     pub(crate) query: Option<Arc<Query>>,
-    /// Counts the files [`FileSystem::known_miss`] answered for.
+    /// Counts the files [`FsHints::known_miss`] answered for.
     pub(crate) skipped: Arc<AtomicU64>,
     /// Counts the directories listed from the mirror.
     pub(crate) listed: Arc<AtomicU64>,
@@ -291,7 +291,7 @@ impl<S: Source> FileSystem for View<S> {
                 self.listed.fetch_add(1, Ordering::Relaxed);
                 listing.clear();
                 // grep's walk uses a listing's metadata only as a hint of
-                // what it will open (`FileSystem::will_open`), which only a
+                // what it will open (`FsHints::will_open`), which only a
                 // filesystem that reads ahead takes; without one, the copy
                 // is the walk's largest write.
                 if self.query.is_some() && !self.disk.lists_ahead() {
@@ -341,6 +341,24 @@ impl<S: Source> FileSystem for View<S> {
         }
     }
 
+    fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<S::File> {
+        self.disk.open(path, cancel)
+    }
+
+    fn read_file(&self, path: &Path, max: u64) -> io::Result<(Metadata, Option<Vec<u8>>)> {
+        self.disk.read_file(path, max)
+    }
+
+    fn read_control(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.disk.read_control(path)
+    }
+
+    fn git_global_excludes(&self, workdir: &Path) -> Option<(PathBuf, Vec<u8>)> {
+        self.disk.git_global_excludes(workdir)
+    }
+}
+
+impl<S: Source> FsHints for View<S> {
     fn will_open(
         &self,
         dir: &ViewDir<S>,
@@ -402,10 +420,6 @@ impl<S: Source> FileSystem for View<S> {
         Some(len)
     }
 
-    fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<S::File> {
-        self.disk.open(path, cancel)
-    }
-
     fn contents<'f>(&self, file: &'f S::File) -> Option<&'f [u8]> {
         self.disk.contents(file)
     }
@@ -413,26 +427,30 @@ impl<S: Source> FileSystem for View<S> {
     fn known_nul_free(&self, file: &S::File) -> bool {
         self.disk.known_nul_free(file)
     }
+}
 
-    fn read_file(&self, path: &Path, max: u64) -> io::Result<(Metadata, Option<Vec<u8>>)> {
-        self.disk.read_file(path, max)
-    }
-
-    fn read_control(&self, path: &Path) -> io::Result<Vec<u8>> {
-        self.disk.read_control(path)
-    }
-
-    fn git_global_excludes(&self, workdir: &Path) -> Option<(PathBuf, Vec<u8>)> {
-        self.disk.git_global_excludes(workdir)
-    }
-
-    fn write(
-        &self,
-        path: &Path,
-        content: &[u8],
-        guard: &WriteGuard,
-        cancel: &CancelToken,
-    ) -> Result<Written, WriteError> {
-        self.disk.write(path, content, guard, cancel)
+impl super::Index {
+    /// The view a call walks, over the tree at `root` on the local disk as
+    /// the index mirrors it once built, with no query (no file is ruled
+    /// out), and no watcher kept: for the filesystem conformance suite
+    /// (`tests/fs_conformance.rs`), which holds it, like every filesystem
+    /// of the seam, to the disk's answers.
+    #[doc(hidden)]
+    pub fn local_view(root: &Path) -> io::Result<impl FsHints> {
+        let disk = Arc::new(crate::fs::LocalFs::new());
+        let root = disk.index_root(root)?;
+        let mut feed = disk.feed(&root, None)?;
+        let tree = super::mirror::Scanner::new(&*disk, &mut feed, &root)
+            .scan_root(None)
+            .map_err(|lost| io::Error::other(lost.0))?;
+        Ok(View {
+            disk,
+            root,
+            tree,
+            query: None,
+            skipped: Arc::default(),
+            listed: Arc::default(),
+            remembered: None,
+        })
     }
 }

@@ -119,7 +119,10 @@ impl Tools {
 
     /// Tools whose every call works on the workspace `fs`: the native engine
     /// searches it and the file tools and the guard read and write it.
-    pub fn on_workspace<F: crate::fs::FileSystem>(config: Config, fs: Arc<F>) -> Tools {
+    pub fn on_workspace<F: crate::fs::FsHints + crate::fs::FsWrite>(
+        config: Config,
+        fs: Arc<F>,
+    ) -> Tools {
         let backend = Arc::new(crate::backend::NativeBackend::on(fs.clone()));
         Tools::new(config, backend).with_filesystem(fs)
     }

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use dsh_search::fs::{
-    errno, FileSystem, Listing, LocalDir, LocalFile, LocalFs, Metadata, WriteError, WriteGuard,
-    Written,
+    errno, FileSystem, FsHints, FsWrite, Listing, LocalDir, LocalFile, LocalFs, Metadata,
+    WriteError, WriteGuard, Written,
 };
 use dsh_search::CancelToken;
 
@@ -179,7 +179,11 @@ impl FileSystem for TestFs {
     fn git_global_excludes(&self, _workdir: &Path) -> Option<(PathBuf, Vec<u8>)> {
         None
     }
+}
 
+impl FsHints for TestFs {}
+
+impl FsWrite for TestFs {
     fn write(
         &self,
         path: &Path,

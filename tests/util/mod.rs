@@ -126,6 +126,11 @@ pub struct Report {
     /// The cases of the tables run, before [`shard`] took this process's
     /// share (and before the `DSH_SEARCH_CASE` filter).
     table_cases: usize,
+    /// The cases of the tables run that the `DSH_SEARCH_CASE` filter
+    /// selects, in every process's share: when none is, [`Report::finish`]
+    /// fails (a typo in the filter), while a share left empty by [`shard`]
+    /// passes (the other processes run the table's cases).
+    table_selected: usize,
     /// Tool-level calls compared and paths read, by kind (`tools::check_case`).
     tool_checks: BTreeMap<String, usize>,
     failures: Vec<String>,
@@ -266,6 +271,7 @@ impl Report {
             context: String::new(),
             cases: 0,
             table_cases: 0,
+            table_selected: 0,
             tool_checks: BTreeMap::new(),
             failures: Vec::new(),
         }
@@ -277,6 +283,7 @@ impl Report {
         let shard = shard();
         let mine = |i: usize| shard.is_none_or(|(k, n)| i % n == k);
         self.table_cases += cases.len();
+        self.table_selected += cases.iter().filter(|c| selected(&self.label(c))).count();
         #[cfg(all(unix, feature = "sftp"))]
         if let Some((every, every_tree, seen, trees)) = SFTP_SHARE.with(|s| s.get()) {
             SFTP_SHARE.with(|s| s.set(Some((every, every_tree, seen + cases.len(), trees + 1))));
@@ -284,10 +291,17 @@ impl Report {
                 return;
             }
             whole_seconds(tree.root());
-            for (i, case) in cases.iter().enumerate() {
-                if (seen + i) % every == 0 && mine(i) {
-                    self.run(env, tree, case, &Mode::Sftp);
-                }
+            // Every `every`th case counted across the tables; a table too
+            // short to hold one runs its first, so that no table passes
+            // over SFTP having checked nothing.
+            let mut picked: Vec<usize> = (0..cases.len())
+                .filter(|&i| (seen + i) % every == 0)
+                .collect();
+            if picked.is_empty() && !cases.is_empty() {
+                picked.push(0);
+            }
+            for i in picked.into_iter().filter(|&i| mine(i)) {
+                self.run(env, tree, &cases[i], &Mode::Sftp);
             }
             return;
         }
@@ -345,7 +359,7 @@ impl Report {
     /// Run one case: `None` when the `DSH_SEARCH_CASE` filter leaves it
     /// out, else its failures and tool-level tally.
     fn run_case(&self, env: &Env, tree: &Tree, case: &Case, mode: &Mode) -> CaseOutcome {
-        let label = format!("{}{}: {}", self.name, self.context, case.label());
+        let label = self.label(case);
         if !selected(&label) {
             return None;
         }
@@ -472,6 +486,12 @@ impl Report {
         Some((failures, tool_checks))
     }
 
+    /// A case's label, which the `DSH_SEARCH_CASE` filter is matched
+    /// against.
+    fn label(&self, case: &Case) -> String {
+        format!("{}{}: {}", self.name, self.context, case.label())
+    }
+
     /// A suffix for the labels of the next cases (e.g. ` tree=3`).
     pub fn set_context(&mut self, context: String) {
         self.context = context;
@@ -492,7 +512,12 @@ impl Report {
         self.cases += 1;
     }
 
-    /// Print the tally; panic with every failure if there was one.
+    /// Print the tally; panic with every failure if there was one, and when
+    /// no case ran: a filter that selects none of the test's cases, or a
+    /// table left empty, checked nothing. The one deliberate exception is a
+    /// share of [`shard`] that holds none of the selected cases of the
+    /// tables: the other shares run them (`scripts/test-windows` adds the
+    /// shares' counts up and checks that they make each table whole).
     pub fn finish(self) {
         // Sharded, the line says of how many: scripts/test-windows adds up
         // the shards' cases of each table and checks they make the whole.
@@ -507,6 +532,12 @@ impl Report {
             self.failures.len(),
             self.tool_checks
         ));
+        if self.cases == 0 {
+            let sharded_away = shard().is_some() && self.table_selected > 0;
+            if !sharded_away {
+                panic!("{}", self.nothing_ran());
+            }
+        }
         if self.failures.is_empty() {
             return;
         }
@@ -533,15 +564,42 @@ impl Report {
     }
 }
 
+impl Report {
+    /// Why a report with no case run fails, and how to run one.
+    fn nothing_ran(&self) -> String {
+        // libtest names a test's thread after the test.
+        let test = std::thread::current()
+            .name()
+            .unwrap_or("<module::test>")
+            .to_owned();
+        match std::env::var("DSH_SEARCH_CASE") {
+            Ok(f) if !f.is_empty() => format!(
+                "{}: DSH_SEARCH_CASE={f:?} selects none of this test's cases \
+                 (of {} in its tables): no case ran. Name the test that holds \
+                 the case too: cargo test --test tests {test}",
+                self.name, self.table_cases
+            ),
+            _ => format!(
+                "{}: no case ran ({} in its tables): a test that checks \
+                 nothing must not pass",
+                self.name, self.table_cases
+            ),
+        }
+    }
+}
+
 /// `DSH_SEARCH_SHARD`: this test binary run three times on a real table
 /// (`conformance::double_dot_slash_paths`), once per share, runs each of its
 /// cases exactly once between the three, each saying of how many; a share
-/// that names no process (`3/3`) fails the test instead of dropping cases.
+/// that names no process (`3/3`) fails the test instead of dropping cases;
+/// a share that holds none of the table's cases (`16/17` of 16) passes,
+/// saying so, while a `DSH_SEARCH_CASE` that selects none fails, sharded
+/// or not.
 #[test]
 fn shards_run_each_case_of_a_table_once() {
     let Some(_env) = rg::env() else { return };
     let exe = std::env::current_exe().expect("the test binary");
-    let run = |shard: Option<&str>| -> std::process::Output {
+    let run_with = |shard: Option<&str>, case: Option<&str>| -> std::process::Output {
         let mut cmd = std::process::Command::new(&exe);
         cmd.args(["--exact", "conformance::double_dot_slash_paths"])
             .env("DSH_SEARCH_SHOW", "1")
@@ -550,8 +608,12 @@ fn shards_run_each_case_of_a_table_once() {
         if let Some(s) = shard {
             cmd.env("DSH_SEARCH_SHARD", s);
         }
+        if let Some(c) = case {
+            cmd.env("DSH_SEARCH_CASE", c);
+        }
         cmd.output().expect("the test binary runs")
     };
+    let run = |shard: Option<&str>| run_with(shard, None);
     // The labels of the cases run, from DSH_SEARCH_SHOW's `--- <label>`
     // lines, and the tally line.
     let read = |out: &std::process::Output| -> (Vec<String>, String) {
@@ -590,17 +652,36 @@ fn shards_run_each_case_of_a_table_once() {
         union, all,
         "the three shards together are the table, each case once"
     );
-    let bad = run(Some("3/3"));
-    assert!(!bad.status.success());
+    let (labels, tally) = read(&run(Some("16/17")));
+    assert_eq!(labels, Vec::<String>::new());
+    assert!(
+        tally.starts_with("conformance double_dot_slash: 0 cases (shard 16/17 of 16), 0 failures"),
+        "{tally}"
+    );
     // The panic's message: libtest prints a failed test's captured output,
     // and its panic, on stdout.
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&bad.stdout),
-        String::from_utf8_lossy(&bad.stderr)
-    );
+    let failed = |out: std::process::Output| -> String {
+        assert!(!out.status.success());
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let said = failed(run(Some("3/3")));
     assert!(
         said.contains("DSH_SEARCH_SHARD=\"3/3\": expected k/n with k < n"),
         "{said}"
     );
+    for shard in [None, Some("0/3"), Some("16/17")] {
+        let said = failed(run_with(shard, Some("no such case")));
+        assert!(
+            said.contains(
+                "double_dot_slash: DSH_SEARCH_CASE=\"no such case\" selects none of this \
+                 test's cases (of 16 in its tables): no case ran. Name the test that holds \
+                 the case too: cargo test --test tests conformance::double_dot_slash_paths"
+            ),
+            "{shard:?}: {said}"
+        );
+    }
 }

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use dsh_search::fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs};
+use dsh_search::fs::{DynFileSystem, FileSystem, FsHints, FsWrite, LocalFs, MemFs, OverlayFs};
 use dsh_search::NativeBackend;
 
 /// One way to hold the tree: a label, the native engine over it, and the
@@ -21,7 +21,7 @@ pub struct Way {
 /// The native engine over any of the filesystems, as a trait object.
 pub type NativeBackendDyn = dyn dsh_search::SearchBackend;
 
-fn way<F: FileSystem>(label: &'static str, fs: Arc<F>) -> Way {
+fn way<F: FsHints + FsWrite>(label: &'static str, fs: Arc<F>) -> Way {
     Way {
         label,
         backend: Arc::new(NativeBackend::on(fs.clone())),

@@ -553,19 +553,12 @@ fn make_tools(options: &Value) -> std::result::Result<(Workspace, Tools), String
         Some("rg") => BackendKind::Rg,
         Some(other) => return Err(format!("Tools: backend {other:?}: use native or rg")),
     };
-    let mut fs = match obj.get("fs").and_then(Value::as_str) {
+    let fs = match obj.get("fs").and_then(Value::as_str) {
         None => FsSpec::Local,
         Some(s) => s.parse::<FsSpec>().map_err(|e| format!("Tools: fs: {e}"))?,
     };
     let text = |key: &str| obj.get(key).and_then(Value::as_str).map(PathBuf::from);
     let remote = matches!(fs, FsSpec::Sftp(_));
-    // The SSH defaults, as the command line takes them: the login `$USER`,
-    // the known hosts `~/.ssh/known_hosts`.
-    if let FsSpec::Sftp(address) = &mut fs {
-        if address.user.is_none() {
-            address.user = dsh_search::ssh_user_from_env();
-        }
-    }
     let index = match obj.get("index") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(on)) => *on,
@@ -593,18 +586,11 @@ fn make_tools(options: &Value) -> std::result::Result<(Workspace, Tools), String
     if let Some(key) = text("identity") {
         o.identity(key);
     }
-    match text("knownHosts") {
-        Some(file) => {
-            o.known_hosts(file);
-        }
-        // Without a HOME there is none: the library refuses the workspace.
-        None if remote => {
-            if let Some(file) = dsh_search::known_hosts_from_env() {
-                o.known_hosts(file);
-            }
-        }
-        None => {}
+    if let Some(file) = text("knownHosts") {
+        o.known_hosts(file);
     }
+    // The SSH defaults, as the command line takes them.
+    o.ssh_defaults_from_env();
     let workspace = o.open().map_err(|e| match e {
         WorkspaceError::NoKnownHosts => "Tools: an sftp:// workspace needs knownHosts (there is no HOME to find ~/.ssh/known_hosts in)".to_string(),
         e => format!("Tools: {e}"),

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use dsh_search::backend::{make_backend, BackendKind, SearchBackend};
 use dsh_search::config::Config;
-use dsh_search::fs::{FileSystem, LocalFs, MemFs, OverlayFs};
+use dsh_search::fs::{FileSystem, FsHints, FsWrite, LocalFs, MemFs, OverlayFs};
 use dsh_search::tool::{CallContext, Tools};
 use dsh_search::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
 use workload::{Call, Workload};
@@ -82,7 +82,7 @@ impl Workspace {
     /// cost (the in-memory copy: time, and the growth of the process's
     /// resident memory against the bytes of the tree's files).
     pub(crate) fn tools(self, tree: &Path) -> std::io::Result<(Tools, Option<String>)> {
-        fn on<F: FileSystem>(fs: Arc<F>) -> Tools {
+        fn on<F: FsHints + FsWrite>(fs: Arc<F>) -> Tools {
             Tools::on_workspace(Config::default(), fs)
         }
         let disk = Arc::new(LocalFs::new());

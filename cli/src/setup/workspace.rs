@@ -3,7 +3,9 @@
 //! the library's [`WorkspaceOptions`], with what only the command line
 //! knows filled in here, at the edge: paths made absolute against the
 //! current directory, the rg binary (`DSH_SEARCH_RG`), and the SSH
-//! defaults (`$USER`, `~/.ssh/known_hosts`).
+//! defaults (`$USER`, `~/.ssh/known_hosts`), which the library's
+//! `WorkspaceOptions::ssh_defaults_from_env` fills in for the Node binding
+//! too.
 
 use std::path::{Path, PathBuf};
 
@@ -27,14 +29,8 @@ pub(crate) fn open(common: &Common, config: &Config) -> Result<Workspace, String
             .map_err(|e| format!("cannot use the current directory: {e}"))?,
     )?;
     let mut fs = common.fs.clone();
-    match &mut fs {
-        FsSpec::Sftp(address) => {
-            if address.user.is_none() {
-                address.user = dsh_search::ssh_user_from_env();
-            }
-        }
-        FsSpec::Mem(Some(root)) => *root = absolute(root)?,
-        FsSpec::Mem(None) | FsSpec::Local => {}
+    if let FsSpec::Mem(Some(root)) = &mut fs {
+        *root = absolute(root)?;
     }
     let remote = matches!(fs, FsSpec::Sftp(_));
     let mut options = WorkspaceOptions::new(fs);
@@ -61,18 +57,10 @@ pub(crate) fn open(common: &Common, config: &Config) -> Result<Workspace, String
     if let Some(key) = &common.identity {
         options.identity(key);
     }
-    match &common.known_hosts {
-        Some(file) => {
-            options.known_hosts(file);
-        }
-        // Without a HOME there is none: the library refuses the workspace.
-        None if remote => {
-            if let Some(file) = dsh_search::known_hosts_from_env() {
-                options.known_hosts(file);
-            }
-        }
-        None => {}
+    if let Some(file) = &common.known_hosts {
+        options.known_hosts(file);
     }
+    options.ssh_defaults_from_env();
     let workspace = options.open().map_err(describe)?;
     // `--cwd` names a remote directory: the local current directory means
     // nothing there.

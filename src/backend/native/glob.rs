@@ -1,7 +1,7 @@
 //! `rg --files --glob=<p> --sort=modified --no-ignore --hidden <VCS
 //! excludes> [-- <path>]` (`main.rs: files`, `hiargs.rs: sort`).
 
-use crate::fs::FileSystem;
+use crate::fs::FsHints;
 use crate::outcome::{GlobResults, Outcome, Status};
 use crate::request::GlobRequest;
 
@@ -16,7 +16,7 @@ use super::{canonical_workdir, exit_code, nul_launch_failure, Budget};
 /// there as `IO error for operation on <root>`, yields a root that is not a
 /// directory as the one entry (never filtered at depth 0), and walks a
 /// directory (`parallel_walk`).
-pub(crate) fn run<F: FileSystem>(fs: &F, req: &GlobRequest) -> Outcome<GlobResults> {
+pub(crate) fn run<F: FsHints>(fs: &F, req: &GlobRequest) -> Outcome<GlobResults> {
     let fail = |why: String| Outcome {
         status: Status::LaunchFailed(why),
         stderr: Vec::new(),

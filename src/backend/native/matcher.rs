@@ -90,7 +90,7 @@ pub(crate) fn build_cancellable(
 
 /// Whether "no match anywhere in a file's bytes" implies "no match from the
 /// searcher", so that a small clean file can be answered without running
-/// the searcher over it (`grep::Worker::search`).
+/// the searcher over it (`worker::Worker::search`).
 ///
 /// The searcher matches line by line or over 64 KiB buffers that start
 /// and end at line boundaries (grep-searcher 0.1.17 `core.rs:

@@ -2,8 +2,8 @@
 //! rebuilt from ripgrep's own crates, configured as `crates/core/flags/
 //! hiargs.rs` configures them (`rg-semantics.md` §10).
 //!
-//! The engine is generic over the workspace's [`FileSystem`] (the seam,
-//! `docs/contract.md` §10): every stat, listing, ignore file and read goes
+//! The engine is generic over the workspace's [`FileSystem`] with its
+//! hints ([`FsHints`]; the seam, `docs/contract.md` §10): every stat, listing, ignore file and read goes
 //! through it, so the same walk searches the local disk (monomorphized with
 //! its descriptor fast path), a tree in memory or an overlay.
 //!
@@ -23,8 +23,10 @@
 //!   the engine's pool, then the files sorted into rg's `--sort=modified`
 //!   order).
 //! - grep: `grep` (the invocation: one walk whatever the root, and the
-//!   search of one file), `schedule` (a directory's files shared out in
-//!   batches between the walking thread and the pool's), over `serial_walk`
+//!   outcome), `worker` (the call's state shared between its threads, and
+//!   the search of one file by one thread), `schedule` (a directory's files
+//!   shared out in batches between the walking thread and the pool's:
+//!   `grep` starts it, and it searches through `worker`), over `serial_walk`
 //!   (the tree walked depth-first on the calling thread, each directory
 //!   listed once) and `rgignore` (rg's ignore decisions on rg's path
 //!   strings); then `reader` (reading a file, and the whole-file check that
@@ -50,6 +52,7 @@ mod rgignore;
 mod schedule;
 mod serial_walk;
 mod sink;
+mod worker;
 
 mod messages;
 
@@ -59,13 +62,13 @@ use std::sync::Arc;
 
 use crate::backend::SearchBackend;
 use crate::cancel::CancelToken;
-use crate::fs::{errno, FileSystem, LocalFs, Metadata};
+use crate::fs::{errno, FsHints, LocalFs, Metadata};
 use crate::outcome::{GlobResults, GrepResults, Outcome, Status};
 use crate::request::{GlobRequest, GrepRequest};
 
 /// The in-process engine built on ripgrep's crates, searching the
 /// workspace's filesystem `F` (by default the local disk).
-pub struct NativeBackend<F: FileSystem = LocalFs> {
+pub struct NativeBackend<F: FsHints = LocalFs> {
     fs: Arc<F>,
 }
 
@@ -84,7 +87,7 @@ impl Default for NativeBackend {
     }
 }
 
-impl<F: FileSystem> NativeBackend<F> {
+impl<F: FsHints> NativeBackend<F> {
     /// A native backend searching `fs`.
     pub fn on(fs: Arc<F>) -> NativeBackend<F> {
         NativeBackend { fs }
@@ -111,7 +114,7 @@ impl<F: FileSystem> NativeBackend<F> {
     }
 }
 
-impl<F: FileSystem> Clone for NativeBackend<F> {
+impl<F: FsHints> Clone for NativeBackend<F> {
     fn clone(&self) -> Self {
         NativeBackend {
             fs: self.fs.clone(),
@@ -119,7 +122,7 @@ impl<F: FileSystem> Clone for NativeBackend<F> {
     }
 }
 
-impl<F: FileSystem> std::fmt::Debug for NativeBackend<F> {
+impl<F: FsHints> std::fmt::Debug for NativeBackend<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NativeBackend")
             .field("fs", &std::any::type_name::<F>())
@@ -127,7 +130,7 @@ impl<F: FileSystem> std::fmt::Debug for NativeBackend<F> {
     }
 }
 
-impl<F: FileSystem> SearchBackend for NativeBackend<F> {
+impl<F: FsHints> SearchBackend for NativeBackend<F> {
     fn name(&self) -> &'static str {
         "native"
     }
@@ -144,7 +147,7 @@ impl<F: FileSystem> SearchBackend for NativeBackend<F> {
 /// The workdir as rg's `getcwd` (Windows: `GetCurrentDirectoryW`) would
 /// report it ([`FileSystem::current_dir`]), or why rg could not start
 /// there (the rg backend cannot spawn a process in it either).
-fn canonical_workdir<F: FileSystem>(fs: &F, workdir: &Path) -> Result<PathBuf, String> {
+fn canonical_workdir<F: FsHints>(fs: &F, workdir: &Path) -> Result<PathBuf, String> {
     let real_workdir = fs
         .current_dir(workdir)
         .map_err(|e| format!("workdir {}: {e}", workdir.display()))?;
@@ -157,7 +160,7 @@ fn canonical_workdir<F: FileSystem>(fs: &F, workdir: &Path) -> Result<PathBuf, S
 /// The root's metadata, links followed, as rg's walkers take it
 /// (`DirEntryRaw::from_path`, walkdir's root with `follow_root_links`).
 /// The empty path names nothing (ENOENT), without asking the filesystem.
-fn stat_root<F: FileSystem>(fs: &F, root: &paths::Root) -> std::io::Result<Metadata> {
+fn stat_root<F: FsHints>(fs: &F, root: &paths::Root) -> std::io::Result<Metadata> {
     let path = root.walk_path();
     if path.as_os_str().is_empty() {
         return Err(errno::not_found());

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 
 use super::overrides::GlobFilter;
 use crate::fs::names::{join_needs_sep, os_str, path, path_buf, path_bytes, JOIN_SEP};
-use crate::fs::{FileSystem, FileType, Listing, Metadata};
+use crate::fs::{FileType, FsHints, Listing, Metadata};
 
 use super::messages::dir_error;
 use super::paths::Root;
@@ -86,7 +86,7 @@ struct Found {
     errors: Vec<WalkError>,
 }
 
-struct GlobWalk<'a, F: FileSystem> {
+struct GlobWalk<'a, F: FsHints> {
     fs: &'a F,
     root: &'a Root,
     override_set: &'a GlobFilter,
@@ -97,7 +97,7 @@ struct GlobWalk<'a, F: FileSystem> {
 /// The files below the directory `root` in rg's order, and the walk errors
 /// in walkdir's order (with whether each is an error of the whole
 /// filesystem).
-pub(crate) fn walk<F: FileSystem>(
+pub(crate) fn walk<F: FsHints>(
     fs: &F,
     root: &Root,
     override_set: &GlobFilter,
@@ -178,7 +178,7 @@ fn printed_dir(root: &Root, dir: &Path) -> Vec<u8> {
 /// Read one directory (`pos` is its position path; `printed` what its
 /// entries are printed under, [`printed_dir`]; `ahead` its handle when it
 /// was opened ahead), list its files and spawn a task per subdirectory.
-fn visit<'s, F: FileSystem>(
+fn visit<'s, F: FsHints>(
     s: &rayon::Scope<'s>,
     ctx: &'s GlobWalk<'s, F>,
     path: PathBuf,
@@ -249,7 +249,7 @@ fn visit<'s, F: FileSystem>(
 /// (queued ones may be many), unless the filesystem opened it `ahead`.
 /// walkdir lists by rg's own (relative) path: past `PATH_MAX` that fails
 /// as rg fails, and a longer absolute path of ours must not fail before it.
-fn open_visited<F: FileSystem>(
+fn open_visited<F: FsHints>(
     ctx: &GlobWalk<'_, F>,
     path: &Path,
     ahead: Option<F::Dir>,
@@ -268,7 +268,7 @@ fn open_visited<F: FileSystem>(
 
 /// One directory being listed ([`visit`]): where it is, the entry at hand,
 /// and what its entries gave.
-struct DirVisit<'s, 'v, F: FileSystem> {
+struct DirVisit<'s, 'v, F: FsHints> {
     ctx: &'s GlobWalk<'s, F>,
     handle: &'v F::Dir,
     path: &'v Path,
@@ -285,7 +285,7 @@ struct DirVisit<'s, 'v, F: FileSystem> {
     errors: Vec<WalkError>,
 }
 
-impl<'s, 'v, F: FileSystem> DirVisit<'s, 'v, F> {
+impl<'s, 'v, F: FsHints> DirVisit<'s, 'v, F> {
     fn new(
         ctx: &'s GlobWalk<'s, F>,
         handle: &'v F::Dir,
@@ -418,7 +418,7 @@ impl<'s, 'v, F: FileSystem> DirVisit<'s, 'v, F> {
 /// Open `path`, below the walk's root, one component at a time from the
 /// root: for a directory whose absolute path is too long for the kernel
 /// while rg's relative path to it is not.
-fn open_dir_stepwise<F: FileSystem>(ctx: &GlobWalk<'_, F>, path: &Path) -> std::io::Result<F::Dir> {
+fn open_dir_stepwise<F: FsHints>(ctx: &GlobWalk<'_, F>, path: &Path) -> std::io::Result<F::Dir> {
     let root = ctx.root.walk_path();
     let rest = path
         .strip_prefix(root)

@@ -26,7 +26,7 @@ use ignore::overrides::Override;
 use ignore::{Error, Match};
 
 use crate::fs::names::{path as bytes_path, path_bytes};
-use crate::fs::{FileSystem, Listing};
+use crate::fs::{FsHints, Listing};
 
 use super::globstack::{nesting_bound, nesting_bound_lines, with_stack_for, MAX_NESTING, TOO_DEEP};
 use super::messages::{at_path, walk_error};
@@ -178,7 +178,7 @@ fn combine(mut errs: Vec<Error>) -> Option<Error> {
 /// that rg, but nothing could interrupt a thread of this process blocked in
 /// `open(2)`. Such a file is read as absent instead: the one place where
 /// the engine deliberately does not copy rg (which never finishes there).
-fn create<F: FileSystem>(
+fn create<F: FsHints>(
     fs: &F,
     rg_dir: &Path,
     file: &Path,
@@ -299,7 +299,7 @@ impl Rules {
     ///
     /// `listed` is the directory's listing when the caller has read it;
     /// otherwise it is read here.
-    fn build<F: FileSystem>(
+    fn build<F: FsHints>(
         fs: &F,
         rg_dir: &Path,
         abs: &Path,
@@ -368,7 +368,7 @@ pub(crate) struct NamesPresent(u8);
 const NAMES: [&[u8]; 5] = [b".git", b".jj", b".rgignore", b".ignore", b".gitignore"];
 
 impl NamesPresent {
-    fn read<F: FileSystem>(fs: &F, abs: &Path) -> Option<NamesPresent> {
+    fn read<F: FsHints>(fs: &F, abs: &Path) -> Option<NamesPresent> {
         let dir = fs.open_dir(abs).ok()?;
         let mut listing = Listing::new();
         fs.list(&dir, &mut listing);
@@ -404,7 +404,7 @@ fn with_path(e: std::io::Error, path: &Path) -> Error {
 
 /// `dir.rs: resolve_git_commondir`, with the workdir standing in for
 /// the process's current directory.
-fn commondir<F: FileSystem>(
+fn commondir<F: FsHints>(
     fs: &F,
     abs: &Path,
     real_workdir: &Path,
@@ -450,7 +450,7 @@ impl RgIgnore {
     /// has read when `listed` is given) from the workdir `real_workdir` with the
     /// include globs `overrides`. Errors of the parents' ignore files are
     /// recorded here, as the walker reports them.
-    pub(crate) fn with_root_listing<F: FileSystem>(
+    pub(crate) fn with_root_listing<F: FsHints>(
         fs: &F,
         root: &Root,
         real_workdir: &Path,
@@ -547,7 +547,7 @@ impl RgIgnore {
     /// `rg_dir` and whose listing is `listed`, its ignore-file errors
     /// reported (`Work::read_dir`: rg reads them when it lists the
     /// directory, whatever becomes of its entries).
-    pub(crate) fn enter<F: FileSystem>(
+    pub(crate) fn enter<F: FsHints>(
         &self,
         fs: &F,
         parent: &Arc<Node>,
@@ -681,7 +681,7 @@ fn is_hidden(b: &[u8]) -> bool {
 /// build_with_cwd`), from the excludes file the workspace's filesystem
 /// names (a relative one resolved against the workdir); its errors are
 /// only logged by rg.
-fn global<F: FileSystem>(fs: &F, real_workdir: &Path) -> Gitignore {
+fn global<F: FsHints>(fs: &F, real_workdir: &Path) -> Gitignore {
     let Some((path, data)) = fs.git_global_excludes(real_workdir) else {
         return Gitignore::empty();
     };

@@ -3,7 +3,7 @@
 //! The calling thread walks ([`serial_walk`]: depth-first, each directory
 //! listed once) and never waits for work; the pool's threads only search.
 //! What the walk finds goes into batches of [`BATCH`] files, queued
-//! ([`Queue`]): a batch, not a file, is what passes between threads, since
+//! ([`Batches`]): a batch, not a file, is what passes between threads, since
 //! each hand-off costs a lock and maybe a wake-up, and a batch is small
 //! enough that the end of a walk still spreads over every thread. Files
 //! the walking thread gives back are the exception: one at a time, so
@@ -15,7 +15,7 @@
 //!   has run for the helper delay ([`set_helper_delay`]), queueing also
 //!   starts helpers on the engine's pool (up to one less than its
 //!   threads), which search batch after batch until the walk is over and
-//!   the queue empty ([`Queue::serve`]); a call on a small tree ends before
+//!   the queue empty ([`Batches::serve`]); a call on a small tree ends before
 //!   any starts.
 //! - When more than [`MAX_QUEUED`] batches wait, the walking thread
 //!   searches one itself rather than walk further ahead, and gives the rest
@@ -48,18 +48,18 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::event::Stats;
-use crate::fs::FileSystem;
+use crate::fs::FsHints;
 
-use super::grep::{clean_miss, GrepCall, Source, Worker};
 use super::messages::Messages;
 use super::rgignore::RgIgnore;
 use super::serial_walk::{self, Haystack};
+use super::worker::{clean_miss, GrepCall, Origin, Worker};
 #[cfg(doc)]
 use super::{set_helper_delay, Budget};
 
 /// The messages the walk's ignore decisions collected (ignore-file errors,
 /// walk errors), into the call's stderr.
-fn report_ignore_messages<F: FileSystem>(ctx: &GrepCall<'_, F>, ignore_rules: &RgIgnore) {
+fn report_ignore_messages<F: FsHints>(ctx: &GrepCall<'_, F>, ignore_rules: &RgIgnore) {
     let mut shared = ctx.shared.lock().recover_poison();
     for (msg, errored) in ignore_rules.take_messages() {
         if errored {
@@ -82,12 +82,12 @@ const MAX_QUEUED: usize = 4;
 /// rg's walker) and search what it finds there and on the engine's pool,
 /// as the module says. The walk never waits for work (rg's walker sleeps
 /// 1 ms at a time when idle, ignore 0.4.29 `walk.rs: get_work`).
-pub(super) fn search_pooled<F: FileSystem>(
+pub(super) fn search_pooled<F: FsHints>(
     ctx: &GrepCall<'_, F>,
     real_workdir: &Path,
     override_set: ignore::overrides::Override,
 ) {
-    let queue = Queue::new(super::threads() - 1);
+    let queue = Batches::new(super::threads() - 1);
     let live = std::sync::Arc::new(AtomicUsize::new(0));
     super::pool().in_place_scope(|s| {
         let mut batcher = Batcher {
@@ -120,9 +120,9 @@ pub(super) fn search_pooled<F: FileSystem>(
 
 /// The walking thread's end of the walk: walk errors and haystacks, in
 /// batches.
-struct Batcher<'r, 's, F: FileSystem> {
+struct Batcher<'r, 's, F: FsHints> {
     ctx: &'s GrepCall<'s, F>,
-    queue: &'s Queue<F>,
+    queue: &'s Batches<F>,
     scope: &'r rayon::Scope<'s>,
     batch: Vec<Haystack<F>>,
     msgs: Messages,
@@ -132,7 +132,7 @@ struct Batcher<'r, 's, F: FileSystem> {
     missed: Stats,
 }
 
-impl<'r, 's: 'r, F: FileSystem> Batcher<'r, 's, F> {
+impl<'r, 's: 'r, F: FsHints> Batcher<'r, 's, F> {
     /// The index's prefilter (`docs/index.md`), asked as the walk finds a
     /// file, before it is queued (the one place it is asked): in an indexed
     /// tree nearly every walked file ends here, counted as a text file
@@ -160,7 +160,7 @@ impl<'r, 's: 'r, F: FileSystem> Batcher<'r, 's, F> {
     }
 }
 
-impl<'r, 's: 'r, F: FileSystem> serial_walk::Output<F> for Batcher<'r, 's, F> {
+impl<'r, 's: 'r, F: FsHints> serial_walk::Output<F> for Batcher<'r, 's, F> {
     fn file(&mut self, file: Haystack<F>) {
         self.searched = true;
         if self.known_miss(&file) {
@@ -210,7 +210,7 @@ impl<'r, 's: 'r, F: FileSystem> serial_walk::Output<F> for Batcher<'r, 's, F> {
     }
 }
 
-impl<F: FileSystem> Batcher<'_, '_, F> {
+impl<F: FsHints> Batcher<'_, '_, F> {
     /// Search one queued batch on the walking thread, or with `pass`
     /// only until a helper waits for work ([`GiveBack::Anytime`]); false when
     /// none is queued.
@@ -231,7 +231,7 @@ impl<F: FileSystem> Batcher<'_, '_, F> {
     }
 }
 
-impl<F: FileSystem> Drop for Batcher<'_, '_, F> {
+impl<F: FsHints> Drop for Batcher<'_, '_, F> {
     fn drop(&mut self) {
         if !self.batch.is_empty() {
             let batch = std::mem::take(&mut self.batch);
@@ -247,8 +247,8 @@ impl<F: FileSystem> Drop for Batcher<'_, '_, F> {
 }
 
 /// The batches of one call waiting for a thread.
-struct Queue<F: FileSystem> {
-    state: Mutex<QueueState<F>>,
+struct Batches<F: FsHints> {
+    state: Mutex<BatchesState<F>>,
     /// Signalled when a batch is queued for a waiting helper, and when the
     /// walk ends.
     ready: std::sync::Condvar,
@@ -266,16 +266,16 @@ struct Queue<F: FileSystem> {
     helpers_after: std::time::Duration,
 }
 
-struct QueueState<F: FileSystem> {
+struct BatchesState<F: FsHints> {
     batches: std::collections::VecDeque<Vec<Haystack<F>>>,
     /// Whether the walk may still queue batches.
     walking: bool,
 }
 
-impl<F: FileSystem> Queue<F> {
-    fn new(max_helpers: usize) -> Queue<F> {
-        Queue {
-            state: Mutex::new(QueueState {
+impl<F: FsHints> Batches<F> {
+    fn new(max_helpers: usize) -> Batches<F> {
+        Batches {
+            state: Mutex::new(BatchesState {
                 batches: std::collections::VecDeque::new(),
                 walking: true,
             }),
@@ -297,7 +297,7 @@ impl<F: FileSystem> Queue<F> {
     }
 
     /// Start the helpers the call may have, once it has run long enough
-    /// alone. They serve until the walk ends ([`Queue::serve`]).
+    /// alone. They serve until the walk ends ([`Batches::serve`]).
     fn start_helpers<'s>(&'s self, ctx: &'s GrepCall<'s, F>, scope: &rayon::Scope<'s>) {
         while self.wants_helper() {
             self.helpers.fetch_add(1, Ordering::AcqRel);
@@ -308,7 +308,7 @@ impl<F: FileSystem> Queue<F> {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState<F>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BatchesState<F>> {
         self.state.lock().recover_poison()
     }
 
@@ -382,7 +382,7 @@ impl<F: FileSystem> Queue<F> {
 
 /// What the thread searching a batch gives back to the front of the queue
 /// ([`search_batch`]) when a helper waits for work or may be started.
-enum GiveBack<'q, F: FileSystem> {
+enum GiveBack<'q, F: FsHints> {
     /// Nothing: the batch is searched whole. A helper's batch, or one the
     /// walking thread searches to free directories' descriptors.
     Nothing,
@@ -391,7 +391,7 @@ enum GiveBack<'q, F: FileSystem> {
     /// start). The walking thread during the walk, which has the walk to go
     /// back to: a large file searched whole there would keep a waiting
     /// helper idle until it ends.
-    Anytime(&'q Queue<F>),
+    Anytime(&'q Batches<F>),
     /// The rest of the batch, between files, once its first file is
     /// searched. The walking thread once the walk is over, one searcher
     /// among the others, which would take back what it gives: keeping its
@@ -399,11 +399,11 @@ enum GiveBack<'q, F: FileSystem> {
     /// give that file back too, a helper started for it could find the
     /// queue empty while this thread holds the file again, end, and let
     /// the next helper start, over and over until the deadline.)
-    BetweenFiles(&'q Queue<F>),
+    BetweenFiles(&'q Batches<F>),
 }
 
 /// Search a batch, giving the rest back as [`GiveBack`] says.
-fn search_batch<F: FileSystem>(
+fn search_batch<F: FsHints>(
     ctx: &GrepCall<'_, F>,
     batch: Vec<Haystack<F>>,
     give_back: GiveBack<'_, F>,
@@ -412,7 +412,7 @@ fn search_batch<F: FileSystem>(
         return;
     }
     let mut worker = Worker::new(ctx);
-    let wanted = |q: &Queue<F>| q.helper_idle() || q.wants_helper();
+    let wanted = |q: &Batches<F>| q.helper_idle() || q.wants_helper();
     let in_file = || matches!(give_back, GiveBack::Anytime(q) if wanted(q));
     // The files counted without the searcher are timed together, the
     // batch's time less the searcher's: a clock read per file is a cost
@@ -435,7 +435,7 @@ fn search_batch<F: FileSystem>(
         let passed = between
             || !worker.search_haystack(
                 &file.rg_path,
-                Source::InDir(&file.dir, file.name()),
+                Origin::InDir(&file.dir, file.name()),
                 &in_file,
             );
         if let (true, Some(queue)) = (passed, queue) {
@@ -448,18 +448,18 @@ fn search_batch<F: FileSystem>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::grep::Collected;
     use super::super::overrides::overrides;
     use super::super::paths::Root;
+    use super::super::worker::Collected;
     use super::super::{explicit, matcher, Budget};
     use super::*;
     use crate::cancel::CancelToken;
     use crate::fs::MemFs;
 
     /// A walk's haystacks, as the walk yields them.
-    struct Collect<F: FileSystem>(Vec<Haystack<F>>);
+    struct Collect<F: FsHints>(Vec<Haystack<F>>);
 
-    impl<F: FileSystem> serial_walk::Output<F> for Collect<F> {
+    impl<F: FsHints> serial_walk::Output<F> for Collect<F> {
         fn file(&mut self, file: Haystack<F>) {
             self.0.push(file);
         }
@@ -530,14 +530,14 @@ mod tests {
             out.0
         };
         // (case, searched here, given back)
-        type Make = for<'q> fn(&'q Queue<MemFs>) -> GiveBack<'q, MemFs>;
+        type Make = for<'q> fn(&'q Batches<MemFs>) -> GiveBack<'q, MemFs>;
         let cases: [(&str, Make, usize, usize); 3] = [
             ("a helper's batch", |_| GiveBack::Nothing, 5, 0),
             ("during the walk", |q| GiveBack::Anytime(q), 0, 5),
             ("after the walk", |q| GiveBack::BetweenFiles(q), 1, 4),
         ];
         for (case, give_back, searched, back) in cases {
-            let mut queue = Queue::new(1);
+            let mut queue = Batches::new(1);
             queue.helpers_after = std::time::Duration::ZERO;
             queue.walk_done();
             assert!(queue.wants_helper(), "{case}");

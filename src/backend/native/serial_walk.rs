@@ -26,7 +26,7 @@ use ignore::overrides::Override;
 use ignore::Error;
 
 use crate::fs::names::{join_needs_sep, os_str, path_buf, path_bytes, JOIN_SEP};
-use crate::fs::{FileSystem, FileType, Listing};
+use crate::fs::{FileType, FsHints, Listing};
 
 use super::messages::at_path;
 use super::paths::{name_too_long, too_long_for_rg, Root};
@@ -44,13 +44,13 @@ const MAX_LIVE_DIRS: usize = 64;
 
 /// A listed directory: the handle its files are opened through, and its
 /// absolute path.
-pub(crate) struct Dir<F: FileSystem> {
+pub(crate) struct Dir<F: FsHints> {
     handle: F::Dir,
     path: PathBuf,
     live: Arc<AtomicUsize>,
 }
 
-impl<F: FileSystem> Dir<F> {
+impl<F: FsHints> Dir<F> {
     /// The directory's handle.
     pub(crate) fn handle(&self) -> &F::Dir {
         &self.handle
@@ -62,7 +62,7 @@ impl<F: FileSystem> Dir<F> {
     }
 }
 
-impl<F: FileSystem> Drop for Dir<F> {
+impl<F: FsHints> Drop for Dir<F> {
     fn drop(&mut self) {
         self.live.fetch_sub(1, Ordering::Relaxed);
     }
@@ -71,17 +71,17 @@ impl<F: FileSystem> Drop for Dir<F> {
 /// A regular file to search: its directory and the path rg walks for it
 /// (`Root::unwalk` of the engine's absolute path, from which what rg
 /// prints is made).
-pub(crate) struct Haystack<F: FileSystem> {
+pub(crate) struct Haystack<F: FsHints> {
     pub(crate) dir: Arc<Dir<F>>,
     pub(crate) rg_path: PathBuf,
     /// Where the file's name starts in `rg_path`.
     name_at: usize,
     /// The file's position in its directory's listing
-    /// ([`FileSystem::known_miss`]'s hint).
+    /// ([`FsHints::known_miss`]'s hint).
     pub(crate) at: usize,
 }
 
-impl<F: FileSystem> Haystack<F> {
+impl<F: FsHints> Haystack<F> {
     /// The file's name in its directory: the end of `rg_path`, which
     /// [`join`] made.
     pub(crate) fn name(&self) -> &std::ffi::OsStr {
@@ -113,7 +113,7 @@ fn join(dir: &Path, name: &[u8]) -> PathBuf {
 }
 
 /// Where the walk sends what it finds.
-pub(crate) trait Output<F: FileSystem> {
+pub(crate) trait Output<F: FsHints> {
     /// A file rg would search.
     fn file(&mut self, file: Haystack<F>);
     /// An error rg reports with `err_message!` (exit code 2).
@@ -130,7 +130,7 @@ pub(crate) trait Output<F: FileSystem> {
 }
 
 /// A directory still to list.
-struct Pending<F: FileSystem> {
+struct Pending<F: FsHints> {
     /// The listed directory it is an entry of.
     parent: Arc<Dir<F>>,
     /// The rules of that directory.
@@ -162,7 +162,7 @@ fn path_error(err: std::io::Error, path: &Path, depth: usize) -> Error {
 /// workdir `real_workdir` with the include globs `override_set`, sending
 /// its haystacks and walk errors to `out`. Returns the call's ignore state, which holds the
 /// ignore-file messages to report.
-pub(crate) fn walk<F: FileSystem>(
+pub(crate) fn walk<F: FsHints>(
     fs: &F,
     root: &Root,
     real_workdir: &Path,
@@ -258,7 +258,7 @@ pub(crate) fn walk<F: FileSystem>(
 /// `run_one`'s loop over one directory's entries (`generate_work`), then
 /// the listing's error.
 #[allow(clippy::too_many_arguments)]
-fn visit_entries<F: FileSystem>(
+fn visit_entries<F: FsHints>(
     fs: &F,
     ignore_rules: &RgIgnore,
     listing: &mut Listing,

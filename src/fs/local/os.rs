@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 
 use super::LocalFs;
 use crate::cancel::CancelToken;
-use crate::fs::seam::{FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard, Written};
+use crate::fs::seam::{
+    FileSystem, FileType, FsHints, FsWrite, Listing, Metadata, WriteError, WriteGuard, Written,
+};
 
 /// An open directory of the local disk.
 #[derive(Debug)]
@@ -533,7 +535,11 @@ impl FileSystem for LocalFs {
         let data = self.read_control(&path).ok()?;
         Some((path, data))
     }
+}
 
+impl FsHints for LocalFs {}
+
+impl FsWrite for LocalFs {
     fn write(
         &self,
         path: &Path,

@@ -25,10 +25,11 @@ use self::tree::{
     lookup, os_error, Body, DirBody, FileBody, Node, State, Walk, DIR_LEN, NAME_MAX, PATH_MAX,
 };
 use crate::cancel::CancelToken;
-use crate::fs::journal::{Event, Journal, Queue};
+use crate::fs::journal::{Journal, Queue, Record};
 use crate::fs::names;
 use crate::fs::seam::{
-    errno, FileSystem, FileType, Listing, Metadata, Timestamp, WriteError, WriteGuard, Written,
+    errno, FileSystem, FileType, FsHints, FsWrite, Listing, Metadata, Timestamp, WriteError,
+    WriteGuard, Written,
 };
 
 /// How often a FIFO's reader looks at its cancellation token.
@@ -399,7 +400,7 @@ impl MemFs {
             st.ctime = self.tick();
             node
         };
-        self.journal.record(Event::Entries {
+        self.journal.record(Record::Entries {
             dir: dir.ino,
             name: name.into(),
         });
@@ -494,10 +495,10 @@ impl MemFs {
     /// so, and the index rebuilds.
     fn record_node_at(&self, path: &[u8]) {
         let Ok(real) = Walk::new(&self.root).canonical(path) else {
-            return self.journal.record(Event::Unplaced);
+            return self.journal.record(Record::Unplaced);
         };
         let Some(i) = real.iter().rposition(|&b| b == b'/') else {
-            return self.journal.record(Event::Unplaced);
+            return self.journal.record(Record::Unplaced);
         };
         let (parent, name) = (&real[..i.max(1)], &real[i + 1..]);
         if name.is_empty() {
@@ -505,11 +506,11 @@ impl MemFs {
             return;
         }
         match self.node(parent, true) {
-            Ok(dir) => self.journal.record(Event::Node {
+            Ok(dir) => self.journal.record(Record::Node {
                 dir: dir.ino,
                 name: name.into(),
             }),
-            Err(_) => self.journal.record(Event::Unplaced),
+            Err(_) => self.journal.record(Record::Unplaced),
         }
     }
 
@@ -558,7 +559,7 @@ impl MemFs {
         st.mtime = now();
         st.ctime = self.tick();
         drop(st);
-        self.journal.record(Event::Entries {
+        self.journal.record(Record::Entries {
             dir: dir.ino,
             name: name.into(),
         });
@@ -656,7 +657,7 @@ impl MemFs {
                         return Err(errno::not_a_directory());
                     }
                     self.replace(&node, data)?;
-                    self.journal.record(Event::Node {
+                    self.journal.record(Record::Node {
                         dir: dir.ino,
                         name: name.into(),
                     });
@@ -733,17 +734,6 @@ impl MemFs {
 impl FileSystem for MemFs {
     type Dir = MemDir;
     type File = MemFile;
-
-    fn contents<'f>(&self, file: &'f MemFile) -> Option<&'f [u8]> {
-        match &file.0 {
-            Reader::Bytes { data, pos: 0, .. } => Some(data),
-            _ => None,
-        }
-    }
-
-    fn known_nul_free(&self, file: &MemFile) -> bool {
-        matches!(&file.0, Reader::Bytes { nul_free: true, .. })
-    }
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         let p = path_arg(path)?;
@@ -848,7 +838,22 @@ impl FileSystem for MemFs {
         let (path, content) = self.git_excludes.as_ref()?;
         Some((workdir.join(path), content.clone()))
     }
+}
 
+impl FsHints for MemFs {
+    fn contents<'f>(&self, file: &'f MemFile) -> Option<&'f [u8]> {
+        match &file.0 {
+            Reader::Bytes { data, pos: 0, .. } => Some(data),
+            _ => None,
+        }
+    }
+
+    fn known_nul_free(&self, file: &MemFile) -> bool {
+        matches!(&file.0, Reader::Bytes { nul_free: true, .. })
+    }
+}
+
+impl FsWrite for MemFs {
     fn write(
         &self,
         path: &Path,
@@ -866,7 +871,7 @@ impl FileSystem for MemFs {
             Err(e) => return Err(io_err(e)),
         };
         // Never through a dangling symlink, nor over it, whatever the guard:
-        // the local disk's rule (`FileSystem::write`).
+        // the local disk's rule (`FsWrite::write`).
         if old.is_none() && self.node(p, false).is_ok() {
             return Err(WriteError::NotRegular(FileType::Symlink));
         }

@@ -524,7 +524,7 @@ fn names_are_bytes() {
 }
 
 fn write(fs: &MemFs, path: &str, content: &str, guard: &WriteGuard) -> Result<Written, WriteError> {
-    FileSystem::write(
+    FsWrite::write(
         fs,
         Path::new(path),
         content.as_bytes(),
@@ -609,9 +609,9 @@ fn a_cancelled_write_publishes_nothing() {
     let token = CancelToken::new();
     token.cancel();
     let before = fs.metadata(Path::new("/w/file")).unwrap();
-    let r = FileSystem::write(&fs, Path::new("/w/file"), b"x", &WriteGuard::None, &token);
+    let r = FsWrite::write(&fs, Path::new("/w/file"), b"x", &WriteGuard::None, &token);
     assert!(matches!(r, Err(WriteError::Cancelled)), "{r:?}");
-    let r = FileSystem::write(&fs, Path::new("/w/n/f"), b"x", &WriteGuard::None, &token);
+    let r = FsWrite::write(&fs, Path::new("/w/n/f"), b"x", &WriteGuard::None, &token);
     assert!(matches!(r, Err(WriteError::Cancelled)), "{r:?}");
     assert_eq!(fs.metadata(Path::new("/w/file")).unwrap(), before);
     assert!(fs.metadata(Path::new("/w/n")).is_err());
@@ -756,7 +756,7 @@ fn concurrent_reads_see_whole_writes() {
     for i in 0..200u32 {
         let byte = if i % 2 == 0 { b'b' } else { b'a' };
         let guard = WriteGuard::ReplaceIfVersion(fs.metadata(Path::new("/f")).unwrap().version());
-        FileSystem::write(
+        FsWrite::write(
             &*fs,
             Path::new("/f"),
             &vec![byte; LEN],

@@ -24,7 +24,7 @@ use similar::TextDiff;
 use super::{absent, is_staging, OverlayFs};
 use crate::cancel::CancelToken;
 use crate::fs::names::{os_str, path_bytes};
-use crate::fs::seam::{FileSystem, FileType, Listing};
+use crate::fs::seam::{FileSystem, FileType, FsWrite, Listing};
 use crate::fs::BINARY_SNIFF_BYTES;
 use crate::quoting;
 
@@ -67,7 +67,7 @@ impl Change {
     }
 }
 
-impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
+impl<L: FileSystem, U: FsWrite> OverlayFs<L, U> {
     /// The files the upper layer changed, sorted by path (the bytes of the
     /// path relative to the lower root, as git sorts them).
     pub fn changes(&self) -> io::Result<Vec<Change>> {

@@ -30,7 +30,7 @@
 //! as `link/new.txt`.
 //!
 //! The upper layer belongs to the overlay: change it only through
-//! [`FileSystem::write`]. Until the upper layer's root exists no lookup goes
+//! [`FsWrite::write`]. Until the upper layer's root exists no lookup goes
 //! there (the walk of an empty overlay costs what the lower filesystem's own
 //! calls cost, and one `lstat` of that root per path resolved); each path
 //! resolution looks for the root again while it is missing, so a write made
@@ -64,7 +64,8 @@ use walk::{Failed, Found, Last};
 use crate::cancel::CancelToken;
 use crate::fs::local::is_staging;
 use crate::fs::seam::{
-    errno, FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard, Written,
+    errno, FileSystem, FileType, FsHints, FsWrite, Listing, Metadata, WriteError, WriteGuard,
+    Written,
 };
 use crate::fs::LocalFs;
 
@@ -96,7 +97,7 @@ use crate::fs::LocalFs;
 /// assert_eq!(fs.diff()?, "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct OverlayFs<L: FileSystem, U: FileSystem> {
+pub struct OverlayFs<L: FileSystem, U: FsWrite> {
     lower: Arc<L>,
     upper: Arc<U>,
     /// Canonical in the lower layer.
@@ -113,7 +114,7 @@ pub struct OverlayFs<L: FileSystem, U: FileSystem> {
     disk: Option<disk::Disk>,
 }
 
-impl<L: FileSystem, U: FileSystem> fmt::Debug for OverlayFs<L, U> {
+impl<L: FileSystem, U: FsWrite> fmt::Debug for OverlayFs<L, U> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OverlayFs")
             .field("lower_root", &self.lower_root)
@@ -136,7 +137,7 @@ enum Layer {
 
 /// An open directory of an [`OverlayFs`]: its overlay path and the
 /// directory in each layer that has one.
-pub struct OverlayDir<L: FileSystem, U: FileSystem> {
+pub struct OverlayDir<L: FileSystem, U: FsWrite> {
     /// The resolved overlay path.
     path: PathBuf,
     lower: Option<L::Dir>,
@@ -144,7 +145,7 @@ pub struct OverlayDir<L: FileSystem, U: FileSystem> {
     upper: Option<(U::Dir, PathBuf)>,
 }
 
-impl<L: FileSystem, U: FileSystem> OverlayDir<L, U> {
+impl<L: FileSystem, U: FsWrite> OverlayDir<L, U> {
     /// The lower layer's directory, if it has one.
     pub(crate) fn lower_dir(&self) -> Option<&L::Dir> {
         self.lower.as_ref()
@@ -157,7 +158,7 @@ impl<L: FileSystem, U: FileSystem> OverlayDir<L, U> {
     }
 }
 
-impl<L: FileSystem, U: FileSystem> fmt::Debug for OverlayDir<L, U> {
+impl<L: FileSystem, U: FsWrite> fmt::Debug for OverlayDir<L, U> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OverlayDir")
             .field("path", &self.path)
@@ -185,7 +186,7 @@ impl<L: Read, U: Read> Read for OverlayFile<L, U> {
     }
 }
 
-impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
+impl<L: FileSystem, U: FsWrite> OverlayFs<L, U> {
     /// An overlay of `upper` (its tree at `upper_root`) over `lower` below
     /// `lower_root`, a directory of `lower`. `upper_root` need not exist
     /// yet: the first write creates it.
@@ -358,7 +359,7 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
         }
     }
 
-    /// [`FileSystem::write_from`] with the write lock held.
+    /// [`FsWrite::write_from`] with the write lock held.
     fn write_locked(
         &self,
         path: &Path,
@@ -370,7 +371,7 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
             .walk(path, Last::Create)
             .map_err(|f| write_failure(path, f))?;
         // Never through a dangling symlink, nor over it, whatever the guard:
-        // the local disk's rule (`FileSystem::write`).
+        // the local disk's rule (`FsWrite::write`).
         if found.entry.is_none()
             && self
                 .walk(path, Last::NoFollow)
@@ -410,7 +411,7 @@ impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
     }
 }
 
-impl<L: FileSystem, U: FileSystem> FileSystem for OverlayFs<L, U> {
+impl<L: FileSystem, U: FsWrite> FileSystem for OverlayFs<L, U> {
     type Dir = OverlayDir<L, U>;
     type File = OverlayFile<L::File, U::File>;
 
@@ -639,7 +640,11 @@ impl<L: FileSystem, U: FileSystem> FileSystem for OverlayFs<L, U> {
     fn git_global_excludes(&self, workdir: &Path) -> Option<(PathBuf, Vec<u8>)> {
         self.lower.git_global_excludes(workdir)
     }
+}
 
+impl<L: FileSystem, U: FsWrite> FsHints for OverlayFs<L, U> {}
+
+impl<L: FileSystem, U: FsWrite> FsWrite for OverlayFs<L, U> {
     /// Write the upper layer's file for `path`, symlinks resolved through
     /// the merged view (the last one included), under the overlay's lock:
     /// `guard` is checked against the merged state (the lower file's
@@ -725,7 +730,7 @@ fn absent(e: &io::Error) -> bool {
 /// change the mode of (the local disk through `std::fs`, memory through
 /// [`MemFs::set_mode`]) get the lower file's mode back (after publishing:
 /// a reader may see 0600 for that moment). Another upper layer keeps 0600.
-fn keep_mode<U: FileSystem>(upper: &U, path: &Path, mode: u32) -> io::Result<Option<Metadata>> {
+fn keep_mode<U: FsWrite>(upper: &U, path: &Path, mode: u32) -> io::Result<Option<Metadata>> {
     let upper: &dyn Any = upper;
     if let Some(mem) = upper.downcast_ref::<crate::fs::MemFs>() {
         mem.set_mode(path, mode)?;

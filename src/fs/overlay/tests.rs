@@ -114,7 +114,7 @@ fn none() -> CancelToken {
     CancelToken::new()
 }
 
-fn put(fs: &impl FileSystem, path: &Path, data: &str) -> Written {
+fn put(fs: &impl FsWrite, path: &Path, data: &str) -> Written {
     fs.write(path, data.as_bytes(), &WriteGuard::None, &none())
         .unwrap()
 }
@@ -351,27 +351,33 @@ impl FileSystem for Refusing {
         self.check(path)?;
         self.disk.canonicalize(path)
     }
+
     fn metadata(&self, path: &Path) -> io::Result<Metadata> {
         self.check(path)?;
         FileSystem::metadata(&self.disk, path)
     }
+
     fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata> {
         self.check(path)?;
         FileSystem::symlink_metadata(&self.disk, path)
     }
+
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         self.check(path)?;
         FileSystem::read_link(&self.disk, path)
     }
+
     fn open_dir(&self, path: &Path) -> io::Result<Self::Dir> {
         self.check(&path.join("x"))?;
         Ok((self.disk.open_dir(path)?, path.to_path_buf()))
     }
+
     fn open_dir_at(&self, parent: &Self::Dir, _: &Path, name: &OsStr) -> io::Result<Self::Dir> {
         let path = parent.1.join(name);
         self.check(&path.join("x"))?;
         Ok((self.disk.open_dir_at(&parent.0, &parent.1, name)?, path))
     }
+
     fn list(&self, dir: &Self::Dir, listing: &mut Listing) {
         self.disk.list(&dir.0, listing);
         if dir.1 == self.partial {
@@ -387,6 +393,7 @@ impl FileSystem for Refusing {
             listing.fail(io::Error::from_raw_os_error(5));
         }
     }
+
     fn metadata_at(
         &self,
         dir: &Self::Dir,
@@ -397,21 +404,30 @@ impl FileSystem for Refusing {
         self.check(&dir.1.join(name))?;
         self.disk.metadata_at(&dir.0, &dir.1, name, follow)
     }
+
     fn open_at(&self, dir: &Self::Dir, _: &Path, name: &OsStr) -> io::Result<LocalFile> {
         self.check(&dir.1.join(name))?;
         self.disk.open_at(&dir.0, &dir.1, name)
     }
+
     fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<LocalFile> {
         self.check(path)?;
         FileSystem::open(&self.disk, path, cancel)
     }
+
     fn read_control(&self, path: &Path) -> io::Result<Vec<u8>> {
         self.check(path)?;
         FileSystem::read_control(&self.disk, path)
     }
+
     fn git_global_excludes(&self, workdir: &Path) -> Option<(PathBuf, Vec<u8>)> {
         self.disk.git_global_excludes(workdir)
     }
+}
+
+impl FsHints for Refusing {}
+
+impl FsWrite for Refusing {
     fn write(
         &self,
         _: &Path,

@@ -18,7 +18,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::{Layer, OverlayFs};
 use crate::fs::names;
-use crate::fs::seam::{errno, FileSystem, FileType, Metadata};
+use crate::fs::seam::{errno, FileSystem, FileType, FsWrite, Metadata};
 
 /// Linux's `MAXSYMLINKS` and glibc's `__eloop_threshold`: a resolution may
 /// follow 40 symlinks; the 41st fails with `ELOOP`.
@@ -81,7 +81,7 @@ enum Seg {
     Dir,
 }
 
-impl<L: FileSystem, U: FileSystem> OverlayFs<L, U> {
+impl<L: FileSystem, U: FsWrite> OverlayFs<L, U> {
     /// Resolve `path` (absolute) through the merged view.
     pub(super) fn walk(&self, path: &Path, last: Last) -> Result<Found, Failed> {
         if !path.has_root() {

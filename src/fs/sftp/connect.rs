@@ -59,7 +59,7 @@ impl client::Handler for HostKeyCheck {
         let key = match key {
             PublicKeyOrCertificate::PublicKey { key, .. } => key,
             PublicKeyOrCertificate::Certificate(_) => {
-                *self.refusal.lock().unwrap() =
+                *self.refusal.lock().recover_poison() =
                     Some("the server presented a host certificate, which is not supported".into());
                 return Ok(false);
             }
@@ -69,7 +69,7 @@ impl client::Handler for HostKeyCheck {
             Ok(text) => text,
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(e) => {
-                *self.refusal.lock().unwrap() = Some(format!(
+                *self.refusal.lock().recover_poison() = Some(format!(
                     "cannot check the host key against {shown}: {}",
                     io_text(&e)
                 ));
@@ -99,7 +99,7 @@ impl client::Handler for HostKeyCheck {
                 "host key not known: no {alg} key for {name} in {shown} (add it with ssh-keyscan)"
             ),
         };
-        *self.refusal.lock().unwrap() = Some(verdict);
+        *self.refusal.lock().recover_poison() = Some(verdict);
         Ok(false)
     }
 }
@@ -142,7 +142,7 @@ async fn ssh(target: &Target, counters: &Counters) -> io::Result<Arc<Ssh>> {
     let mut ssh = match client::connect(config, addr, checker).await {
         Ok(h) => h,
         Err(e) => {
-            if let Some(why) = refusal.lock().unwrap().take() {
+            if let Some(why) = refusal.lock().recover_poison().take() {
                 return Err(io::Error::new(
                     io::ErrorKind::PermissionDenied,
                     format!("{url}: {why}"),

@@ -24,6 +24,8 @@ use base64::Engine as _;
 use hmac::{KeyInit, Mac};
 use russh::keys::PublicKey;
 
+use crate::fs::SSH_PORT;
+
 /// What a line says of the keys it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Marker {
@@ -138,7 +140,7 @@ fn marker(rest: &mut &[u8]) -> Option<Marker> {
 /// any other, without case.
 pub(crate) fn host_name(host: &str, port: u16) -> String {
     let host = host.to_ascii_lowercase();
-    if port == 22 {
+    if port == SSH_PORT {
         host
     } else {
         format!("[{host}]:{port}")
@@ -238,9 +240,9 @@ fn hashed(hosts: &[u8], name: &str) -> bool {
 /// without port identifier").
 pub(crate) fn check(text: &[u8], host: &str, port: u16, key: &PublicKey) -> Verdict {
     let verdict = check_name(text, &host_name(host, port), key);
-    if port != 22 && matches!(verdict, Verdict::Unknown { .. }) {
+    if port != SSH_PORT && matches!(verdict, Verdict::Unknown { .. }) {
         if let found @ (Verdict::Trusted | Verdict::Revoked(_)) =
-            check_name(text, &host_name(host, 22), key)
+            check_name(text, &host_name(host, SSH_PORT), key)
         {
             return found;
         }
@@ -373,24 +375,93 @@ mod tests {
         assert_eq!(read("@revoked\th"), Some((Marker::Revoked, "h".into())));
     }
 
-    /// The entry points never panic on arbitrary bytes (the fuzz targets
-    /// run them longer).
+    /// `wildcard` written the slow, obvious way: `m[i][j]` is whether the
+    /// first `i` bytes of the pattern match the first `j` of the name.
+    fn wildcard_model(pattern: &[u8], name: &[u8]) -> bool {
+        let mut m = vec![vec![false; name.len() + 1]; pattern.len() + 1];
+        m[0][0] = true;
+        for (i, &p) in pattern.iter().enumerate() {
+            for j in 0..=name.len() {
+                m[i + 1][j] = match p {
+                    b'*' => m[i][j] || (j > 0 && m[i + 1][j - 1]),
+                    _ => j > 0 && m[i][j - 1] && (p == b'?' || p == name[j - 1]),
+                };
+            }
+        }
+        m[pattern.len()][name.len()]
+    }
+
+    /// `names` as sshd(8) words it: a hashed field names only its one
+    /// host (never one made of random bytes); a list names the host when
+    /// a pattern matches it and no negated one does; ssh gives up on a
+    /// list with a pattern of 1023 bytes or more.
+    fn names_model(hosts: &[u8], name: &str) -> bool {
+        if hosts.first() == Some(&b'|') {
+            return false;
+        }
+        let patterns: Vec<&[u8]> = hosts.split(|&b| b == b',').collect();
+        if patterns.iter().any(|p| p.len() >= 1023) {
+            return false;
+        }
+        let matching = |p: &[u8]| wildcard_model(&p.to_ascii_lowercase(), name.as_bytes());
+        let negated = patterns
+            .iter()
+            .any(|p| p.strip_prefix(b"!").is_some_and(matching));
+        let positive = patterns.iter().any(|p| !p.starts_with(b"!") && matching(p));
+        positive && !negated
+    }
+
+    /// On arbitrary bytes the entry points never panic (the fuzz targets
+    /// run them longer) and agree with the models above; a readable line
+    /// planted among unreadable ones is read, at its line number, and
+    /// nothing else is.
     #[test]
     fn arbitrary_bytes() {
+        const NAME: &str = "[127.0.0.1]:2222";
+        const PLANTED: &[u8] = b"planted ssh-ed25519 \
+            AAAAC3NzaC1lZDI1NTE5AAAAID4SHxcQs96q4DUtUPhN72EYyQsBYEVdO769jWR5Nw6f";
+        // `,` and `*` thrice: lists of short patterns, often matching.
+        const ALPHABET: &[u8] = b" \t\n,,,!***?|@#1[]:AZaz09+/=.27";
         let mut x = 0x2545_f491_4f6c_dd1du64;
-        for len in 0..2000 {
-            let data: Vec<u8> = (0..len % 200)
+        let mut junk = |len: usize| -> Vec<u8> {
+            (0..len)
                 .map(|_| {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
-                    b" \t\n,!*?|@#1[]:AZaz09+/="[(x % 23) as usize]
+                    ALPHABET[(x % ALPHABET.len() as u64) as usize]
                 })
-                .collect();
-            for e in entries(&data) {
-                let _ = names(e.hosts, "[127.0.0.1]:2222");
+                .collect()
+        };
+        let (mut named, mut unnamed) = (0, 0);
+        for len in 0..2000 {
+            let (before, after) = (junk(len % 200), junk(len % 37));
+            let text = [&before[..], b"\n", PLANTED, b"\n", &after[..]].concat();
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 2;
+            let read: Vec<(usize, &[u8])> = entries(&text).map(|e| (e.line, e.hosts)).collect();
+            assert_eq!(
+                read,
+                [(line, &b"planted"[..])],
+                "{:?}",
+                String::from_utf8_lossy(&text)
+            );
+            for hosts in before.split(|&b| b == b'\n').chain([&before[..]]) {
+                let got = names(hosts, NAME);
+                let label = String::from_utf8_lossy(hosts);
+                assert_eq!(got, names_model(hosts, NAME), "names({label:?})");
+                for pattern in hosts.split(|&b| b == b',') {
+                    let p = pattern.to_ascii_lowercase();
+                    let want = wildcard_model(&p, NAME.as_bytes());
+                    assert_eq!(wildcard(&p, NAME.as_bytes()), want, "wildcard({label:?})");
+                }
+                if got {
+                    named += 1;
+                } else {
+                    unnamed += 1;
+                }
             }
-            let _ = names(&data, "[127.0.0.1]:2222");
         }
+        // Both answers were met often, or the comparison proved little.
+        assert!(named > 100 && unnamed > 100, "{named} named, {unnamed} not");
     }
 }

@@ -29,7 +29,7 @@
 //!   requests expect;
 //! - [`ops`]: the operations (stat, read, list) as requests on a session;
 //! - [`readahead`]: the files and directories the engine says it will open
-//!   or list ([`FileSystem::will_open`], [`FileSystem::will_list`]), read
+//!   or list ([`FsHints::will_open`], [`FsHints::will_list`]), read
 //!   and listed ahead of it in bounded windows;
 //! - [`stream`]: a large file read in bounded pieces as the engine pulls;
 //! - [`mod@write`] and [`staging`]: a write staged next to its target and
@@ -66,10 +66,11 @@ use self::ops::{list_dir, open_file, read_whole, stat, Opened};
 use self::proto::Reply;
 use self::readahead::{DirAhead, FileAhead, FileWindow, Spec, FILE_MAX};
 use self::session::{Counters, Session};
-use super::journal::{Event, Journal, Queue};
+use super::journal::{Journal, Queue, Record};
 use super::names::{os_str, path_bytes};
 use super::seam::{
-    errno, FileSystem, FileType, Listing, Metadata, WriteError, WriteGuard, Written,
+    errno, FileSystem, FileType, FsHints, FsWrite, Listing, Metadata, WriteError, WriteGuard,
+    Written,
 };
 use crate::cancel::CancelToken;
 
@@ -177,6 +178,7 @@ impl SftpBuilder {
             git_excludes: self.git_excludes,
             ahead_dirs: Arc::new(AtomicUsize::new(0)),
             journal: Journal::default(),
+            writes: Mutex::new(()),
         })
     }
 }
@@ -197,7 +199,7 @@ pub struct SftpStats {
 }
 
 /// A directory of an [`SftpFs`]: its remote path, and the reads of its
-/// files started ahead of the engine ([`FileSystem::will_open`]), which
+/// files started ahead of the engine ([`FsHints::will_open`]), which
 /// are abandoned with it.
 pub struct SftpDir {
     path: PathBuf,
@@ -282,7 +284,7 @@ pub struct SftpFs {
     /// Where git's global excludes file is (found once).
     excludes: OnceLock<Option<PathBuf>>,
     git_excludes: Option<PathBuf>,
-    /// The read-ahead window ([`FileSystem::will_open`]).
+    /// The read-ahead window ([`FsHints::will_open`]).
     window: Arc<FileWindow>,
     /// Listings ahead now (at most [`readahead`]'s `AHEAD_DIRS`).
     ahead_dirs: Arc<AtomicUsize>,
@@ -290,6 +292,9 @@ pub struct SftpFs {
     /// (`docs/index.md`): a write that keeps a file's size within the
     /// second of its mtime is invisible to a listing.
     journal: Journal,
+    /// Held by a write from its guard's check to its publication
+    /// (`write.rs`): one write at a time on this host.
+    writes: Mutex<()>,
 }
 
 impl std::fmt::Debug for SftpFs {
@@ -305,7 +310,7 @@ impl SftpFs {
     pub fn builder(host: impl Into<String>) -> SftpBuilder {
         SftpBuilder {
             host: host.into(),
-            port: 22,
+            port: crate::fs::SSH_PORT,
             user: None,
             identity: None,
             known_hosts: None,
@@ -482,41 +487,6 @@ impl FileSystem for SftpFs {
         self.run(None, |s| async move { stat(&s, p, follow).await })
     }
 
-    fn will_open(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr, metadata: Option<&Metadata>) {
-        // Only a regular file of a known size (what the listing said) that
-        // fits the window; the engine lists nothing else as one.
-        let Some(size) = metadata
-            .filter(|m| m.kind.is_file() && m.len <= FILE_MAX)
-            .map(|m| m.len)
-        else {
-            return;
-        };
-        // Files are read on the first session: spreading them (or a grep's
-        // listings) over two made a grep slower on 2 cores, where glob's
-        // listings spread made glob faster (BENCHMARKS.md).
-        let Some(session) = self.live_session(false) else {
-            return;
-        };
-        let path = path_bytes(&join_name(dir_path, name)).to_vec();
-        let ahead = self.window.hint(session, path, size);
-        dir.ahead
-            .lock()
-            .recover_poison()
-            .insert(name.to_os_string(), ahead);
-    }
-
-    fn lists_ahead(&self) -> bool {
-        true
-    }
-
-    fn will_list(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) {
-        self.list_ahead(dir, dir_path, name, false);
-    }
-
-    fn will_list_tree(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) {
-        self.list_ahead(dir, dir_path, name, true);
-    }
-
     fn open_at(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) -> io::Result<SftpFile> {
         if let Some(data) = self.take_ahead(dir, name)? {
             return Ok(SftpFile::whole(data));
@@ -543,13 +513,6 @@ impl FileSystem for SftpFs {
             // there: `sftp-server` would block in `open(2)` for every
             // client of the connection.
             (_, None) => Err(errno::no_such_device()),
-        }
-    }
-
-    fn contents<'f>(&self, file: &'f SftpFile) -> Option<&'f [u8]> {
-        match &file.body {
-            Body::Whole { data, .. } => Some(data),
-            Body::Stream(_) => None,
         }
     }
 
@@ -592,7 +555,53 @@ impl FileSystem for SftpFs {
         let bytes = self.read_control(&path).ok()?;
         Some((path, bytes))
     }
+}
 
+impl FsHints for SftpFs {
+    fn will_open(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr, metadata: Option<&Metadata>) {
+        // Only a regular file of a known size (what the listing said) that
+        // fits the window; the engine lists nothing else as one.
+        let Some(size) = metadata
+            .filter(|m| m.kind.is_file() && m.len <= FILE_MAX)
+            .map(|m| m.len)
+        else {
+            return;
+        };
+        // Files are read on the first session: spreading them (or a grep's
+        // listings) over two made a grep slower on 2 cores, where glob's
+        // listings spread made glob faster (BENCHMARKS.md).
+        let Some(session) = self.live_session(false) else {
+            return;
+        };
+        let path = path_bytes(&join_name(dir_path, name)).to_vec();
+        let ahead = self.window.hint(session, path, size);
+        dir.ahead
+            .lock()
+            .recover_poison()
+            .insert(name.to_os_string(), ahead);
+    }
+
+    fn lists_ahead(&self) -> bool {
+        true
+    }
+
+    fn will_list(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) {
+        self.list_ahead(dir, dir_path, name, false);
+    }
+
+    fn will_list_tree(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr) {
+        self.list_ahead(dir, dir_path, name, true);
+    }
+
+    fn contents<'f>(&self, file: &'f SftpFile) -> Option<&'f [u8]> {
+        match &file.body {
+            Body::Whole { data, .. } => Some(data),
+            Body::Stream(_) => None,
+        }
+    }
+}
+
+impl FsWrite for SftpFs {
     fn write(
         &self,
         path: &Path,
@@ -601,7 +610,7 @@ impl FileSystem for SftpFs {
         cancel: &CancelToken,
     ) -> Result<Written, WriteError> {
         let written = write::write(self, path, content, guard, cancel)?;
-        self.journal.record(Event::Wrote(path.to_path_buf()));
+        self.journal.record(Record::Wrote(path.to_path_buf()));
         Ok(written)
     }
 }

@@ -1,14 +1,14 @@
 //! Work done ahead of the engine on what it says it will open or list, so
 //! that its requests are in flight before the engine waits on them.
 //!
-//! Files ([`FileSystem::will_open`]): a window of files and bytes granted
+//! Files ([`FsHints::will_open`]): a window of files and bytes granted
 //! in the order of the hints, each file read by a chain of continuations on
 //! the session's reader (its `OPEN` reply sends its `READ`, the `READ`
 //! reply its `CLOSE`), with no task, channel or wake-up of its own; a
 //! searching thread takes the bytes from the file's slot, waiting on it
 //! only while its reply is on the way.
 //!
-//! Directories ([`FileSystem::will_list`], [`FileSystem::will_list_tree`]):
+//! Directories ([`FsHints::will_list`], [`FsHints::will_list_tree`]):
 //! each listed by a task, in one of a bounded number of places
 //! ([`AHEAD_DIRS`]), the listing held by the parent [`SftpDir`] until the
 //! engine opens the directory; a listing the engine asked for starts its
@@ -297,14 +297,14 @@ impl Drop for FileAhead {
     }
 }
 
-/// Directories listed ahead of the engine ([`FileSystem::will_list`]) at
+/// Directories listed ahead of the engine ([`FsHints::will_list`]) at
 /// once, in flight or waiting to be taken; past it a directory is listed
 /// when the engine lists it.
 const AHEAD_DIRS: usize = 256;
 /// The places among them that only listings the engine asked for take.
 const AHEAD_DIRS_NAMED: usize = 64;
 /// Directories listed ahead of a walk that lists the whole tree
-/// ([`FileSystem::will_list_tree`]): every listing is wanted, so the only
+/// ([`FsHints::will_list_tree`]): every listing is wanted, so the only
 /// bound is memory (a listing is its names).
 const AHEAD_TREE_DIRS: usize = 4096;
 
@@ -331,7 +331,7 @@ impl Drop for DirAhead {
 
 /// The listings of a directory's subdirectories, started one level beyond
 /// what the engine has asked for: a directory listed ahead because the
-/// engine will list it ([`FileSystem::will_list`]) starts listing its own
+/// engine will list it ([`FsHints::will_list`]) starts listing its own
 /// subdirectories as soon as its listing is in, before the engine, which
 /// may be several directories behind, gets to it and names them. A
 /// subdirectory the engine then skips (ignored) cost one listing, never
@@ -340,7 +340,7 @@ impl Drop for DirAhead {
 pub(super) struct Spec {
     state: Mutex<SpecState>,
     children: Mutex<HashMap<OsString, DirAhead>>,
-    /// Named through [`FileSystem::will_list_tree`], or below such a
+    /// Named through [`FsHints::will_list_tree`], or below such a
     /// directory: the walk lists every subdirectory but the VCS ones, so
     /// their listings start as soon as this one is in, at every depth
     /// (as far as [`AHEAD_DIRS`] allows).
@@ -472,7 +472,7 @@ fn ready<T>(task: &mut tokio::task::JoinHandle<T>) -> Option<Result<T, tokio::ta
 
 impl SftpFs {
     /// Start listing the subdirectory `name` of `dir` for the engine
-    /// ([`FileSystem::will_list`]; `tree`: [`FileSystem::will_list_tree`]),
+    /// ([`FsHints::will_list`]; `tree`: [`FsHints::will_list_tree`]),
     /// or take the listing its parent's speculation started.
     pub(super) fn list_ahead(&self, dir: &SftpDir, dir_path: &Path, name: &OsStr, tree: bool) {
         // A walk that lists the whole tree (glob) spreads its listings over

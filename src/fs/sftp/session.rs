@@ -17,6 +17,7 @@ use tokio::sync::{oneshot, Notify};
 
 use super::connect::Ssh;
 use super::proto::{self, Out, Reply};
+use crate::sync::RecoverPoison;
 
 /// The largest read and write every server serves whole
 /// (draft-ietf-secsh-filexfer-02 §3: servers serve at least 32 KiB).
@@ -210,7 +211,7 @@ impl Session {
 
     /// Whether the session has ended.
     pub(crate) fn is_dead(&self) -> bool {
-        self.pending.lock().unwrap().dead.is_some()
+        self.pending.lock().recover_poison().dead.is_some()
     }
 
     /// Queue one request for the writer task, its reply to go to `waiter`
@@ -225,7 +226,7 @@ impl Session {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let packet = body(Out::new(kind, id)).finish();
         {
-            let mut p = self.pending.lock().unwrap();
+            let mut p = self.pending.lock().recover_poison();
             if let Some(why) = &p.dead {
                 return Err(lost(&self.url, why));
             }
@@ -239,7 +240,7 @@ impl Session {
         }
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         let was_empty = {
-            let mut out = self.outbox.lock().unwrap();
+            let mut out = self.outbox.lock().recover_poison();
             let was_empty = out.is_empty();
             out.extend_from_slice(&packet);
             was_empty
@@ -294,7 +295,7 @@ impl Session {
 
     fn kill(self: &Arc<Session>, why: &str) {
         let waiters = {
-            let mut p = self.pending.lock().unwrap();
+            let mut p = self.pending.lock().recover_poison();
             p.dead.get_or_insert_with(|| why.to_string());
             // Its requests will not be answered.
             let gone = std::mem::take(&mut p.in_flight);
@@ -320,7 +321,7 @@ impl Drop for Abandon<'_> {
         self.session
             .pending
             .lock()
-            .unwrap()
+            .recover_poison()
             .waiters
             .remove(&self.id);
     }
@@ -342,7 +343,7 @@ async fn writer(write: ChannelWriteHalf<Msg>, session: Arc<Session>) {
     loop {
         session.flush.notified().await;
         loop {
-            let out = std::mem::take(&mut *session.outbox.lock().unwrap());
+            let out = std::mem::take(&mut *session.outbox.lock().recover_poison());
             if out.is_empty() {
                 break;
             }
@@ -385,7 +386,7 @@ async fn reader(mut read: ChannelReadHalf, mut partial: Vec<u8>, session: Arc<Se
         if !replies.is_empty() {
             // Every reply in the chunk came in together: none of their
             // requests is waiting any more, whatever the dispatch sends.
-            let mut p = session.pending.lock().unwrap();
+            let mut p = session.pending.lock().recover_poison();
             let answered = p.in_flight.min(replies.len());
             p.in_flight -= answered;
             session
@@ -399,7 +400,7 @@ async fn reader(mut read: ChannelReadHalf, mut partial: Vec<u8>, session: Arc<Se
             }
             let id = u32::from_be_bytes(packet[1..5].try_into().unwrap());
             let reply = Reply::parse(packet[0], packet.slice(5..));
-            let waiter = session.pending.lock().unwrap().waiters.remove(&id);
+            let waiter = session.pending.lock().recover_poison().waiters.remove(&id);
             match (waiter, reply) {
                 (Some(w), reply) => w.answer(&session, reply),
                 // A handle opened for a request that was abandoned: close

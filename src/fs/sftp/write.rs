@@ -26,9 +26,10 @@ pub(super) fn write(
     cancel: &CancelToken,
 ) -> Result<Written, WriteError> {
     // One write at a time per workspace: the guard's check and the
-    // publication must not interleave with another thread's.
-    static WRITES: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _serial = WRITES.lock().recover_poison();
+    // publication must not interleave with another thread's. The lock is
+    // this filesystem's, so a host that is slow to answer holds up the
+    // writes to itself and to no other workspace.
+    let _serial = fs.writes.lock().recover_poison();
     let io_err = |e: io::Error| WriteError::Io(path.to_path_buf(), e);
     // A final symlink is followed: its target is replaced and the link
     // stays, as on the local disk (`LocalFs` publishes at the real path).
