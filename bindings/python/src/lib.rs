@@ -25,7 +25,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
-use dsh_search::tool::{CallContext, Tools as ToolSet};
+use dsh_search::tool::{CallContext, ToolResult, Tools as ToolSet};
 use dsh_search::{CancelToken, Invocation, NativeBackend, Workspace};
 use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -248,7 +248,9 @@ impl Tools {
     ) -> PyResult<Bound<'py, PyAny>> {
         let args = to_json(py, &args, "Tools.call: args")?;
         let result = self.run(py, name, args, cwd, session)?;
-        from_json(py, &result.to_string())
+        let text = serde_json::to_string(&result)
+            .map_err(|e| PyRuntimeError::new_err(format!("Tools.call: {e}")))?;
+        from_json(py, &text)
     }
 
     /// `glob`: the files whose path matches `pattern`, newest first.
@@ -345,7 +347,7 @@ impl Tools {
         args: Value,
         cwd: Option<PathBuf>,
         session: Option<String>,
-    ) -> PyResult<Value> {
+    ) -> PyResult<ToolResult> {
         let workdir = match cwd {
             Some(cwd) if self.workspace.is_remote() => {
                 options::remote_dir_path(&cwd.to_string_lossy())
@@ -361,12 +363,12 @@ impl Tools {
         ctx.cancel = cancel.clone();
         let tools = self.tools.clone();
         let remote = self.workspace.is_remote().then(|| self.workspace.clone());
-        off_thread(py, &cancel, move || {
+        off_thread(py, &cancel, move || -> Result<ToolResult, String> {
             if let Some(workspace) = &remote {
                 options::check_remote_cwd(workspace, &ctx.workdir)
                     .map_err(|e| format!("Tools: {e}"))?;
             }
-            serde_json::to_value(tools.call(&name, &args, &ctx)).map_err(|e| e.to_string())
+            Ok(tools.call(&name, &args, &ctx))
         })?
         .map_err(PyValueError::new_err)
     }
@@ -388,14 +390,17 @@ impl Tools {
             other => other,
         };
         let result = self.run(py, name.to_owned(), args, cwd, session)?;
-        let content = result["content"].as_str().unwrap_or_default().to_owned();
-        if result["isError"].as_bool() == Some(true) {
-            let err = ToolError::new_err(content);
-            let code = result["error"]["code"].as_str().map(str::to_owned);
+        if result.is_error {
+            let code = result
+                .error
+                .as_ref()
+                .and_then(|e| e.code())
+                .map(str::to_owned);
+            let err = ToolError::new_err(result.content);
             err.value(py).setattr("code", code)?;
             return Err(err);
         }
-        Ok(content)
+        Ok(result.content)
     }
 }
 
