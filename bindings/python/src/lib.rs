@@ -4,9 +4,9 @@
 //! The same primitives as the Node addon (`bindings/node/src/lib.rs`), for
 //! Python's calling conventions:
 //!
-//! - [`rg`]: one of rg's two argv vectors (`dsh_search::Invocation`) run on
+//! - `rg`: one of rg's two argv vectors (`dsh_search::Invocation`) run on
 //!   the native engine, returning rg's stdout, stderr and exit code;
-//! - [`Tools`]: the tools over the workspace its options name (the keys
+//! - `Tools`: the tools over the workspace its options name (the keys
 //!   and checks of Node's `new Tools(options)`, `bindings/common`), with
 //!   one method per tool returning the text the model reads (what
 //!   `dsh-search TOOL` prints), and `call` for the whole result object.
