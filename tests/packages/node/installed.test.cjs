@@ -21,6 +21,26 @@ assert.ok(RG && CLI, "DSH_SEARCH_RG (rg 15.2.0) and DSH_SEARCH_BIN (the reposito
 const APP = process.cwd();
 const pkg = require(path.join(APP, "node_modules", "dsh-search", "package.json"));
 
+/**
+ * How the package's command starts: npm's `.bin` link on Linux; on Windows
+ * its launcher under node (npm's `.cmd` shim needs a shell); where an
+ * emulated process cannot start the platform's executables
+ * (DSH_SEARCH_PKG_EMULATOR, e.g. qemu-aarch64 without binfmt_misc) the
+ * platform package's binary under that emulator, the launcher left out.
+ */
+function command(args) {
+  const emulator = process.env.DSH_SEARCH_PKG_EMULATOR;
+  if (emulator) {
+    const [cmd, ...pre] = emulator.split(" ");
+    const { binaryPath } = require(path.join(APP, "node_modules", "dsh-search", "load.js"));
+    return [cmd, [...pre, binaryPath(), ...args]];
+  }
+  if (process.platform === "win32") {
+    return [process.execPath, [path.join(APP, "node_modules", "dsh-search", "bin", "dsh-search.js"), ...args]];
+  }
+  return [path.join(APP, "node_modules", ".bin", "dsh-search"), args];
+}
+
 const made = [];
 after(() => made.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })));
 function tempdir(prefix) {
@@ -140,26 +160,32 @@ test("Tools glob, grep, read and edit give the command line's texts", async () =
 });
 
 test("the package's dsh-search command is the platform binary, with the package's version", () => {
-  const out = execFileSync(path.join(APP, "node_modules", ".bin", "dsh-search"), ["--version"], { encoding: "utf8" });
-  assert.equal(out.trim(), `dsh-search ${pkg.version}`);
+  const run = (...args) => spawnSync(...command(args), { encoding: "utf8" });
+  assert.equal(run("--version").stdout.trim(), `dsh-search ${pkg.version}`);
   const root = tree();
-  const run = (bin) => spawnSync(bin, ["--cwd", root, "grep", "hello"], { encoding: "utf8" });
-  const got = run(path.join(APP, "node_modules", ".bin", "dsh-search"));
-  const want = run(CLI);
-  assert.deepEqual([got.stdout, got.status], [want.stdout, want.status]);
-  // A failure's status comes through the launcher too.
-  assert.equal(run(path.join(APP, "node_modules", ".bin", "dsh-search")).status, 0);
-  const missing = spawnSync(path.join(APP, "node_modules", ".bin", "dsh-search"), ["--cwd", root, "grep", "zzz_absent"]);
-  assert.equal(missing.status, 1);
+  const cases = [
+    ["a match", ["grep", "hello"], 0],
+    ["no match", ["grep", "zzz_absent"], 1],
+    ["an error", ["grep", "fn ("], 2],
+  ];
+  for (const [name, args, status] of cases) {
+    const got = run("--cwd", root, ...args);
+    const want = spawnSync(CLI, ["--cwd", root, ...args], { encoding: "utf8" });
+    assert.deepEqual([got.stdout, got.status], [want.stdout, want.status], name);
+    assert.equal(got.status, status, name);
+  }
 });
 
 test("npx dsh-search mcp answers tools/list and a grep from the TypeScript MCP SDK", async () => {
   const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
   const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
   const root = tree();
+  // npx where it runs as a user runs it; elsewhere the command as above.
+  const native = process.platform !== "win32" && !process.env.DSH_SEARCH_PKG_EMULATOR;
+  const [cmd, args] = native ? ["npx", ["-y", "dsh-search", "--cwd", root, "mcp"]] : command(["--cwd", root, "mcp"]);
   const transport = new StdioClientTransport({
-    command: "npx",
-    args: ["-y", "dsh-search", "--cwd", root, "mcp"],
+    command: cmd,
+    args,
     cwd: APP,
     // npm may not reach a registry: what npx runs is what was installed.
     env: { ...process.env, npm_config_offline: "true" },
@@ -189,7 +215,11 @@ function appCopy() {
 /** What `require('dsh-search')` throws in `dir`, run by node with `preload` first. */
 function loadError(dir, preload = "") {
   const script = `${preload}; try { require('dsh-search'); console.log('loaded') } catch (e) { console.log(e.message) }`;
-  return execFileSync(process.execPath, ["-e", script], { cwd: dir, encoding: "utf8" }).trim();
+  // Under an emulator, node itself is one of the platform's executables.
+  const emulator = process.env.DSH_SEARCH_PKG_EMULATOR;
+  const [cmd, ...pre] = emulator ? emulator.split(" ") : [process.execPath];
+  const args = [...pre, ...(emulator ? [process.execPath] : []), "-e", script];
+  return execFileSync(cmd, args, { cwd: dir, encoding: "utf8" }).trim();
 }
 
 const platformDir = (dir) => {
