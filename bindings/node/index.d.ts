@@ -1,5 +1,5 @@
 /// <reference types="node" />
-// Types of @dsh-search/node (contract.md §12, "Node").
+// Types of the npm package dsh-search (contract.md §12, "Node").
 
 /** What the rg binary printed and exited with. */
 export interface RgOutput {

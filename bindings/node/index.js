@@ -6,7 +6,8 @@
 // exception from a type conversion deep in the addon.
 
 const path = require('node:path')
-const native = require('./dsh-search.node')
+// The addon: the platform package's, checked (load.js).
+const native = require('./load.js').loadAddon()
 
 // process.exit() ends the process without tearing its environment down
 // (no cleanup hook runs): the calls in flight are cancelled here, so that
