@@ -222,3 +222,9 @@ pub mod fuzzing {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// The workspaces' example (`docs/workspaces.md`), compiled and run as
+/// the README's are.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/workspaces.md")]
+struct WorkspacesDoctests;

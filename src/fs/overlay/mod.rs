@@ -75,7 +75,7 @@ use crate::fs::LocalFs;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use dsh_search::fs::{FileSystem, LocalFs, OverlayFs, WriteGuard, ChangeKind};
+/// use dsh_search::fs::{FileSystem, FsWrite, LocalFs, OverlayFs, WriteGuard, ChangeKind};
 /// use dsh_search::CancelToken;
 ///
 /// let work = tempfile::tempdir()?;
