@@ -304,11 +304,7 @@ pub fn change_kind(r: &mut Rng, kind: usize, root: &Path, tools: &Tools) -> Stri
         9 => match some_file(r) {
             Some(p) => {
                 let line = r.pick(LINES);
-                fs::OpenOptions::new()
-                    .append(true)
-                    .open(abs(&p))
-                    .and_then(|mut f| writeln!(f, "{line}"))
-                    .map(|_| format!("append {line:?} to {}", p.display()))
+                append_line(&abs(&p), line).map(|_| format!("append {line:?} to {}", p.display()))
             }
             None => Ok("nothing to append to".into()),
         },
@@ -396,10 +392,7 @@ pub fn change_kind(r: &mut Rng, kind: usize, root: &Path, tools: &Tools) -> Stri
             match linked.or(files.first()) {
                 Some(p) => {
                     let line = r.pick(LINES);
-                    fs::OpenOptions::new()
-                        .append(true)
-                        .open(abs(p))
-                        .and_then(|mut f| writeln!(f, "{line}"))
+                    append_line(&abs(p), line)
                         .map(|_| format!("append {line:?} to {} (linked)", p.display()))
                 }
                 None => Ok("nothing to append to".into()),
@@ -428,6 +421,12 @@ pub fn change_kind(r: &mut Rng, kind: usize, root: &Path, tools: &Tools) -> Stri
         }
     };
     done.unwrap_or_else(|e| format!("change {kind} failed: {e}"))
+}
+
+/// Append `line` and a newline to the file at `path`.
+fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
+    let mut f = fs::OpenOptions::new().append(true).open(path)?;
+    writeln!(f, "{line}")
 }
 
 pub fn seed() -> u64 {
@@ -462,7 +461,7 @@ fn index_follows_every_change_like_rg() {
         let mut history = Vec::new();
         for step in 0..30 {
             if step % 10 == 9 {
-                saved_file(store.path());
+                crate::util::saved_index(store.path());
                 drop(ix);
                 // No index alive: the tools of an unindexed workspace.
                 let tools = WorkspaceOptions::new(FsSpec::Local)
@@ -909,10 +908,6 @@ fn hard_links_are_followed_through_every_name() {
     type Change = fn(&Path) -> std::io::Result<()>;
     /// Links made before the index starts: `(existing, new name)`.
     type Before = &'static [(&'static str, &'static str)];
-    fn append_to(p: &Path, text: &str) -> std::io::Result<()> {
-        let mut f = fs::OpenOptions::new().append(true).open(p)?;
-        writeln!(f, "{text}")
-    }
     // (name, links made before the index starts, the change)
     let cases: [(&str, Before, Change); 6] = [
         (
@@ -920,7 +915,7 @@ fn hard_links_are_followed_through_every_name() {
             &[],
             |r| {
                 fs::hard_link(r.join("d/a.txt"), r.join("d/b.txt"))?;
-                append_to(&r.join("d/b.txt"), "NEWSTUFF")
+                append_line(&r.join("d/b.txt"), "NEWSTUFF")
             },
         ),
         (
@@ -928,24 +923,24 @@ fn hard_links_are_followed_through_every_name() {
             &[],
             |r| {
                 fs::hard_link(r.join("d/a.txt"), r.join("d/b.txt"))?;
-                append_to(&r.join("d/a.txt"), "NEWSTUFF")
+                append_line(&r.join("d/a.txt"), "NEWSTUFF")
             },
         ),
         ("linked into another directory, written there", &[], |r| {
             fs::hard_link(r.join("d/a.txt"), r.join("e/b.txt"))?;
-            append_to(&r.join("e/b.txt"), "NEWSTUFF")
+            append_line(&r.join("e/b.txt"), "NEWSTUFF")
         }),
         (
             "a pair linked before the start, appended through one name",
             &[("d/a.txt", "e/b.txt")],
-            |r| append_to(&r.join("e/b.txt"), "NEWSTUFF"),
+            |r| append_line(&r.join("e/b.txt"), "NEWSTUFF"),
         ),
         (
             "a pair's other name removed, then written",
             &[("d/a.txt", "d/b.txt")],
             |r| {
                 fs::remove_file(r.join("d/b.txt"))?;
-                append_to(&r.join("d/a.txt"), "NEWSTUFF")
+                append_line(&r.join("d/a.txt"), "NEWSTUFF")
             },
         ),
         (
@@ -953,7 +948,7 @@ fn hard_links_are_followed_through_every_name() {
             &[("d/a.txt", "d/b.txt")],
             |r| {
                 fs::rename(r.join("d/b.txt"), r.join("e/c.txt"))?;
-                append_to(&r.join("e/c.txt"), "NEWSTUFF")
+                append_line(&r.join("e/c.txt"), "NEWSTUFF")
             },
         ),
     ];
@@ -1017,29 +1012,6 @@ fn open_saved(root: &Path, store: &Path) -> Indexed {
     }
 }
 
-/// The one saved index in `store`, once its write is done.
-fn saved_file(store: &Path) -> PathBuf {
-    for _ in 0..600 {
-        let files: Vec<PathBuf> = fs::read_dir(store)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("index-")
-            })
-            .collect();
-        if let [one] = &files[..] {
-            return one.clone();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("no saved index in {}", store.display());
-}
-
 /// Restart without a rebuild (issue 31): a workspace opened again on a
 /// tree whose index was saved reads only the files that changed while
 /// nothing watched (a rewrite that keeps the size and the mtime among
@@ -1058,7 +1030,7 @@ fn a_saved_index_restarts_reading_only_what_changed() {
     let first = open_saved(&root, &store);
     let s = first.index.status();
     assert_eq!((s.saved.as_str(), s.build_reads), ("none", files), "{s:?}");
-    let file = saved_file(&store);
+    let file = crate::util::saved_index(&store);
     let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!((mode(&store), mode(&file)), (0o700, 0o600));
     drop(first);
@@ -1099,11 +1071,11 @@ fn a_saved_index_restarts_reading_only_what_changed() {
 
     // What cannot be used is ignored, and the tree read whole: each case
     // changes the saved file, then the workspace is opened again.
-    let good = fs::read(saved_file(&store)).unwrap();
+    let good = fs::read(crate::util::saved_index(&store)).unwrap();
     let other = small_tree();
     let other_store = store_dir.path().join("other");
     drop(open_saved(other.root(), &other_store));
-    let foreign = fs::read(saved_file(&other_store)).unwrap();
+    let foreign = fs::read(crate::util::saved_index(&other_store)).unwrap();
     type Spoil<'a> = Box<dyn Fn(&Path) + 'a>;
     let cases: Vec<(&str, Spoil, &str)> = vec![
         (
@@ -1141,7 +1113,7 @@ fn a_saved_index_restarts_reading_only_what_changed() {
     ];
     let files_now = 4;
     for (name, spoil, why) in cases {
-        let file = saved_file(&store);
+        let file = crate::util::saved_index(&store);
         spoil(&file);
         let ix = open_saved(&root, &store);
         let s = ix.index.status();
@@ -1153,7 +1125,7 @@ fn a_saved_index_restarts_reading_only_what_changed() {
         check_all(env, &mut report, &ix, &root, name);
         assert_eq!(answer(&ix, &root), Answer::Index, "{name}");
         // The build saved a good one again, private.
-        let file = saved_file(&store);
+        let file = crate::util::saved_index(&store);
         for _ in 0..600 {
             if mode(&file) == 0o600 && fs::read(&file).unwrap().len() > 100 {
                 break;

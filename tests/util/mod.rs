@@ -685,3 +685,28 @@ fn shards_run_each_case_of_a_table_once() {
         );
     }
 }
+
+/// The one index saved in the directory `store` (`docs/index.md`,
+/// "Restart without a rebuild"), once its write is done (it follows the
+/// build); a panic when there is none after 30 s, or more than one.
+#[cfg(target_os = "linux")]
+pub fn saved_index(store: &std::path::Path) -> std::path::PathBuf {
+    for _ in 0..600 {
+        let files: Vec<std::path::PathBuf> = std::fs::read_dir(store)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("index-"))
+            })
+            .collect();
+        match &files[..] {
+            [one] => return one.clone(),
+            [] => std::thread::sleep(std::time::Duration::from_millis(50)),
+            more => panic!("more than one saved index: {more:?}"),
+        }
+    }
+    panic!("no saved index in {}", store.display());
+}
