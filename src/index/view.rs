@@ -113,6 +113,16 @@ pub(crate) enum ViewDir<S: FileSystem> {
     Disk(S::Dir),
 }
 
+/// The mirrored metadata the view answers with: not a regular file's of
+/// more than one link, which is stat'ed on the disk at every call. Its
+/// other names are stat'ed again at any change the feed reports
+/// (`mirror::apply`), but a write through a name the mirror does not follow
+/// (outside the root, or in an overlay's lower layer under a name its upper
+/// layer shadows) is reported to no one.
+fn vouched(meta: Option<Metadata>) -> Option<Metadata> {
+    meta.filter(|m| !(m.kind == FileType::File && m.links > 1))
+}
+
 fn mirrored<S: FileSystem>(node: Arc<DirNode>) -> ViewDir<S> {
     ViewDir::Mirror(node, OnceLock::new(), OnceLock::new())
 }
@@ -170,7 +180,7 @@ impl<S: Source> View<S> {
 
     fn mirrored_meta(&self, path: &Path, follow: bool) -> Option<Metadata> {
         match self.lookup(path)? {
-            Found::Entry(e) => e.meta.filter(|m| !(follow && m.kind == FileType::Symlink)),
+            Found::Entry(e) => vouched(e.meta).filter(|m| !(follow && m.kind == FileType::Symlink)),
             Found::Root => None,
         }
     }
@@ -301,7 +311,7 @@ impl<S: Source> FileSystem for View<S> {
                     return;
                 }
                 for e in &node.entries {
-                    match e.meta {
+                    match vouched(e.meta) {
                         Some(m) => listing.push_with_metadata(&e.name, e.kind, m),
                         None => listing.push(&e.name, e.kind),
                     }
@@ -320,7 +330,7 @@ impl<S: Source> FileSystem for View<S> {
     ) -> io::Result<Metadata> {
         match dir {
             ViewDir::Mirror(node, ..) => {
-                let m = node.get(os_bytes(name)).and_then(|e| e.meta);
+                let m = vouched(node.get(os_bytes(name)).and_then(|e| e.meta));
                 match m.filter(|m| !(follow && m.kind == FileType::Symlink)) {
                     Some(m) => Ok(m),
                     None if follow => self.disk.metadata(&dir_path.join(name)),
