@@ -26,6 +26,7 @@ mod json;
 pub mod orphan;
 mod process;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -76,6 +77,8 @@ impl Default for RgConfig {
 #[derive(Clone, Debug, Default)]
 pub struct RgBackend {
     config: RgConfig,
+    /// Variables set for rg on top of this process's ([`RgBackend::env`]).
+    env: Vec<(OsString, OsString)>,
 }
 
 impl RgBackend {
@@ -94,7 +97,21 @@ impl RgBackend {
 
     /// A backend with the given configuration.
     pub fn with_config(config: RgConfig) -> RgBackend {
-        RgBackend { config }
+        RgBackend {
+            config,
+            env: Vec::new(),
+        }
+    }
+
+    /// Run rg with the variable `key` set to `value`, on top of this
+    /// process's environment as rg gets it (the secrets scrubbed,
+    /// `process.rs`): for a program that runs rg for another user's home
+    /// (`HOME`, `XDG_CONFIG_HOME`: where rg finds git's global excludes),
+    /// or tests that give rg a home without changing their own
+    /// environment. By default, none.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> RgBackend {
+        self.env.push((key.into(), value.into()));
+        self
     }
 
     /// The rg binary a call would run: the configured path, else the first
@@ -216,7 +233,13 @@ impl SearchBackend for RgBackend {
             Ok(cmd) => cmd,
             Err(reason) => return launch_failed(reason.to_string()),
         };
-        let run = process::run(&cmd, &req.cancel, req.raw_budget, self.config.grace);
+        let run = process::run(
+            &cmd,
+            &self.env,
+            &req.cancel,
+            req.raw_budget,
+            self.config.grace,
+        );
         Outcome {
             status: run.status,
             stderr: run.stderr,
@@ -231,7 +254,13 @@ impl SearchBackend for RgBackend {
             Ok(cmd) => cmd,
             Err(reason) => return launch_failed(reason.to_string()),
         };
-        let run = process::run(&cmd, &req.cancel, req.raw_budget, self.config.grace);
+        let run = process::run(
+            &cmd,
+            &self.env,
+            &req.cancel,
+            req.raw_budget,
+            self.config.grace,
+        );
         let (events, malformed) = json::parse_json(&run.stdout);
         let status = match (run.status, malformed) {
             (Status::Exited(0), Some(detail)) => Status::Malformed(detail),
