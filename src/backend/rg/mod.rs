@@ -148,6 +148,18 @@ impl RgBackend {
     }
 }
 
+impl RgBackend {
+    /// Run `cmd` with this backend's variables and grace period.
+    fn run(
+        &self,
+        cmd: &RgCommand,
+        cancel: &crate::CancelToken,
+        budget: Option<u64>,
+    ) -> process::Run {
+        process::run(cmd, &self.env, cancel, budget, self.config.grace)
+    }
+}
+
 /// Why the rg binary cannot be run. Its text is the call's launch failure
 /// ([`Status::LaunchFailed`]), which the tools report as the seed does.
 #[derive(Debug)]
@@ -229,17 +241,10 @@ impl SearchBackend for RgBackend {
     }
 
     fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults> {
-        let cmd = match self.glob_command(req) {
-            Ok(cmd) => cmd,
+        let run = match self.glob_command(req) {
+            Ok(cmd) => self.run(&cmd, &req.cancel, req.raw_budget),
             Err(reason) => return launch_failed(reason.to_string()),
         };
-        let run = process::run(
-            &cmd,
-            &self.env,
-            &req.cancel,
-            req.raw_budget,
-            self.config.grace,
-        );
         Outcome {
             status: run.status,
             stderr: run.stderr,
@@ -250,17 +255,10 @@ impl SearchBackend for RgBackend {
     }
 
     fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults> {
-        let cmd = match self.grep_command(req) {
-            Ok(cmd) => cmd,
+        let run = match self.grep_command(req) {
+            Ok(cmd) => self.run(&cmd, &req.cancel, req.raw_budget),
             Err(reason) => return launch_failed(reason.to_string()),
         };
-        let run = process::run(
-            &cmd,
-            &self.env,
-            &req.cancel,
-            req.raw_budget,
-            self.config.grace,
-        );
         let (events, malformed) = json::parse_json(&run.stdout);
         let status = match (run.status, malformed) {
             (Status::Exited(0), Some(detail)) => Status::Malformed(detail),
