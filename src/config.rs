@@ -16,9 +16,80 @@
 //! (`contract.md` §4: head mode, a 30,000 ms timeout, spill-policy at
 //! 50,000 bytes). Unknown keys and invalid values are rejected.
 
+use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
+
+/// Why a configuration was refused, with the file or the key it concerns.
+/// Its text is the one the command line, the servers and the Node binding
+/// print (the seed's validation messages, `seed-reference.md` §9).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read (missing, not a regular file, too large,
+    /// not UTF-8).
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The file is not JSON.
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// Where and why the parse failed.
+        source: serde_json::Error,
+    },
+    /// A key is unknown or holds a value it cannot take, or the
+    /// configuration (or its `guard`) is not an object.
+    Invalid {
+        /// The key as written, under its object (`guard.maxEditBytes`);
+        /// `guard` or the empty string when the object itself is wrong.
+        key: String,
+        /// The seed's message, naming the key and what it must be.
+        message: String,
+    },
+}
+
+impl ConfigError {
+    fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Read { path, source } => {
+                write!(f, "cannot read config file {}: {source}", path.display())
+            }
+            ConfigError::Json { path, source } => {
+                write!(
+                    f,
+                    "config file {} is not valid JSON: {source}",
+                    path.display()
+                )
+            }
+            ConfigError::Invalid { message, .. } => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::Read { source, .. } => Some(source),
+            ConfigError::Json { source, .. } => Some(source),
+            ConfigError::Invalid { .. } => None,
+        }
+    }
+}
 
 /// The largest timer delay a JavaScript runtime accepts
 /// (`MAX_TIMER_DELAY_MS`, `seed-reference.md` §9.5).
@@ -186,27 +257,37 @@ const GUARD_KEYS: &[&str] = &["disabled", "maxEditBytes", "zeroResultBlock"];
 
 impl Config {
     /// Read and validate a JSON configuration file.
-    pub fn load(path: &Path) -> Result<Config, String> {
-        let text = read_config_file(path)
-            .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
-        let value: Value = serde_json::from_str(&text)
-            .map_err(|e| format!("config file {} is not valid JSON: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = read_config_file(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let value: Value = serde_json::from_str(&text).map_err(|source| ConfigError::Json {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Config::from_json(&value)
     }
 
     /// Validate a configuration object. Checks run in the seed's table
     /// order, so the first invalid key is the one reported.
-    pub fn from_json(value: &Value) -> Result<Config, String> {
+    pub fn from_json(value: &Value) -> Result<Config, ConfigError> {
         let Value::Object(obj) = value else {
-            return Err("config: the configuration must be a JSON object".to_string());
+            return Err(ConfigError::invalid(
+                "",
+                "config: the configuration must be a JSON object",
+            ));
         };
         reject_unknown(obj, TOP_KEYS, "config")?;
         let mut c = Config::default();
         let s = &mut c.search;
         if let Some(v) = obj.get("sampleOverCapGlobResults") {
-            s.sample_over_cap_glob_results = v
-                .as_bool()
-                .ok_or("tool-fs-search: sampleOverCapGlobResults must be a boolean".to_string())?;
+            s.sample_over_cap_glob_results = v.as_bool().ok_or_else(|| {
+                ConfigError::invalid(
+                    "sampleOverCapGlobResults",
+                    "tool-fs-search: sampleOverCapGlobResults must be a boolean",
+                )
+            })?;
         }
         let search = "tool-fs-search";
         positive(obj, search, "globMaxResults", &mut s.glob_max_results)?;
@@ -226,8 +307,9 @@ impl Config {
         )?;
         positive(obj, search, "graceMs", &mut s.grace_ms)?;
         if s.grace_ms > MAX_TIMER_DELAY_MS {
-            return Err(format!(
-                "tool-fs-search: graceMs must be no greater than {MAX_TIMER_DELAY_MS}"
+            return Err(ConfigError::invalid(
+                "graceMs",
+                format!("tool-fs-search: graceMs must be no greater than {MAX_TIMER_DELAY_MS}"),
             ));
         }
         positive(obj, search, "stderrMaxBytes", &mut s.stderr_max_bytes)?;
@@ -253,38 +335,46 @@ impl Config {
                 .filter(|&n| n >= 1.0 && n <= MAX_DIFF_BASIS_BYTES as f64)
                 .map(|n| n as u64)
                 .ok_or_else(|| {
-                    format!(
+                    ConfigError::invalid("diffBasisMaxBytes", format!(
                         "fs-local: diffBasisMaxBytes must be a positive safe integer no greater than {MAX_DIFF_BASIS_BYTES}"
-                    )
+                    ))
                 })?;
         }
 
         if let Some(v) = obj.get("maxInlineBytes") {
             let n = integer(v).filter(|&n| n >= 0.0).ok_or_else(|| {
-                format!(
-                    "spill-policy: maxInlineBytes must be a non-negative integer (got {})",
-                    js_string(v)
+                ConfigError::invalid(
+                    "maxInlineBytes",
+                    format!(
+                        "spill-policy: maxInlineBytes must be a non-negative integer (got {})",
+                        js_string(v)
+                    ),
                 )
             })?;
             c.spill.max_inline_bytes = Some(saturate(n));
         }
         if let Some(v) = obj.get("spillRoot") {
-            let root = v
-                .as_str()
-                .filter(|r| !r.is_empty())
-                .ok_or("spill-local: spillRoot must be a non-empty string".to_string())?;
+            let root = v.as_str().filter(|r| !r.is_empty()).ok_or_else(|| {
+                ConfigError::invalid(
+                    "spillRoot",
+                    "spill-local: spillRoot must be a non-empty string",
+                )
+            })?;
             c.spill.root = Some(PathBuf::from(root));
         }
 
         if let Some(v) = obj.get("guard") {
             let Value::Object(g) = v else {
-                return Err("guard: the guard configuration must be an object".to_string());
+                return Err(ConfigError::invalid(
+                    "guard",
+                    "guard: the guard configuration must be an object",
+                ));
             };
             reject_unknown(g, GUARD_KEYS, "guard")?;
             if let Some(v) = g.get("disabled") {
-                c.guard.disabled = v
-                    .as_bool()
-                    .ok_or("guard: disabled must be a boolean".to_string())?;
+                c.guard.disabled = v.as_bool().ok_or_else(|| {
+                    ConfigError::invalid("guard.disabled", "guard: disabled must be a boolean")
+                })?;
             }
             positive(g, "guard", "maxEditBytes", &mut c.guard.max_edit_bytes)?;
             positive(
@@ -297,20 +387,38 @@ impl Config {
         if let Some(v) = obj.get("index") {
             c.index = v
                 .as_bool()
-                .ok_or("config: index must be a boolean".to_string())?;
+                .ok_or_else(|| ConfigError::invalid("index", "config: index must be a boolean"))?;
         }
         Ok(c)
     }
 }
 
-fn reject_unknown(obj: &Map<String, Value>, known: &[&str], scope: &str) -> Result<(), String> {
+fn reject_unknown(
+    obj: &Map<String, Value>,
+    known: &[&str],
+    scope: &str,
+) -> Result<(), ConfigError> {
     match obj.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(k) => Err(format!(
-            "{scope}: unknown configuration key {} (known keys: {})",
-            Value::String(k.clone()),
-            known.join(", ")
+        Some(k) => Err(ConfigError::invalid(
+            key_in(scope, k),
+            format!(
+                "{scope}: unknown configuration key {} (known keys: {})",
+                Value::String(k.clone()),
+                known.join(", ")
+            ),
         )),
         None => Ok(()),
+    }
+}
+
+/// The key `name` as written under its object: `guard.maxEditBytes` for
+/// the guard's, the name alone at the top level (whichever seed scope its
+/// message names).
+fn key_in(scope: &str, name: &str) -> String {
+    if scope == "guard" {
+        format!("guard.{name}")
+    } else {
+        name.to_string()
     }
 }
 
@@ -321,11 +429,14 @@ fn positive(
     scope: &str,
     name: &str,
     slot: &mut u64,
-) -> Result<(), String> {
+) -> Result<(), ConfigError> {
     if let Some(v) = obj.get(name) {
-        let n = integer(v)
-            .filter(|&n| n >= 1.0)
-            .ok_or_else(|| format!("{scope}: {name} must be a positive integer"))?;
+        let n = integer(v).filter(|&n| n >= 1.0).ok_or_else(|| {
+            ConfigError::invalid(
+                key_in(scope, name),
+                format!("{scope}: {name} must be a positive integer"),
+            )
+        })?;
         *slot = saturate(n);
     }
     Ok(())
@@ -412,7 +523,7 @@ mod tests {
     use super::*;
 
     fn err(v: Value) -> String {
-        Config::from_json(&v).unwrap_err()
+        Config::from_json(&v).unwrap_err().to_string()
     }
 
     #[test]
@@ -521,5 +632,59 @@ mod tests {
             err(json!([])),
             "config: the configuration must be a JSON object"
         );
+    }
+
+    /// The key each refusal concerns, as written under its object.
+    macro_rules! refused_key {
+        ($name:ident, $config:expr, $key:expr) => {
+            #[test]
+            fn $name() {
+                match Config::from_json(&$config).unwrap_err() {
+                    ConfigError::Invalid { key, .. } => assert_eq!(key, $key),
+                    e => panic!("not Invalid: {e:?}"),
+                }
+            }
+        };
+    }
+
+    refused_key!(key_of_a_positive, json!({"readLimit": 0}), "readLimit");
+    refused_key!(key_of_grace, json!({"graceMs": 2147483648u64}), "graceMs");
+    refused_key!(key_of_a_boolean, json!({"index": 1}), "index");
+    refused_key!(key_of_spill_root, json!({"spillRoot": ""}), "spillRoot");
+    refused_key!(key_of_an_unknown, json!({"nope": 1}), "nope");
+    refused_key!(
+        key_in_guard,
+        json!({"guard": {"maxEditBytes": 0}}),
+        "guard.maxEditBytes"
+    );
+    refused_key!(key_unknown_in_guard, json!({"guard": {"x": 0}}), "guard.x");
+    refused_key!(key_of_guard_itself, json!({"guard": 1}), "guard");
+    refused_key!(key_of_the_whole, json!(1), "");
+
+    /// A file that cannot be read, or is not JSON: the error holds the
+    /// path, and says what it always said.
+    #[test]
+    fn file_errors_hold_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.json");
+        let e = Config::load(&missing).unwrap_err();
+        assert!(
+            matches!(&e, ConfigError::Read { path, .. } if *path == missing),
+            "{e:?}"
+        );
+        assert!(e
+            .to_string()
+            .starts_with(&format!("cannot read config file {}: ", missing.display())));
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, "{").unwrap();
+        let e = Config::load(&bad).unwrap_err();
+        assert!(
+            matches!(&e, ConfigError::Json { path, .. } if *path == bad),
+            "{e:?}"
+        );
+        assert!(e.to_string().starts_with(&format!(
+            "config file {} is not valid JSON: ",
+            bad.display()
+        )));
     }
 }

@@ -163,7 +163,7 @@ pub mod tool;
 mod workspace;
 
 // The backends and the two invocations.
-pub use backend::rg::{glob_args, grep_args, rg_from_env, RgCommand, RgConfig, RG_ENV};
+pub use backend::rg::{glob_args, grep_args, rg_from_env, RgCommand, RgConfig, RgError, RG_ENV};
 pub use backend::{make_backend, BackendKind, NativeBackend, RgBackend, SearchBackend};
 pub use backend::{set_helper_delay, set_search_threads, set_search_threads_from_env};
 pub use cancel::{cancelled_error, CancelToken};
@@ -174,7 +174,7 @@ pub use event::Event;
 pub use outcome::{GlobResults, GrepResults, Outcome, Status};
 
 // The tools, their configuration and what they keep.
-pub use config::Config;
+pub use config::{Config, ConfigError};
 pub use guard::{Guard, MemoryCounters, ZeroResultStore};
 pub use session::Sessions;
 pub use spill::{LocalSpillStore, SpillRef, SpillSource, SpillStore};

@@ -55,7 +55,7 @@ fn calls(seed: usize) -> Vec<Call> {
 }
 
 fn run(call: &Call, root: &std::path::Path) -> Raw {
-    rg::canonical(call, &rg::run_backend(&NativeBackend::new(), call, root))
+    rg::canonical(call, &rg::run_backend(&rg::native(), call, root))
 }
 
 /// A tree with its calls and rg's answer to each (run alone).

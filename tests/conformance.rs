@@ -20,7 +20,7 @@ use std::thread;
 use std::time::Duration;
 
 #[cfg(unix)]
-use dsh_search::{CancelToken, GrepRequest, NativeBackend, RgBackend, SearchBackend, Status};
+use dsh_search::{CancelToken, GrepRequest, NativeBackend, SearchBackend, Status};
 
 use crate::util::tree::{dir, file, fixture, mtime, symlink, Spec, Tree};
 #[cfg(unix)]
@@ -1104,7 +1104,7 @@ fn explicit_fifo_grep_is_cancelled() {
     let tree = Tree::build(&[fifo("pipe"), file("a.txt", "needle\n")]);
     let mut report = Report::new("explicit_fifo");
     let backends: Vec<Box<dyn SearchBackend>> = vec![
-        Box::new(RgBackend::default()),
+        Box::new(rg::reference_backend()),
         Box::new(NativeBackend::new()),
     ];
     for backend in backends {
@@ -1334,7 +1334,9 @@ fn relative_excludes_file() {
         let cwd = tree.root().join(&case.cwd);
         let run =
             |program: &std::path::Path, args: Vec<std::ffi::OsString>, dir: &std::path::Path| {
-                let out = std::process::Command::new(program)
+                let mut cmd = std::process::Command::new(program);
+                env.apply(&mut cmd);
+                let out = cmd
                     .args(args)
                     .current_dir(dir)
                     .env("HOME", &home)

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use dsh_search::config::Config;
 use dsh_search::tool::{CallContext, Tools};
 use dsh_search::Guard;
-use dsh_search::{NativeBackend, SearchBackend};
+use dsh_search::SearchBackend;
 use serde_json::json;
 
 use crate::util::fs::TestFs;
@@ -34,7 +34,7 @@ const BACKENDS: &[&str] = &["native", "rg"];
 
 fn backend(name: &str) -> Arc<dyn SearchBackend> {
     match name {
-        "native" => Arc::new(NativeBackend::new()),
+        "native" => Arc::new(crate::util::rg::native()),
         _ => Arc::new(crate::util::rg::reference_backend()),
     }
 }

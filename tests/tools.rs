@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use dsh_search::config::Config;
 use dsh_search::tool::{CallContext, ToolResult, Tools};
-use dsh_search::{NativeBackend, SearchBackend};
+use dsh_search::SearchBackend;
 use serde_json::{json, Value};
 
 use crate::util::fs::TestFs;
@@ -29,7 +29,7 @@ fn put(ws: &Ws, rel: &str, content: &str, secs: Option<u64>) {
 
 fn backend(name: &str) -> Arc<dyn SearchBackend> {
     match name {
-        "native" => Arc::new(NativeBackend::new()),
+        "native" => Arc::new(crate::util::rg::native()),
         _ => Arc::new(crate::util::rg::reference_backend()),
     }
 }

@@ -41,7 +41,7 @@ pub(crate) fn make_tools(options: &Value) -> std::result::Result<(Workspace, Too
     }
     let config = match obj.get("config") {
         None | Some(Value::Null) => Config::default(),
-        Some(v) => Config::from_json(v)?,
+        Some(v) => Config::from_json(v).map_err(|e| e.to_string())?,
     };
     let backend = match obj.get("backend").and_then(Value::as_str) {
         None | Some("native") => BackendKind::Native,

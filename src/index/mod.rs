@@ -207,6 +207,12 @@ impl Index {
         Index::on(Arc::new(LocalFs::new()), root, watch_limit, None)
     }
 
+    /// [`Index::start`] on the local disk as `fs` sees it (a
+    /// [`LocalFs::git_excludes`] of its own).
+    pub fn start_on(fs: Arc<LocalFs>, root: &Path) -> std::io::Result<Index> {
+        Index::on(fs, root, None, None)
+    }
+
     /// Start indexing the directory `root` of `fs` in the background (a
     /// workspace's filesystem: `WorkspaceOptions::index`), saving the
     /// mirror in the directory `store` after each build and starting from

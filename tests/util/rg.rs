@@ -177,6 +177,50 @@ pub struct Env {
     /// A world-readable directory with `home/`, `bin/` (copies of rg and
     /// dsh-search runnable by uid 65534) and the global excludes file.
     pub ctl: PathBuf,
+    /// The global excludes file (`ctl/global-excludes`, named by
+    /// `home/.gitconfig`).
+    pub excludes: PathBuf,
+    /// `PATH` for the processes the cases start: rg's directory first.
+    path: OsString,
+}
+
+impl Env {
+    /// The controlled home, for the processes the cases start.
+    pub fn home(&self) -> PathBuf {
+        self.ctl.join("home")
+    }
+
+    /// Give `cmd` the cases' environment: the controlled home, through
+    /// which rg (and the engine in the command line) finds the global
+    /// excludes file, git's other configuration out of the way, and the
+    /// reference rg first on `PATH` and in `DSH_SEARCH_RG`. The variables
+    /// are the child's: this process's own environment is never changed,
+    /// since other threads of the test binary read it meanwhile (a
+    /// `setenv` beside a `getenv` is a data race).
+    pub fn apply(&self, cmd: &mut Command) {
+        let home = self.home();
+        cmd.env("HOME", &home)
+            // Windows: `home_dir` (the `ignore` crate's) reads USERPROFILE.
+            .env("USERPROFILE", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env_remove("GIT_CONFIG_GLOBAL")
+            .env("GIT_CONFIG_SYSTEM", self.ctl.join("no-system-gitconfig"))
+            .env_remove("RIPGREP_CONFIG_PATH")
+            .env("DSH_SEARCH_RG", &self.rg)
+            .env("PATH", &self.path);
+    }
+
+    /// The local disk as the engine in this process sees the tree: with
+    /// the global excludes file the cases' rg finds through the
+    /// controlled home.
+    pub fn local_fs(&self) -> dsh_search::LocalFs {
+        dsh_search::LocalFs::new().git_excludes(&self.excludes)
+    }
+
+    /// The native engine on [`Env::local_fs`].
+    pub fn native(&self) -> dsh_search::NativeBackend {
+        dsh_search::NativeBackend::on(std::sync::Arc::new(self.local_fs()))
+    }
 }
 
 fn locate_rg() -> Result<(PathBuf, String), String> {
@@ -257,29 +301,25 @@ fn init() -> Result<Env, String> {
         }
     }
     // The global excludes file is found through HOME, XDG_CONFIG_HOME,
-    // GIT_CONFIG_GLOBAL and GIT_CONFIG_SYSTEM (`rg-semantics.md` W3); the
-    // in-process engine reads the same variables from this process, so they
-    // are fixed here once, for rg, the backends and the CLI alike.
-    // RIPGREP_CONFIG_PATH is ignored under --no-config but removed anyway.
-    std::env::set_var("HOME", &home);
-    // Windows: `std::env::home_dir` (the `ignore` crate's, for rg.exe and
-    // the engine alike) reads USERPROFILE and never HOME.
-    #[cfg(windows)]
-    std::env::set_var("USERPROFILE", &home);
-    std::env::set_var("XDG_CONFIG_HOME", home.join(".config"));
-    std::env::remove_var("GIT_CONFIG_GLOBAL");
-    std::env::set_var("GIT_CONFIG_SYSTEM", ctl.join("no-system-gitconfig"));
-    std::env::remove_var("RIPGREP_CONFIG_PATH");
-    std::env::set_var("DSH_SEARCH_RG", &rg);
+    // GIT_CONFIG_GLOBAL and GIT_CONFIG_SYSTEM (`rg-semantics.md` W3): the
+    // processes the cases start get them (`Env::apply`), and the engine in
+    // this process the file itself (`Env::local_fs`), this process's own
+    // environment left as it is.
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut dirs = vec![rg.parent().unwrap().to_path_buf()];
     dirs.extend(std::env::split_paths(&path));
-    std::env::set_var("PATH", std::env::join_paths(dirs).unwrap());
+    let path = std::env::join_paths(dirs).unwrap();
     loud(&format!(
         "conformance: reference {version} at {}\n",
         rg.display()
     ));
-    Ok(Env { rg, version, ctl })
+    Ok(Env {
+        rg,
+        version,
+        ctl,
+        excludes,
+        path,
+    })
 }
 
 /// Whether the test process that made the control directory `dir`
@@ -320,16 +360,25 @@ fn hold_while_alive(ctl: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The rg backend spawning the reference rg by its path: a test of the
-/// backend must not depend on another test having put rg on `PATH` first
-/// ([`env`] does, for the CLI's children). Panics as [`env`] does without
-/// the reference.
+/// The rg backend spawning the reference rg by its path, with the cases'
+/// home ([`Env::apply`]'s, given to rg alone: `RgBackend::env`). Panics as
+/// [`env`] does without the reference.
 pub fn reference_backend() -> dsh_search::RgBackend {
-    let path = env().map(|e| e.rg.clone());
-    dsh_search::RgBackend::with_config(dsh_search::RgConfig {
-        path,
-        ..dsh_search::RgConfig::default()
-    })
+    let Some(env) = env() else {
+        return dsh_search::RgBackend::default();
+    };
+    let home = env.home();
+    dsh_search::RgBackend::with_path(&env.rg)
+        .env("HOME", &home)
+        .env("USERPROFILE", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("GIT_CONFIG_SYSTEM", env.ctl.join("no-system-gitconfig"))
+}
+
+/// The native engine on the local disk with the cases' global excludes
+/// ([`Env::native`]); without the reference, the default engine.
+pub fn native() -> dsh_search::NativeBackend {
+    env().map_or_else(dsh_search::NativeBackend::new, Env::native)
 }
 
 /// The environment, or `None` when the suite was explicitly skipped with
@@ -365,13 +414,15 @@ enum As {
     FewFds(u32),
 }
 
-/// Run `program args…` in `cwd` with stdin `/dev/null`, as `how` says.
-fn run_process(program: &Path, args: &[OsString], cwd: &Path, how: As) -> Raw {
-    run_process_env(program, args, cwd, how, None)
+/// Run `program args…` in `cwd` with stdin `/dev/null` and the cases'
+/// environment ([`Env::apply`]), as `how` says.
+fn run_process(env: &Env, program: &Path, args: &[OsString], cwd: &Path, how: As) -> Raw {
+    run_process_env(env, program, args, cwd, how, None)
 }
 
 /// [`run_process`] with one more environment variable.
 fn run_process_env(
+    env: &Env,
     program: &Path,
     args: &[OsString],
     cwd: &Path,
@@ -384,16 +435,19 @@ fn run_process_env(
         c
     } else if matches!(how, As::Nobody) {
         let mut c = Command::new("setpriv");
-        // The CLI's rg backend must find a copy uid 65534 can execute.
-        if let Some(bin) = program.parent() {
-            c.env("DSH_SEARCH_RG", bin.join("rg"));
-        }
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
         c.arg(program);
         c
     } else {
         Command::new(program)
     };
+    env.apply(&mut cmd);
+    if matches!(how, As::Nobody) {
+        // The CLI's rg backend must find a copy uid 65534 can execute.
+        if let Some(bin) = program.parent() {
+            cmd.env("DSH_SEARCH_RG", bin.join("rg"));
+        }
+    }
     if let Some((k, v)) = var {
         cmd.env(k, v);
     }
@@ -439,19 +493,19 @@ impl Raw {
 /// The reference: the real rg with the exact argv, in `cwd`.
 pub fn run_rg(env: &Env, call: &Call, cwd: &Path) -> Raw {
     let args: Vec<OsString> = call.rg_argv().into_iter().map(OsString::from).collect();
-    run_process(&env.rg, &args, cwd, As::Me)
+    run_process(env, &env.rg, &args, cwd, As::Me)
 }
 
 /// The real rg run as uid 65534 (permission cases).
 pub fn run_rg_nobody(env: &Env, call: &Call, cwd: &Path) -> Raw {
     let args: Vec<OsString> = call.rg_argv().into_iter().map(OsString::from).collect();
-    run_process(&env.ctl.join("bin/rg"), &args, cwd, As::Nobody)
+    run_process(env, &env.ctl.join("bin/rg"), &args, cwd, As::Nobody)
 }
 
 /// `dsh-search <glob|grep> --format raw --backend <b>` run as uid 65534.
 pub fn run_cli_nobody(env: &Env, backend: &str, call: &Call, cwd: &Path) -> Raw {
     let args = call.cli_argv(backend, cwd);
-    run_process(&env.ctl.join("bin/dsh-search"), &args, cwd, As::Nobody)
+    run_process(env, &env.ctl.join("bin/dsh-search"), &args, cwd, As::Nobody)
 }
 
 /// `dsh-search --fs mem:<root> <glob|grep> --format raw` run as uid
@@ -462,13 +516,13 @@ pub fn run_cli_nobody_in_memory(env: &Env, root: &Path, call: &Call, cwd: &Path)
     fs.push(root);
     let mut args = vec![OsString::from("--fs"), fs];
     args.extend(call.cli_argv("native", cwd));
-    run_process(&env.ctl.join("bin/dsh-search"), &args, cwd, As::Nobody)
+    run_process(env, &env.ctl.join("bin/dsh-search"), &args, cwd, As::Nobody)
 }
 
 /// The real rg with at most `fds` open descriptors.
 pub fn run_rg_few_fds(env: &Env, call: &Call, cwd: &Path, fds: u32) -> Raw {
     let args: Vec<OsString> = call.rg_argv().into_iter().map(OsString::from).collect();
-    run_process(&env.rg, &args, cwd, As::FewFds(fds))
+    run_process(env, &env.rg, &args, cwd, As::FewFds(fds))
 }
 
 /// `dsh-search <glob|grep> --format raw --backend <b>` with at most `fds`
@@ -485,6 +539,7 @@ pub fn run_cli_few_fds(
     let args = call.cli_argv(backend, cwd);
     let threads = threads.map(|t| t.to_string());
     run_process_env(
+        env,
         &env.ctl.join("bin/dsh-search"),
         &args,
         cwd,

@@ -270,12 +270,10 @@ pub fn shared() -> &'static Sshd {
 pub fn shared_fs() -> Arc<SftpFs> {
     static FS: OnceLock<Arc<SftpFs>> = OnceLock::new();
     FS.get_or_init(|| {
-        use dsh_search::fs::{FileSystem, LocalFs};
-        // The controlled home is set up with the reference rg.
-        let _ = super::rg::env();
         let mut b = shared().builder();
-        if let Some((path, _)) = LocalFs::new().git_global_excludes(Path::new("/")) {
-            b = b.git_excludes(path);
+        // The controlled home is set up with the reference rg.
+        if let Some(env) = super::rg::env() {
+            b = b.git_excludes(&env.excludes);
         }
         Arc::new(b.build().expect("the SFTP filesystem builds"))
     })

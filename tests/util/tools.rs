@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use dsh_search::config::Config;
 use dsh_search::tool::{CallContext, ToolResult, Tools};
-use dsh_search::{GlobRequest, GrepRequest, RgBackend, SearchBackend};
+use dsh_search::{GlobRequest, GrepRequest, SearchBackend};
 use dsh_search::{GlobResults, GrepResults, Outcome, Status};
 use dsh_search::{SpillRef, SpillSource, SpillStore};
 use serde_json::{json, Value};
@@ -119,7 +119,7 @@ impl Memo {
     /// own rg, as before.
     pub fn rg_of_case() -> Arc<Memo> {
         Arc::new(Memo {
-            inner: Arc::new(RgBackend::default()),
+            inner: Arc::new(super::rg::reference_backend()),
             globs: Mutex::default(),
             greps: Mutex::default(),
             answers: Mutex::default(),
@@ -705,7 +705,7 @@ fn memo_replays_an_unbudgeted_run_only_within_the_budget() {
         super::tree::file("a.txt", "needle one\n"),
         super::tree::file("b.txt", "needle two\n"),
     ]);
-    let memo = Memo::sharing(Arc::new(RgBackend::default()));
+    let memo = Memo::sharing(Arc::new(rg::reference_backend()));
     let mut req = GrepRequest::new("needle", tree.root());
     let free = memo.grep(&req);
     assert_eq!(free.status, Status::Exited(0), "{:?}", free.stderr);

@@ -33,16 +33,22 @@ fn way<F: FsHints + FsWrite>(label: &'static str, fs: Arc<F>) -> Way {
 /// the disk's rg sees from `cwd` (the test's controlled home).
 pub fn in_memory(root: &Path, cwd: &Path) -> MemFs {
     let mem = MemFs::load(root).expect("the tree loads into memory");
-    match LocalFs::new().git_global_excludes(cwd) {
+    match local().git_global_excludes(cwd) {
         Some((path, bytes)) => mem.with_git_global_excludes(path, bytes),
         None => mem,
     }
 }
 
+/// The local disk with the cases' global excludes (the file rg finds
+/// through their home: `rg::Env::local_fs`).
+fn local() -> LocalFs {
+    super::rg::env().map_or_else(LocalFs::new, super::rg::Env::local_fs)
+}
+
 /// The native engine on each filesystem, for the tree at `root` searched
 /// from `cwd`.
 pub fn ways(root: &Path, cwd: &Path) -> Vec<Way> {
-    let disk = Arc::new(LocalFs::new());
+    let disk = Arc::new(local());
     // Windows: the local disk (always the portable path there). The
     // in-memory filesystem and the overlay hold `/`-separated Unix paths
     // (`docs/contract.md` §10), not drive paths.
@@ -55,7 +61,7 @@ pub fn ways(root: &Path, cwd: &Path) -> Vec<Way> {
         .expect("an overlay over the tree");
     let mut ways = vec![
         way("native", disk.clone()),
-        way("native (portable)", Arc::new(LocalFs::new().portable())),
+        way("native (portable)", Arc::new(local().portable())),
         way("native (in memory)", mem),
         way("native (empty overlay)", Arc::new(overlay)),
     ];
@@ -69,7 +75,7 @@ pub fn ways(root: &Path, cwd: &Path) -> Vec<Way> {
 /// (a guard against a hang, not a timed wait): the call is answered from
 /// its mirror and prefilter.
 fn indexed(root: &Path, disk: Arc<LocalFs>) -> Way {
-    let index = dsh_search::Index::start(root).expect("the tree can be indexed");
+    let index = dsh_search::Index::start_on(disk.clone(), root).expect("the tree can be indexed");
     assert!(
         index.wait_ready(std::time::Duration::from_secs(60)),
         "{:?}",

@@ -28,7 +28,7 @@ use serde_json::Value;
 /// The configuration `--config` names, or the defaults.
 pub(crate) fn load_config(common: &Common) -> Result<Config, String> {
     match &common.config {
-        Some(path) => Config::load(path),
+        Some(path) => Config::load(path).map_err(|e| e.to_string()),
         None => Ok(Config::default()),
     }
 }

@@ -26,6 +26,7 @@ mod json;
 pub mod orphan;
 mod process;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -76,6 +77,8 @@ impl Default for RgConfig {
 #[derive(Clone, Debug, Default)]
 pub struct RgBackend {
     config: RgConfig,
+    /// Variables set for rg on top of this process's ([`RgBackend::env`]).
+    env: Vec<(OsString, OsString)>,
 }
 
 impl RgBackend {
@@ -94,29 +97,40 @@ impl RgBackend {
 
     /// A backend with the given configuration.
     pub fn with_config(config: RgConfig) -> RgBackend {
-        RgBackend { config }
+        RgBackend {
+            config,
+            env: Vec::new(),
+        }
+    }
+
+    /// Run rg with the variable `key` set to `value`, on top of this
+    /// process's environment as rg gets it (the secrets scrubbed,
+    /// `process.rs`): for a program that runs rg for another user's home
+    /// (`HOME`, `XDG_CONFIG_HOME`: where rg finds git's global excludes),
+    /// or tests that give rg a home without changing their own
+    /// environment. By default, none.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> RgBackend {
+        self.env.push((key.into(), value.into()));
+        self
     }
 
     /// The rg binary a call would run: the configured path, else the first
     /// executable `rg` (`rg.exe` on Windows) on `PATH`. A relative path is made absolute
     /// against the process's current directory, since rg itself runs in the
     /// request's workdir.
-    pub fn locate(&self) -> Result<PathBuf, String> {
+    pub fn locate(&self) -> Result<PathBuf, RgError> {
         let found = match &self.config.path {
             Some(path) => path.clone(),
-            None => find_on_path().ok_or_else(|| {
-                format!(
-                    "rg was not found: set {RG_ENV} or put rg on PATH \
-                     (cargo install ripgrep --locked --version 15.2.0)"
-                )
-            })?,
+            None => find_on_path().ok_or(RgError::NotFound)?,
         };
-        std::path::absolute(&found)
-            .map_err(|e| format!("rg path {} is unusable: {e}", found.display()))
+        std::path::absolute(&found).map_err(|source| RgError::Unusable {
+            path: found,
+            source,
+        })
     }
 
     /// The command a glob request runs, or why it cannot run.
-    pub fn glob_command(&self, req: &GlobRequest) -> Result<RgCommand, String> {
+    pub fn glob_command(&self, req: &GlobRequest) -> Result<RgCommand, RgError> {
         Ok(RgCommand::new(
             &self.locate()?,
             glob_args(req),
@@ -125,12 +139,64 @@ impl RgBackend {
     }
 
     /// The command a grep request runs, or why it cannot run.
-    pub fn grep_command(&self, req: &GrepRequest) -> Result<RgCommand, String> {
+    pub fn grep_command(&self, req: &GrepRequest) -> Result<RgCommand, RgError> {
         Ok(RgCommand::new(
             &self.locate()?,
             grep_args(req),
             &req.workdir,
         ))
+    }
+}
+
+impl RgBackend {
+    /// Run `cmd` with this backend's variables and grace period.
+    fn run(
+        &self,
+        cmd: &RgCommand,
+        cancel: &crate::CancelToken,
+        budget: Option<u64>,
+    ) -> process::Run {
+        process::run(cmd, &self.env, cancel, budget, self.config.grace)
+    }
+}
+
+/// Why the rg binary cannot be run. Its text is the call's launch failure
+/// ([`Status::LaunchFailed`]), which the tools report as the seed does.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RgError {
+    /// No path was configured and no `rg` is on `PATH`.
+    NotFound,
+    /// The configured path cannot be made absolute.
+    Unusable {
+        /// The path as configured.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for RgError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RgError::NotFound => write!(
+                f,
+                "rg was not found: set {RG_ENV} or put rg on PATH \
+                 (cargo install ripgrep --locked --version 15.2.0)"
+            ),
+            RgError::Unusable { path, source } => {
+                write!(f, "rg path {} is unusable: {source}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for RgError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RgError::NotFound => None,
+            RgError::Unusable { source, .. } => Some(source),
+        }
     }
 }
 
@@ -175,11 +241,10 @@ impl SearchBackend for RgBackend {
     }
 
     fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults> {
-        let cmd = match self.glob_command(req) {
-            Ok(cmd) => cmd,
-            Err(reason) => return launch_failed(reason),
+        let run = match self.glob_command(req) {
+            Ok(cmd) => self.run(&cmd, &req.cancel, req.raw_budget),
+            Err(reason) => return launch_failed(reason.to_string()),
         };
-        let run = process::run(&cmd, &req.cancel, req.raw_budget, self.config.grace);
         Outcome {
             status: run.status,
             stderr: run.stderr,
@@ -190,11 +255,10 @@ impl SearchBackend for RgBackend {
     }
 
     fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults> {
-        let cmd = match self.grep_command(req) {
-            Ok(cmd) => cmd,
-            Err(reason) => return launch_failed(reason),
+        let run = match self.grep_command(req) {
+            Ok(cmd) => self.run(&cmd, &req.cancel, req.raw_budget),
+            Err(reason) => return launch_failed(reason.to_string()),
         };
-        let run = process::run(&cmd, &req.cancel, req.raw_budget, self.config.grace);
         let (events, malformed) = json::parse_json(&run.stdout);
         let status = match (run.status, malformed) {
             (Status::Exited(0), Some(detail)) => Status::Malformed(detail),
@@ -205,5 +269,25 @@ impl SearchBackend for RgBackend {
             stderr: run.stderr,
             results: GrepResults { events },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A configured path that cannot be made absolute: the error holds it,
+    /// and the call fails to launch with the same words.
+    #[test]
+    fn an_unusable_path_is_held_by_the_error() {
+        let backend = RgBackend::with_path("");
+        let e = backend.locate().unwrap_err();
+        assert!(
+            matches!(&e, RgError::Unusable { path, .. } if path.as_os_str().is_empty()),
+            "{e:?}"
+        );
+        assert!(e.to_string().starts_with("rg path  is unusable: "), "{e}");
+        let outcome = backend.glob(&GlobRequest::new("*", "/"));
+        assert_eq!(outcome.status, Status::LaunchFailed(e.to_string()));
     }
 }

@@ -84,6 +84,7 @@ enum Stop {
 /// after `grace`, on Unix). The child is always reaped before this returns.
 pub(crate) fn run(
     cmd: &RgCommand,
+    env: &[(OsString, OsString)],
     cancel: &CancelToken,
     budget: Option<u64>,
     grace: Duration,
@@ -96,7 +97,7 @@ pub(crate) fn run(
             stderr: Vec::new(),
         };
     }
-    let mut child = match spawn(cmd) {
+    let mut child = match spawn(cmd, env) {
         Ok(child) => child,
         Err(reason) => return Run::failed(reason),
     };
@@ -166,7 +167,8 @@ fn exec_failed(stderr: &[String]) -> Option<i32> {
     }
 }
 
-fn spawn(cmd: &RgCommand) -> Result<Child, String> {
+/// Start `cmd` with the scrubbed environment, and `env` set on top.
+fn spawn(cmd: &RgCommand, env: &[(OsString, OsString)]) -> Result<Child, String> {
     // Through the trampoline where there is one, so rg dies with us.
     let mut command = super::orphan::command(&cmd.program);
     command
@@ -174,6 +176,7 @@ fn spawn(cmd: &RgCommand) -> Result<Child, String> {
         .current_dir(&cmd.cwd)
         .env_clear()
         .envs(scrubbed_env(std::env::vars_os()))
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

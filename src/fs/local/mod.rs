@@ -34,6 +34,8 @@ pub struct LocalFs {
     /// Use the portable `std::fs` path even where a fast path exists.
     portable: bool,
     locks: LockTable,
+    /// git's global excludes file when given ([`LocalFs::git_excludes`]).
+    git_excludes: Option<PathBuf>,
 }
 
 impl Default for LocalFs {
@@ -49,6 +51,7 @@ impl LocalFs {
         LocalFs {
             portable: false,
             locks: LockTable::default(),
+            git_excludes: None,
         }
     }
 
@@ -57,6 +60,18 @@ impl LocalFs {
     /// runs through it there.
     pub fn portable(mut self) -> LocalFs {
         self.portable = true;
+        self
+    }
+
+    /// git's global excludes file for this workspace, instead of the one
+    /// rg finds through this process's environment (`core.excludesFile` in
+    /// `$HOME/.gitconfig`, else `$XDG_CONFIG_HOME/git/ignore`): for a
+    /// program that serves another user's home, or tests that give the
+    /// engine the home they give rg without changing their own
+    /// environment. As with SFTP's (`SftpBuilder::git_excludes`), a file
+    /// that cannot be read is none. By default, found as rg finds it.
+    pub fn git_excludes(mut self, file: impl Into<PathBuf>) -> LocalFs {
+        self.git_excludes = Some(file.into());
         self
     }
 }

@@ -529,7 +529,11 @@ impl FileSystem for LocalFs {
     }
 
     fn git_global_excludes(&self, workdir: &Path) -> Option<(PathBuf, Vec<u8>)> {
-        let path = workdir.join(ignore::gitignore::gitconfig_excludes_path()?);
+        let found = match &self.git_excludes {
+            Some(file) => file.clone(),
+            None => ignore::gitignore::gitconfig_excludes_path()?,
+        };
+        let path = workdir.join(found);
         // rg reads it with a blocking open, like the other ignore files; a
         // FIFO there is read as absent (the same deliberate difference).
         let data = self.read_control(&path).ok()?;
