@@ -174,6 +174,14 @@ impl Tools {
         self.defs.to_vec()
     }
 
+    /// The definitions as one JSON array, each in the seed's key order
+    /// ([`ToolDefinition::to_json`]): what `dsh-search definitions` prints,
+    /// the JSON-lines server answers and the bindings return.
+    pub fn definitions_json(&self) -> String {
+        let defs: Vec<String> = self.defs.iter().map(|d| d.to_json()).collect();
+        format!("[{}]", defs.join(","))
+    }
+
     /// Dispatch one call. Never panics on any input; every failure is an
     /// error result.
     pub fn call(&self, name: &str, args: &Value, ctx: &CallContext) -> ToolResult {

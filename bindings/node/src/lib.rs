@@ -470,13 +470,7 @@ impl NativeTools {
     /// The tool definitions, as `dsh-search definitions` prints them.
     #[napi]
     pub fn definitions_json(&self) -> String {
-        let defs: Vec<String> = self
-            .tools
-            .definitions()
-            .iter()
-            .map(|d| d.to_json())
-            .collect();
-        format!("[{}]", defs.join(","))
+        self.tools.definitions_json()
     }
 
     /// Call tool `name` with `args_json` (a JSON object) in `cwd`, for

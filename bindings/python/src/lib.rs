@@ -225,13 +225,7 @@ impl Tools {
     /// The tool definitions (name, description, parameters, prompt), as
     /// `dsh-search definitions` prints them.
     fn definitions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let defs: Vec<String> = self
-            .tools
-            .definitions()
-            .iter()
-            .map(|d| d.to_json())
-            .collect();
-        from_json(py, &format!("[{}]", defs.join(",")))
+        from_json(py, &self.tools.definitions_json())
     }
 
     /// Call tool `name` with `args` (a dict); the whole result object

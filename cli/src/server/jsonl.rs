@@ -174,12 +174,12 @@ impl Server {
         session: String,
         out: Box<dyn Write + Send>,
     ) -> Server {
-        let defs: Vec<String> = tools.definitions().iter().map(|d| d.to_json()).collect();
+        let definitions = tools.definitions_json();
         Server {
             tools,
             workdir,
             session,
-            definitions: format!("[{}]", defs.join(",")),
+            definitions,
             out: Mutex::new(Output {
                 w: out,
                 broken: false,
