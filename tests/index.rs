@@ -223,7 +223,7 @@ fn check(
 }
 
 /// How many kinds of change [`change_kind`] makes.
-pub const CHANGE_KINDS: usize = 19;
+pub const CHANGE_KINDS: usize = 20;
 
 /// The kind of change that rewrites a file keeping its size and mtime.
 #[cfg_attr(not(feature = "sftp"), allow(dead_code))]
@@ -412,6 +412,24 @@ pub fn change_kind(r: &mut Rng, kind: usize, root: &Path, tools: &Tools) -> Stri
             fs::set_permissions(abs(&d), fs::Permissions::from_mode(mode))
                 .map(|_| format!("chmod {mode:o} {}/", d.display()))
         }
+        19 => {
+            // A repository's own exclude file: inside `.git`, which the
+            // index does not mirror, read from the disk at every walk (a
+            // kept walk checks it again: docs/index.md, "Kept walks").
+            let git = dir.join(".git");
+            let exclude = git.join("info/exclude");
+            if r.chance(25) {
+                let _ = fs::remove_file(abs(&exclude));
+                Ok(format!("remove {}", exclude.display()))
+            } else {
+                let text: String = (0..1 + r.below(2))
+                    .map(|_| format!("{}\n", r.pick(IGNORE_LINES)))
+                    .collect();
+                fs::create_dir_all(abs(&git).join("info"))
+                    .and_then(|_| fs::write(abs(&exclude), &text))
+                    .map(|_| format!("write {} {text:?}", exclude.display()))
+            }
+        }
         _ => {
             // Through the tools: the next call must see it, with no wait.
             let p = new_name(r);
@@ -455,6 +473,7 @@ fn index_follows_every_change_like_rg() {
     let mut report = Report::new(&format!("index_mutations DSH_SEARCH_SEED={seed}"));
     let mut rng = Rng(seed);
     let mut skipped = 0;
+    let mut reused = 0;
     for t in 0..trees {
         let tree = Tree::build(&random_tree(&mut rng));
         let root = tree.root().to_path_buf();
@@ -489,18 +508,11 @@ fn index_follows_every_change_like_rg() {
             let what = change(&mut rng, &root, &ix.tools);
             history.push(what);
             let (dirs, files) = listing(&root);
-            for c in 0..3 {
-                // The last call greps for what the changes write, by a
-                // pattern the prefilter narrows: a stale trigram set would
-                // hide a match.
-                let call = if c == 2 {
-                    Call::Grep {
-                        pattern: rng.pick(NARROWED).to_string(),
-                        path: None,
-                        include: None,
-                    }
-                } else {
-                    random_call(&mut rng, &dirs, &files)
+            let narrowed = narrowed_calls(&mut rng);
+            for c in 0..4 {
+                let call = match c {
+                    1 => random_call(&mut rng, &dirs, &files),
+                    _ => narrowed[usize::from(c == 2)].clone(),
                 };
                 let before = report.failures();
                 let by_index = ix.index.status().answered_by_index;
@@ -533,12 +545,32 @@ fn index_follows_every_change_like_rg() {
             ));
         }
         skipped += s.files_skipped;
+        reused += s.walks_reused;
     }
     report.finish();
     assert!(
         skipped > 0,
         "the prefilter never spared a file: the test proves less than it says"
     );
+    assert!(
+        reused > 0,
+        "no walk was kept: the test proves less than it says"
+    );
+}
+
+/// The root greps each step of the differential tests makes besides a
+/// random call, by patterns the prefilter narrows (a stale trigram set
+/// would hide a match of what the changes write): the first after the
+/// change (the walk kept by the step before must not be used), then
+/// another (the walk kept by the first, the prefilter's candidates worked
+/// out for a new query), then the first again (the kept candidates).
+pub fn narrowed_calls(rng: &mut Rng) -> [Call; 2] {
+    let grep = |p: &str| Call::Grep {
+        pattern: p.to_string(),
+        path: None,
+        include: None,
+    };
+    [grep(rng.pick(NARROWED)), grep(rng.pick(NARROWED))]
 }
 
 /// A tree with several directories and files, for the failure modes.

@@ -35,8 +35,8 @@ use dsh_search::{
 #[cfg(feature = "sftp")]
 use crate::index::SAME_SIZE_AND_MTIME;
 use crate::index::{
-    change_kind, content, listing, random_call, random_tree, seed, CHANGE_KINDS, DIR_NAMES,
-    FILE_NAMES, IGNORE_LINES, LINES, NARROWED, UNNARROWED,
+    change_kind, content, listing, narrowed_calls, random_call, random_tree, seed, CHANGE_KINDS, DIR_NAMES,
+    FILE_NAMES, IGNORE_LINES, LINES, UNNARROWED,
 };
 use crate::util::rg::{self, Call};
 use crate::util::rng::Rng;
@@ -101,6 +101,7 @@ fn differential(name: &str, default_trees: usize, open: impl Fn(&Path) -> Box<dy
     let mut report = Report::new(&format!("{name} DSH_SEARCH_SEED={seed}"));
     let mut rng = Rng(seed);
     let mut skipped = 0;
+    let mut reused = 0;
     for t in 0..trees(default_trees) {
         let tree = Tree::build(&random_tree(&mut rng));
         let root = tree.root().to_path_buf();
@@ -110,18 +111,11 @@ fn differential(name: &str, default_trees: usize, open: impl Fn(&Path) -> Box<dy
             history.push(subject.change(&mut rng));
             let disk = subject.on_disk();
             let (dirs, files) = listing(&disk);
-            for c in 0..3 {
-                // The last call greps for what the changes write, by a
-                // pattern the prefilter narrows: a stale trigram set would
-                // hide a match.
-                let call = if c == 2 {
-                    Call::Grep {
-                        pattern: rng.pick(NARROWED).to_string(),
-                        path: None,
-                        include: None,
-                    }
-                } else {
-                    random_call(&mut rng, &dirs, &files)
+            let narrowed = narrowed_calls(&mut rng);
+            for c in 0..4 {
+                let call = match c {
+                    1 => random_call(&mut rng, &dirs, &files),
+                    _ => narrowed[usize::from(c == 2)].clone(),
                 };
                 let label = format!(
                     "{name} tree={t} step={step} call={c}: {}",
@@ -163,11 +157,16 @@ fn differential(name: &str, default_trees: usize, open: impl Fn(&Path) -> Box<dy
             ));
         }
         skipped += s.files_skipped;
+        reused += s.walks_reused;
     }
     report.finish();
     assert!(
         skipped > 0,
         "{name}: the prefilter never spared a file: the test proves less than it says"
+    );
+    assert!(
+        reused > 0,
+        "{name}: no walk was kept: the test proves less than it says"
     );
 }
 

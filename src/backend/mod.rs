@@ -21,6 +21,7 @@ pub use native::{
 pub use rg::RgBackend;
 // The index plans its prefilter from the tree the matcher is built from.
 pub(crate) use native::parse_pattern;
+pub(crate) use native::{grep_kept, Keeper, Outside, Walked};
 
 /// Runs the two fixed invocations. Object safe: tools hold `&dyn SearchBackend`.
 pub trait SearchBackend: Send + Sync {

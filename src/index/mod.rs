@@ -86,6 +86,8 @@ struct Inner<S: Source> {
     /// The prefilter's answers by directory for the last few queries
     /// (`view::Remembered`), the most recent first.
     remembered: Mutex<Vec<(grams::Query, Arc<view::Remembered>)>>,
+    /// grep's walks kept while the mirror is unchanged (`view::KeptWalks`).
+    walks: Arc<view::KeptWalks>,
 }
 
 /// How many queries' answers are kept ([`Inner::remembered`]): each holds
@@ -178,6 +180,9 @@ pub struct IndexStatus {
     pub files_skipped: u64,
     /// Directories the calls listed from the mirror, not the disk.
     pub dirs_listed: u64,
+    /// grep calls that walked nothing: their walk was kept from an
+    /// earlier call over the same mirror (`docs/index.md`, "Kept walks").
+    pub walks_reused: u64,
     /// What the last build made of the mirror saved by an earlier process
     /// (`docs/index.md`, "Restart without a rebuild"): `off` (not saved:
     /// no store, or a filesystem it cannot be checked against), `none`
@@ -249,6 +254,7 @@ impl Index {
             listed: Arc::new(AtomicU64::new(0)),
             overflow: AtomicBool::new(false),
             remembered: Mutex::new(Vec::new()),
+            walks: Arc::default(),
         });
         inner.rescan();
         Ok(Index { inner })
@@ -385,6 +391,7 @@ impl<S: Source> Inner<S> {
         counter.fetch_add(1, Ordering::Relaxed);
         let tree = tree?;
         let remembered = query.as_ref().map(|q| self.remembered(q));
+        let walks = query.is_some().then(|| self.walks.clone());
         Ok(view::View {
             disk: self.fs.clone(),
             root: self.root.clone(),
@@ -393,6 +400,8 @@ impl<S: Source> Inner<S> {
             remembered,
             skipped: self.skipped.clone(),
             listed: self.listed.clone(),
+            walks,
+            log: Mutex::default(),
         })
     }
 }
@@ -446,6 +455,7 @@ impl<S: Source> Live for Inner<S> {
             watches,
             files_skipped: self.skipped.load(Ordering::Relaxed),
             dirs_listed: self.listed.load(Ordering::Relaxed),
+            walks_reused: self.walks.reused(),
             saved: state.saved.clone(),
             save_error: state.save_error.clone(),
             build_reads: state.build_reads,
@@ -465,7 +475,7 @@ impl<S: Source> Live for Inner<S> {
             return (self.scan.grep(req), Answer::Scan(UNNARROWED.into()));
         };
         match self.view(Some(query)) {
-            Ok(view) => (run(view, |b| b.grep(req)), Answer::Index),
+            Ok(view) => (crate::backend::grep_kept(&view, req, &view), Answer::Index),
             Err(why) => (self.scan.grep(req), Answer::Scan(why)),
         }
     }
@@ -615,5 +625,18 @@ mod tests {
         let s = index.status();
         assert_eq!(s.files_skipped, 1, "{s:?}");
         assert_eq!(s.dirs_listed, 2, "{s:?}");
+        assert_eq!(s.walks_reused, 0, "{s:?}");
+        // The same walk again: kept, only the root listed (for its ignore
+        // files' names); the candidate is searched, the other file ruled
+        // out again.
+        let (o, answer) = b.grep_answered(&GrepRequest::new("needle", td.path()));
+        assert_eq!(answer, Answer::Index);
+        assert_eq!(o.results.matches().count(), 1);
+        let s = index.status();
+        assert_eq!(
+            (s.walks_reused, s.dirs_listed, s.files_skipped),
+            (1, 3, 2),
+            "{s:?}"
+        );
     }
 }

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use super::grams::Query;
+use crate::backend::{Keeper, Outside, Walked};
 use super::mirror::{DirNode, Entry};
 use super::source::Source;
 use crate::cancel::CancelToken;
@@ -42,7 +43,79 @@ pub(crate) struct View<S: Source> {
     /// The query's answers for directories, kept between calls
     /// ([`Remembered`]).
     pub(crate) remembered: Option<Arc<Remembered>>,
+    /// The grep walks kept for this mirror ([`KeptWalks`]), and what this
+    /// call's walk read that the mirror does not vouch for.
+    pub(crate) walks: Option<Arc<KeptWalks>>,
+    pub(crate) log: Mutex<WalkLog>,
 }
+
+/// What a walk read from the disk rather than the mirror, noted from
+/// [`Keeper::walk_starts`] on, so that a kept walk is used again only
+/// while those reads still read the same.
+#[derive(Default)]
+pub(crate) struct WalkLog {
+    on: bool,
+    probes: Vec<Probe>,
+    /// A read that cannot be checked again cheaply (a directory listed
+    /// from the disk): the walk is not kept.
+    unkept: bool,
+}
+
+/// How many disk reads a kept walk checks again at each call, at most.
+const PROBES_MAX: usize = 64;
+
+/// One read of the disk a kept walk depends on.
+#[derive(Clone, PartialEq)]
+enum Probe {
+    /// An ignore file (or a `.git` file, a `commondir`) the mirror does not
+    /// vouch for: below an unmirrored directory (a nested repository's
+    /// `.git/info/exclude`), a link, a file of several names.
+    Control(PathBuf, Result<Vec<u8>, io::ErrorKind>),
+    /// A stat the mirror could not answer (`follow`: links followed).
+    Stat(PathBuf, bool, Result<Metadata, io::ErrorKind>),
+}
+
+impl Probe {
+    /// Whether the disk still answers as it did.
+    fn holds<S: Source>(&self, disk: &S) -> bool {
+        let kind = |e: io::Error| e.kind();
+        match self {
+            Probe::Control(path, was) => disk.read_control(path).map_err(kind) == *was,
+            Probe::Stat(path, true, was) => disk.metadata(path).map_err(kind) == *was,
+            Probe::Stat(path, false, was) => disk.symlink_metadata(path).map_err(kind) == *was,
+        }
+    }
+}
+
+/// The grep walks kept for one mirror (`kept.rs`): each with the tree it
+/// walked (held: a changed mirror is a new root node, `Arc::make_mut`, and
+/// the old one cannot be freed and its address reused while held), its key
+/// and the disk reads to check again.
+#[derive(Default)]
+pub(crate) struct KeptWalks {
+    walks: Mutex<Vec<KeptWalk>>,
+    /// Calls that used a kept walk.
+    reused: AtomicU64,
+}
+
+impl KeptWalks {
+    /// How many calls used a kept walk.
+    pub(crate) fn reused(&self) -> u64 {
+        self.reused.load(Ordering::Relaxed)
+    }
+}
+
+struct KeptWalk {
+    tree: Arc<DirNode>,
+    key: Outside,
+    probes: Arc<[Probe]>,
+    walk: Arc<Walked<Arc<DirNode>>>,
+}
+
+/// How many walks are kept (different roots, globs or workdirs), the most
+/// recent first; each holds two numbers per file of its tree (on the Linux
+/// tree about 0.7 MB).
+const WALKS_KEPT: usize = 8;
 
 /// The prefilter's answers for the entries of mirrored directories, for
 /// one query, kept between calls (issue 31): testing every file's bitmap
@@ -236,6 +309,136 @@ impl<S: Source> View<S> {
     }
 }
 
+impl<S: Source> View<S> {
+    /// Whether this call's walk is being noted ([`WalkLog`]).
+    fn logging(&self) -> bool {
+        self.walks.is_some() && self.log.lock().recover_poison().on
+    }
+
+    fn probe(&self, probe: Probe) {
+        let mut log = self.log.lock().recover_poison();
+        if log.probes.len() >= PROBES_MAX {
+            log.unkept = true;
+        } else {
+            log.probes.push(probe);
+        }
+    }
+
+    /// A read from the disk the walk cannot be kept over.
+    fn unkept(&self) {
+        if self.walks.is_some() {
+            self.log.lock().recover_poison().unkept = true;
+        }
+    }
+
+    /// A stat the mirror does not answer, from the disk (noted).
+    fn stat_disk(&self, path: &Path, follow: bool) -> io::Result<Metadata> {
+        let stat = if follow {
+            self.disk.metadata(path)
+        } else {
+            self.disk.symlink_metadata(path)
+        };
+        if self.logging() {
+            let was = stat.as_ref().map(|m| *m).map_err(io::Error::kind);
+            self.probe(Probe::Stat(path.to_path_buf(), follow, was));
+        }
+        stat
+    }
+
+    /// Whether the mirror vouches for the content of the file `path`: a
+    /// regular file of one name in a mirrored directory, whose every write
+    /// the feed reports (and so changes the mirror).
+    fn vouches_content(&self, path: &Path) -> bool {
+        matches!(
+            self.lookup(path),
+            Some(Found::Entry(Entry { meta, .. }))
+                if vouched(*meta).is_some_and(|m| m.kind == FileType::File)
+        )
+    }
+}
+
+impl<S: Source> Keeper<View<S>> for View<S> {
+    type Dir = Arc<DirNode>;
+
+    fn keep(&self, dir: &ViewDir<S>) -> Option<Arc<DirNode>> {
+        match dir {
+            ViewDir::Mirror(node, ..) => Some(node.clone()),
+            ViewDir::Disk(_) => None,
+        }
+    }
+
+    fn handle(&self, dir: &Arc<DirNode>) -> ViewDir<S> {
+        mirrored(dir.clone())
+    }
+
+    fn name<'d>(&self, dir: &'d Arc<DirNode>, at: usize) -> Option<&'d [u8]> {
+        dir.entries.get(at).map(|e| &*e.name)
+    }
+
+    fn metadata(&self, dir: &Arc<DirNode>, at: usize) -> Option<Metadata> {
+        vouched(dir.entries.get(at)?.meta)
+    }
+
+    fn walk_starts(&self) {
+        let mut log = self.log.lock().recover_poison();
+        *log = WalkLog::default();
+        log.on = true;
+    }
+
+    fn find(&self, key: &Outside) -> Option<Arc<Walked<Arc<DirNode>>>> {
+        let walks = self.walks.as_ref()?;
+        let found = {
+            let mut kept = walks.walks.lock().recover_poison();
+            // Walks of another tree are of no use to any later call.
+            kept.retain(|w| Arc::ptr_eq(&w.tree, &self.tree));
+            let i = kept.iter().position(|w| w.key == *key)?;
+            let w = kept.remove(i);
+            let found = (w.probes.clone(), w.walk.clone());
+            kept.insert(0, w);
+            found
+        };
+        let (probes, walk) = found;
+        if probes.iter().all(|p| p.holds(&*self.disk)) {
+            walks.reused.fetch_add(1, Ordering::Relaxed);
+            return Some(walk);
+        }
+        let mut kept = walks.walks.lock().recover_poison();
+        kept.retain(|w| !Arc::ptr_eq(&w.walk, &walk));
+        None
+    }
+
+    fn keep_walk(&self, key: Outside, walk: Walked<Arc<DirNode>>) {
+        let Some(walks) = &self.walks else {
+            return;
+        };
+        let log = std::mem::take(&mut *self.log.lock().recover_poison());
+        if log.unkept {
+            return;
+        }
+        let mut kept = walks.walks.lock().recover_poison();
+        kept.retain(|w| Arc::ptr_eq(&w.tree, &self.tree) && w.key != key);
+        kept.insert(
+            0,
+            KeptWalk {
+                tree: self.tree.clone(),
+                key,
+                probes: log.probes.into(),
+                walk: Arc::new(walk),
+            },
+        );
+        kept.truncate(WALKS_KEPT);
+    }
+
+    fn query(&self) -> Option<Arc<dyn std::any::Any + Send + Sync>> {
+        let r = self.remembered.clone()?;
+        Some(r)
+    }
+
+    fn ruled_out(&self, files: u64) {
+        self.skipped.fetch_add(files, Ordering::Relaxed);
+    }
+}
+
 impl<S: Source> FileSystem for View<S> {
     type Dir = ViewDir<S>;
     type File = S::File;
@@ -251,14 +454,14 @@ impl<S: Source> FileSystem for View<S> {
     fn metadata(&self, path: &Path) -> io::Result<Metadata> {
         match self.mirrored_meta(path, true) {
             Some(m) => Ok(m),
-            None => self.disk.metadata(path),
+            None => self.stat_disk(path, true),
         }
     }
 
     fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata> {
         match self.mirrored_meta(path, false) {
             Some(m) => Ok(m),
-            None => self.disk.symlink_metadata(path),
+            None => self.stat_disk(path, false),
         }
     }
 
@@ -270,7 +473,10 @@ impl<S: Source> FileSystem for View<S> {
         match self.lookup(path) {
             Some(Found::Root) => Ok(mirrored(self.tree.clone())),
             Some(Found::Entry(Entry { dir: Some(d), .. })) => Ok(mirrored(d.clone())),
-            _ => self.disk.open_dir(path).map(ViewDir::Disk),
+            _ => {
+                self.unkept();
+                self.disk.open_dir(path).map(ViewDir::Disk)
+            }
         }
     }
 
@@ -283,15 +489,19 @@ impl<S: Source> FileSystem for View<S> {
         match parent {
             ViewDir::Mirror(node, ..) => match node.get(os_bytes(name)) {
                 Some(Entry { dir: Some(d), .. }) => Ok(mirrored(d.clone())),
-                _ => self
-                    .disk
-                    .open_dir(&parent_path.join(name))
-                    .map(ViewDir::Disk),
+                _ => {
+                    self.unkept();
+                    self.disk
+                        .open_dir(&parent_path.join(name))
+                        .map(ViewDir::Disk)
+                }
             },
-            ViewDir::Disk(d) => self
-                .disk
-                .open_dir_at(d, parent_path, name)
-                .map(ViewDir::Disk),
+            ViewDir::Disk(d) => {
+                self.unkept();
+                self.disk
+                    .open_dir_at(d, parent_path, name)
+                    .map(ViewDir::Disk)
+            }
         }
     }
 
@@ -333,11 +543,13 @@ impl<S: Source> FileSystem for View<S> {
                 let m = vouched(node.get(os_bytes(name)).and_then(|e| e.meta));
                 match m.filter(|m| !(follow && m.kind == FileType::Symlink)) {
                     Some(m) => Ok(m),
-                    None if follow => self.disk.metadata(&dir_path.join(name)),
-                    None => self.disk.symlink_metadata(&dir_path.join(name)),
+                    None => self.stat_disk(&dir_path.join(name), follow),
                 }
             }
-            ViewDir::Disk(d) => self.disk.metadata_at(d, dir_path, name, follow),
+            ViewDir::Disk(d) => {
+                self.unkept();
+                self.disk.metadata_at(d, dir_path, name, follow)
+            }
         }
     }
 
@@ -360,7 +572,12 @@ impl<S: Source> FileSystem for View<S> {
     }
 
     fn read_control(&self, path: &Path) -> io::Result<Vec<u8>> {
-        self.disk.read_control(path)
+        let read = self.disk.read_control(path);
+        if self.logging() && !self.vouches_content(path) {
+            let was = read.as_ref().map(Vec::clone).map_err(io::Error::kind);
+            self.probe(Probe::Control(path.to_path_buf(), was));
+        }
+        read
     }
 
     fn git_global_excludes(&self, workdir: &Path) -> Option<(PathBuf, Vec<u8>)> {
@@ -461,6 +678,8 @@ impl super::Index {
             skipped: Arc::default(),
             listed: Arc::default(),
             remembered: None,
+            walks: None,
+            log: Mutex::default(),
         })
     }
 }

@@ -14,6 +14,7 @@ use crate::request::GrepRequest;
 use crate::sync::RecoverPoison;
 
 use super::explicit;
+use super::kept::{Keeper, NeverKept};
 use super::matcher;
 use super::messages::{dir_error, Messages, NOTHING_SEARCHED};
 use super::overrides::overrides;
@@ -29,7 +30,16 @@ use super::{canonical_workdir, exit_code, nul_launch_failure, Budget};
 /// path itself (never filtered at depth 0, no ignore files read) or
 /// walkdir's error for it; a directory, or a symlink to one, is walked.
 pub(crate) fn run<F: FsHints>(fs: &F, req: &GrepRequest) -> Outcome<GrepResults> {
-    run_with(fs, req, None)
+    run_with(fs, req, None, &NeverKept)
+}
+
+/// [`run`] over a filesystem that keeps walks between calls (`kept.rs`).
+pub(crate) fn run_kept<F: FsHints, K: Keeper<F>>(
+    fs: &F,
+    req: &GrepRequest,
+    keeper: &K,
+) -> Outcome<GrepResults> {
+    run_with(fs, req, None, keeper)
 }
 
 /// [`run`], with rg's stdout handed to `out` as it is made, a file's lines
@@ -41,13 +51,14 @@ pub(crate) fn run_streaming<F: FsHints>(
     req: &GrepRequest,
     out: &Stream<'_>,
 ) -> Outcome<GrepResults> {
-    run_with(fs, req, Some(out))
+    run_with(fs, req, Some(out), &NeverKept)
 }
 
-fn run_with<F: FsHints>(
+fn run_with<F: FsHints, K: Keeper<F>>(
     fs: &F,
     req: &GrepRequest,
     stream: Option<&Stream<'_>>,
+    keeper: &K,
 ) -> Outcome<GrepResults> {
     let started = Instant::now();
     let fail = |why: String| Outcome {
@@ -118,7 +129,9 @@ fn run_with<F: FsHints>(
                 .msgs
                 .io_error(&e, || dir_error(&ctx.root, ctx.root.walk_path(), &e));
         }
-        Ok(m) if m.kind.is_dir() => schedule::search_pooled(&ctx, &real_workdir, override_set),
+        Ok(m) if m.kind.is_dir() => {
+            schedule::search_pooled(&ctx, &real_workdir, override_set, req.include.as_slice(), keeper)
+        }
         Ok(_) => {
             let mut worker = Worker::new(&ctx);
             let path = ctx.root.walk_path().to_path_buf();

@@ -8,7 +8,7 @@ use super::paths::Root;
 
 /// rg's stderr, one entry per line, and whether an error was reported
 /// (`messages.rs: err_message!` sets `errored`).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Messages {
     pub(crate) lines: Vec<String>,
     pub(crate) errored: bool,

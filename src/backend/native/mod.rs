@@ -45,6 +45,9 @@ mod parallel_walk;
 
 mod explicit;
 mod grep;
+mod kept;
+pub(crate) use kept::{Keeper, Walked};
+pub(crate) use rgignore::Outside;
 mod matcher;
 pub(crate) use matcher::parse as parse_pattern;
 mod reader;
@@ -142,6 +145,16 @@ impl<F: FsHints> SearchBackend for NativeBackend<F> {
     fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults> {
         grep::run(&*self.fs, req)
     }
+}
+
+/// [`SearchBackend::grep`] on `fs`, which keeps walks between calls
+/// (the index's view: `kept.rs`).
+pub(crate) fn grep_kept<F: FsHints, K: Keeper<F>>(
+    fs: &F,
+    req: &GrepRequest,
+    keeper: &K,
+) -> Outcome<GrepResults> {
+    grep::run_kept(fs, req, keeper)
 }
 
 /// The workdir as rg's `getcwd` (Windows: `GetCurrentDirectoryW`) would

@@ -210,6 +210,19 @@ pub(crate) fn too_long_for_rg(rg_path: &Path) -> bool {
     }
 }
 
+/// [`too_long_for_rg`] for a path of `len` bytes.
+pub(crate) fn too_long_for_rg_len(len: usize) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        len >= RG_PATH_MAX
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = len;
+        false
+    }
+}
+
 /// Whether `err` is `ENAMETOOLONG`.
 pub(crate) fn is_name_too_long(err: &std::io::Error) -> bool {
     #[cfg(target_os = "linux")]

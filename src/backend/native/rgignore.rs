@@ -106,6 +106,8 @@ pub(crate) struct RgIgnore {
     real_workdir: PathBuf,
     overrides: Override,
     global: Gitignore,
+    /// The global excludes file the filesystem named, and its bytes.
+    global_source: Option<(PathBuf, Vec<u8>)>,
     /// `add_parents`: the canonical root and its ancestors' rules, nearest
     /// first; `None` when the root cannot be canonicalized.
     abs_base: Option<PathBuf>,
@@ -117,6 +119,36 @@ pub(crate) struct RgIgnore {
     root_node: Arc<Node>,
     /// Ignore-file errors: (message, whether rg counts it as an error).
     messages: Mutex<Vec<(String, bool)>>,
+}
+
+/// [`RgIgnore::outside`].
+pub(crate) struct Outside {
+    globs: Vec<String>,
+    workdir: Vec<u8>,
+    given: Vec<u8>,
+    walk: Vec<u8>,
+    implicit: bool,
+    abs_base: Option<Vec<u8>>,
+    /// The parents' rules from `/` down, then the root's.
+    rules: Vec<([Arc<Gitignore>; 4], bool)>,
+    global: Option<(PathBuf, Vec<u8>)>,
+}
+
+impl PartialEq for Outside {
+    fn eq(&self, other: &Outside) -> bool {
+        let same_rules = |a: &([Arc<Gitignore>; 4], bool), b: &([Arc<Gitignore>; 4], bool)| {
+            a.1 == b.1 && a.0.iter().zip(&b.0).all(|(x, y)| Arc::ptr_eq(x, y))
+        };
+        self.globs == other.globs
+            && self.workdir == other.workdir
+            && self.given == other.given
+            && self.walk == other.walk
+            && self.implicit == other.implicit
+            && self.abs_base == other.abs_base
+            && self.rules.len() == other.rules.len()
+            && self.rules.iter().zip(&other.rules).all(|(a, b)| same_rules(a, b))
+            && self.global == other.global
+    }
 }
 
 enum M {
@@ -505,11 +537,13 @@ impl RgIgnore {
             rg_dir: root.given().to_path_buf(),
             parent: None,
         });
+        let global_source = fs.git_global_excludes(real_workdir);
         RgIgnore {
             root: root.clone(),
             real_workdir: real_workdir.to_path_buf(),
             overrides,
-            global: global(fs, real_workdir),
+            global: global(global_source.as_ref(), real_workdir),
+            global_source,
             abs_base,
             parents,
             parents_any_git,
@@ -522,6 +556,56 @@ impl RgIgnore {
     /// The messages to print: (text, whether it makes rg exit 2).
     pub(crate) fn take_messages(&self) -> Vec<(String, bool)> {
         std::mem::take(&mut *self.messages.lock().recover_poison())
+    }
+
+    /// How many messages are waiting ([`RgIgnore::take_messages`]).
+    pub(crate) fn messages_len(&self) -> usize {
+        self.messages.lock().recover_poison().len()
+    }
+
+    /// The messages waiting from the `from`-th on.
+    pub(crate) fn messages_from(&self, from: usize) -> Vec<(String, bool)> {
+        let messages = self.messages.lock().recover_poison();
+        messages.get(from..).unwrap_or_default().to_vec()
+    }
+
+    /// Add messages (a kept walk's, `kept.rs`) after those waiting.
+    pub(crate) fn add_messages(&self, more: &[(String, bool)]) {
+        self.messages.lock().recover_poison().extend_from_slice(more);
+    }
+
+    /// What the walk's decisions below the root depend on besides the
+    /// tree below it: the include globs, the workdir, the root as typed,
+    /// and the rules read outside that tree (the parents' ignore files,
+    /// the global excludes file) and at the root (its own files, read at
+    /// every call). Two calls with equal `Outside`s over the same tree
+    /// decide every entry alike (`kept.rs`). Matchers compare by identity:
+    /// built from the same bytes they are the same matcher (the memo);
+    /// held here, one freed cannot be mistaken for a new one at its address.
+    pub(crate) fn outside(&self, globs: &[String]) -> Outside {
+        let rules = |r: &Rules| {
+            [
+                r.custom.clone(),
+                r.ignore.clone(),
+                r.git.clone(),
+                r.exclude.clone(),
+            ]
+        };
+        Outside {
+            globs: globs.to_vec(),
+            workdir: path_bytes(&self.real_workdir).to_vec(),
+            given: path_bytes(self.root.given()).to_vec(),
+            walk: path_bytes(self.root.walk_path()).to_vec(),
+            implicit: self.root.is_implicit(),
+            abs_base: self.abs_base.as_deref().map(|p| path_bytes(p).to_vec()),
+            rules: self
+                .parents
+                .iter()
+                .chain(std::iter::once(&self.root_node.rules))
+                .map(|r| (rules(r), r.has_git))
+                .collect(),
+            global: self.global_source.clone(),
+        }
     }
 
     /// A directory's ignore-file errors, as one message that does not
@@ -681,13 +765,13 @@ fn is_hidden(b: &[u8]) -> bool {
 /// build_with_cwd`), from the excludes file the workspace's filesystem
 /// names (a relative one resolved against the workdir); its errors are
 /// only logged by rg.
-fn global<F: FsHints>(fs: &F, real_workdir: &Path) -> Gitignore {
-    let Some((path, data)) = fs.git_global_excludes(real_workdir) else {
+fn global(source: Option<&(PathBuf, Vec<u8>)>, real_workdir: &Path) -> Gitignore {
+    let Some((path, data)) = source else {
         return Gitignore::empty();
     };
     with_stack_for(nesting_bound_lines(&data), || {
         let mut b = GitignoreBuilder::new(real_workdir);
-        let _ = add_lines(&mut b, &data, &path);
+        let _ = add_lines(&mut b, data, path);
         b.build().unwrap_or_else(|_| Gitignore::empty())
     })
     .unwrap_or_else(|_| Gitignore::empty())

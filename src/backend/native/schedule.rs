@@ -50,9 +50,10 @@ use std::time::Instant;
 use crate::event::Stats;
 use crate::fs::FsHints;
 
+use super::kept::{self, Keeper, Recorder};
 use super::messages::Messages;
 use super::rgignore::RgIgnore;
-use super::serial_walk::{self, Haystack};
+use super::serial_walk::{self, Below, Haystack};
 use super::worker::{clean_miss, GrepCall, Origin, Worker};
 #[cfg(doc)]
 use super::{set_helper_delay, Budget};
@@ -82,10 +83,12 @@ const MAX_QUEUED: usize = 4;
 /// rg's walker) and search what it finds there and on the engine's pool,
 /// as the module says. The walk never waits for work (rg's walker sleeps
 /// 1 ms at a time when idle, ignore 0.4.29 `walk.rs: get_work`).
-pub(super) fn search_pooled<F: FsHints>(
+pub(super) fn search_pooled<F: FsHints, K: Keeper<F>>(
     ctx: &GrepCall<'_, F>,
     real_workdir: &Path,
     override_set: ignore::overrides::Override,
+    globs: &[String],
+    keeper: &K,
 ) {
     let queue = Batches::new(super::threads() - 1);
     let live = std::sync::Arc::new(AtomicUsize::new(0));
@@ -99,14 +102,35 @@ pub(super) fn search_pooled<F: FsHints>(
             searched: false,
             missed: Stats::default(),
         };
+        let mut recorder = Recorder::new(&mut batcher, keeper, &ctx.root);
+        // The walk below the root, kept (`kept.rs`): replayed when the
+        // keeper has it for this call, else recorded.
+        let mut to_keep = None;
         let ignore_rules = serial_walk::walk(
             ctx.fs,
             &ctx.root,
             real_workdir,
             override_set,
             &live,
-            &mut batcher,
+            &mut recorder,
+            |rules, rec| {
+                if !K::KEEPS {
+                    return Below::Walk;
+                }
+                let key = rules.outside(globs);
+                if let Some(walked) = keeper.find(&key) {
+                    kept::replay(ctx.fs, keeper, &walked, &live, &mut *rec.out);
+                    rules.add_messages(walked.ignore_messages());
+                    return Below::Done;
+                }
+                to_keep = Some((key, rules.messages_len()));
+                rec.start();
+                Below::Walk
+            },
         );
+        if let (Some(walked), Some((key, from))) = (recorder.finish(), to_keep) {
+            kept::keep(keeper, key, walked, ignore_rules.messages_from(from));
+        }
         drop(batcher);
         report_ignore_messages(ctx, &ignore_rules);
         // Anything the helpers have not taken, with their help once the
@@ -192,6 +216,15 @@ impl<'r, 's: 'r, F: FsHints> serial_walk::Output<F> for Batcher<'r, 's, F> {
     /// batch first, then the batch being filled; when neither is left and
     /// helpers are searching theirs, wait a moment for them to finish.
     /// Only the walk's own stack of parents is left when this says no.
+    fn ruled_out(&mut self, files: u64, missed: &Stats) {
+        self.searched |= files > 0;
+        self.missed.add(missed);
+    }
+
+    fn kept_errors(&mut self, msgs: &Messages) {
+        self.msgs.extend(msgs.clone());
+    }
+
     fn release_dirs(&mut self) -> bool {
         // Searched here whatever the helpers do: this frees descriptors.
         if self.search_queued(false) {
@@ -475,6 +508,12 @@ mod tests {
         fn release_dirs(&mut self) -> bool {
             false
         }
+        fn ruled_out(&mut self, _: u64, _: &Stats) {
+            panic!("nothing is ruled out here");
+        }
+        fn kept_errors(&mut self, _: &Messages) {
+            panic!("no walk is kept here");
+        }
     }
 
     fn call<'a>(fs: &'a MemFs, workdir: &Path, pattern: &str) -> GrepCall<'a, MemFs> {
@@ -524,6 +563,7 @@ mod tests {
                 overrides(workdir, &[]).unwrap(),
                 &live,
                 &mut out,
+                |_, _| Below::Walk,
             );
             out.0.sort_by(|a, b| a.rg_path.cmp(&b.rg_path));
             assert_eq!(out.0.len(), 5);

@@ -28,7 +28,9 @@ use ignore::Error;
 use crate::fs::names::{join_needs_sep, os_str, path_buf, path_bytes, JOIN_SEP};
 use crate::fs::{FileType, FsHints, Listing};
 
-use super::messages::at_path;
+use crate::event::Stats;
+
+use super::messages::{at_path, Messages};
 use super::paths::{name_too_long, too_long_for_rg, Root};
 use super::rgignore::{NamesPresent, Node, RgIgnore};
 
@@ -40,7 +42,7 @@ use super::rgignore::{NamesPresent, Node, RgIgnore};
 /// descriptors, however far ahead of the searching threads it gets and
 /// however many there are; only its own stack of parents can take it past
 /// the bound.
-const MAX_LIVE_DIRS: usize = 64;
+pub(crate) const MAX_LIVE_DIRS: usize = 64;
 
 /// A listed directory: the handle its files are opened through, and its
 /// absolute path.
@@ -51,6 +53,16 @@ pub(crate) struct Dir<F: FsHints> {
 }
 
 impl<F: FsHints> Dir<F> {
+    /// A listed directory, counted in `live` until dropped.
+    pub(crate) fn new(handle: F::Dir, path: PathBuf, live: &Arc<AtomicUsize>) -> Arc<Dir<F>> {
+        live.fetch_add(1, Ordering::Relaxed);
+        Arc::new(Dir {
+            handle,
+            path,
+            live: live.clone(),
+        })
+    }
+
     /// The directory's handle.
     pub(crate) fn handle(&self) -> &F::Dir {
         &self.handle
@@ -82,6 +94,17 @@ pub(crate) struct Haystack<F: FsHints> {
 }
 
 impl<F: FsHints> Haystack<F> {
+    /// The file `rg_path` of `dir`, whose name (its last `name_len` bytes)
+    /// is at position `at` of the directory's listing.
+    pub(crate) fn new(dir: Arc<Dir<F>>, rg_path: PathBuf, name_len: usize, at: usize) -> Self {
+        Haystack {
+            dir,
+            name_at: rg_path.as_os_str().len() - name_len,
+            rg_path,
+            at,
+        }
+    }
+
     /// The file's name in its directory: the end of `rg_path`, which
     /// [`join`] made.
     pub(crate) fn name(&self) -> &std::ffi::OsStr {
@@ -100,7 +123,7 @@ impl<F: FsHints> Haystack<F> {
 
 /// `dir.join(name)` (`Path::join`: a `/` between them unless `dir` is
 /// empty or ends with one) in one allocation of the exact size.
-fn join(dir: &Path, name: &[u8]) -> PathBuf {
+pub(crate) fn join(dir: &Path, name: &[u8]) -> PathBuf {
     let d = path_bytes(dir);
     let sep = join_needs_sep(d);
     let mut v = Vec::with_capacity(d.len() + usize::from(sep) + name.len());
@@ -127,6 +150,21 @@ pub(crate) trait Output<F: FsHints> {
     /// them, or wait for the threads searching them); false when nothing
     /// but the walk itself holds them.
     fn release_dirs(&mut self) -> bool;
+    /// `files` files the filesystem's prefilter ruled out without their
+    /// being walked to one by one (a kept walk's, `kept.rs`), counted as
+    /// searched (`missed`).
+    fn ruled_out(&mut self, files: u64, missed: &Stats);
+    /// The walk errors of a kept walk, as [`Output::error`] rendered them.
+    fn kept_errors(&mut self, msgs: &Messages);
+}
+
+/// What [`walk`] does below the root once the root is listed and its
+/// rules read.
+pub(crate) enum Below {
+    /// Walk it.
+    Walk,
+    /// Nothing: the output has it already (a kept walk replayed).
+    Done,
 }
 
 /// A directory still to list.
@@ -161,14 +199,17 @@ fn path_error(err: std::io::Error, path: &Path, depth: usize) -> Error {
 /// walker stats a root following links, `DirEntryRaw::from_path`) from the
 /// workdir `real_workdir` with the include globs `override_set`, sending
 /// its haystacks and walk errors to `out`. Returns the call's ignore state, which holds the
-/// ignore-file messages to report.
-pub(crate) fn walk<F: FsHints>(
+/// ignore-file messages to report. Once the root is listed and the rules
+/// of it and its parents read, `below` says whether the tree below it is
+/// walked (a kept walk stands in for it: `kept.rs`).
+pub(crate) fn walk<F: FsHints, O: Output<F>>(
     fs: &F,
     root: &Root,
     real_workdir: &Path,
     override_set: Override,
     live: &Arc<AtomicUsize>,
-    out: &mut impl Output<F>,
+    out: &mut O,
+    below: impl FnOnce(&RgIgnore, &mut O) -> Below,
 ) -> RgIgnore {
     let mut listing = Listing::new();
     let abs = root.walk_path();
@@ -196,12 +237,10 @@ pub(crate) fn walk<F: FsHints>(
         override_set,
         Some(note_names(&listing)),
     );
-    live.fetch_add(1, Ordering::Relaxed);
-    let root_dir = Arc::new(Dir {
-        handle: root_handle,
-        path: abs.to_path_buf(),
-        live: live.clone(),
-    });
+    if let Below::Done = below(&ignore_rules, out) {
+        return ignore_rules;
+    }
+    let root_dir = Dir::new(root_handle, abs.to_path_buf(), live);
     let root_node = ignore_rules.root_node().clone();
     let mut stack = Vec::new();
     visit_entries(
@@ -235,12 +274,7 @@ pub(crate) fn walk<F: FsHints>(
         drop(p.parent);
         fs.list(&handle, &mut listing);
         let node = ignore_rules.enter(fs, &p.parent_node, &p.abs, p.rg_dir, note_names(&listing));
-        live.fetch_add(1, Ordering::Relaxed);
-        let dir = Arc::new(Dir {
-            handle,
-            path: p.abs,
-            live: live.clone(),
-        });
+        let dir = Dir::new(handle, p.abs, live);
         visit_entries(
             fs,
             &ignore_rules,
@@ -313,12 +347,7 @@ fn visit_entries<F: FsHints>(
             // Before the haystack is queued, so that the read it starts is
             // the one a searching thread then finds.
             fs.will_open(dir.handle(), abs, &os_str(name), listing.metadata(i));
-            out.file(Haystack {
-                dir: dir.clone(),
-                name_at: rg_path.as_os_str().len() - name.len(),
-                rg_path,
-                at: i,
-            });
+            out.file(Haystack::new(dir.clone(), rg_path, name.len(), i));
         }
     }
     if let Some(e) = listing.take_error() {
