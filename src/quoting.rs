@@ -64,6 +64,11 @@ pub(crate) fn needs_escape(c: char) -> bool {
 /// How a file name (or a path) is shown to the model: as it is, or
 /// `quote`d when it holds a character that `needs_escape`.
 pub(crate) fn shown(name: &str) -> Cow<'_, str> {
+    // Printable ASCII needs no escape: the common path, checked a byte at
+    // a time rather than a character's ranges at a time.
+    if name.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return Cow::Borrowed(name);
+    }
     if name.chars().any(needs_escape) {
         Cow::Owned(quote(name))
     } else {

@@ -95,6 +95,14 @@ pub trait SpillStore: Send + Sync {
     /// the original text: `seed-reference.md` §3.9). Best effort; the
     /// default keeps it.
     fn discard(&self, _owner: &str, _saved: &SpillRef) {}
+
+    /// Whether the text this store saved for `owner` as `saved` still
+    /// holds exactly `content`: then a call whose complete result is that
+    /// same text again points at it rather than saving another copy
+    /// (`docs/tools.md`, "Spill"). By default no text is known to hold.
+    fn holds(&self, _owner: &str, _saved: &SpillRef, _content: &str) -> bool {
+        false
+    }
 }
 
 /// A spill store in a local directory:
@@ -187,6 +195,19 @@ impl SpillStore for LocalSpillStore {
         if self.is_reference(owner, path) {
             let _ = std::fs::remove_file(path);
         }
+    }
+
+    /// The file is still a regular file of the session's directory with
+    /// exactly those bytes (read back and compared: whoever can write the
+    /// directory may have changed it).
+    fn holds(&self, owner: &str, saved: &SpillRef, content: &str) -> bool {
+        let path = Path::new(&saved.locator);
+        if !self.is_reference(owner, path) {
+            return false;
+        }
+        let same_size = std::fs::symlink_metadata(path)
+            .is_ok_and(|m| m.is_file() && m.len() == content.len() as u64);
+        same_size && std::fs::read(path).is_ok_and(|b| b == content.as_bytes())
     }
 }
 

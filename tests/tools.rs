@@ -325,6 +325,62 @@ backend_test!(over_cap_spills_to_a_local_store, |ws, b| {
     );
 });
 
+// The same complete result again points at the text saved for it while
+// the store holds it unchanged (docs/tools.md, "Spill"); any difference (the
+// result, the session, the file changed or gone) saves a new one.
+backend_test!(the_same_result_points_at_the_same_saved_text, |ws, b| {
+    for i in 0..5 {
+        put(&ws, &format!("f{i}.txt"), "x\n", Some(3000 + i));
+    }
+    let spill_root = tempfile::tempdir().unwrap();
+    let mut c = Config::default();
+    c.search.glob_max_results = 2;
+    let store = dsh_search::LocalSpillStore::new(Some(spill_root.path().into())).unwrap();
+    let t = tools_with(b, c).with_spill_store(Arc::new(store));
+    let locator = |session: &str, pattern: &str| {
+        let r = t.call("glob", &json!({"pattern": pattern}), &ws.session(session));
+        let (_, footer) = r.content.split_once("\n\n").unwrap();
+        let at = footer.find("stored at: ").unwrap() + "stored at: ".len();
+        let end = footer.find(". Use read").unwrap();
+        footer[at..end].to_string()
+    };
+    let first = locator("s1", "*.txt");
+    // (case, session, pattern, change before the call, same text as `first`)
+    type Change = fn(&str);
+    let cases: [(&str, &str, &str, Change, bool); 6] = [
+        ("the same call", "s1", "*.txt", |_| {}, true),
+        ("another session", "s2", "*.txt", |_| {}, false),
+        ("back in the first session", "s1", "*.txt", |_| {}, false),
+        ("the same call again", "s1", "*.txt", |_| {}, true),
+        (
+            "the saved text changed",
+            "s1",
+            "*.txt",
+            |p| std::fs::write(p, "f0.txt\nf1.txt\nf2.txt\nf3.txt\nf9.txt").unwrap(),
+            false,
+        ),
+        (
+            "the saved text removed",
+            "s1",
+            "*.txt",
+            |p| std::fs::remove_file(p).unwrap(),
+            false,
+        ),
+    ];
+    let mut last = first.clone();
+    for (case, session, pattern, change, same) in cases {
+        change(&last);
+        let got = locator(session, pattern);
+        assert_eq!(got == last, same, "{case}: {got} after {last}");
+        assert_eq!(
+            std::fs::read_to_string(&got).unwrap(),
+            "f0.txt\nf1.txt\nf2.txt\nf3.txt\nf4.txt",
+            "{case}"
+        );
+        last = got;
+    }
+});
+
 // A spill reference is on the local disk, wherever the workspace is: `read`
 // (and the guard, for `grep`) reach it there, and only the session's own
 // (issue 10: "every path a tool returns opens with `read` in the same

@@ -180,8 +180,9 @@ pub struct IndexStatus {
     pub files_skipped: u64,
     /// Directories the calls listed from the mirror, not the disk.
     pub dirs_listed: u64,
-    /// grep calls that walked nothing: their walk was kept from an
-    /// earlier call over the same mirror (`docs/index.md`, "Kept walks").
+    /// Calls that walked nothing: a grep whose walk, or a glob whose
+    /// answer, was kept from an earlier call over the same mirror
+    /// (`docs/index.md`, "Kept walks").
     pub walks_reused: u64,
     /// What the last build made of the mirror saved by an earlier process
     /// (`docs/index.md`, "Restart without a rebuild"): `off` (not saved:
@@ -391,7 +392,7 @@ impl<S: Source> Inner<S> {
         counter.fetch_add(1, Ordering::Relaxed);
         let tree = tree?;
         let remembered = query.as_ref().map(|q| self.remembered(q));
-        let walks = query.is_some().then(|| self.walks.clone());
+        let walks = Some(self.walks.clone());
         Ok(view::View {
             disk: self.fs.clone(),
             root: self.root.clone(),
@@ -464,7 +465,16 @@ impl<S: Source> Live for Inner<S> {
 
     fn glob(&self, req: &GlobRequest) -> (Outcome<GlobResults>, Answer) {
         match self.view(None) {
-            Ok(view) => (run(view, |b| b.glob(req)), Answer::Index),
+            Ok(view) => {
+                if let Some(kept) = view.kept_glob(req) {
+                    return (kept, Answer::Index);
+                }
+                view.log_all();
+                let view = Arc::new(view);
+                let outcome = NativeBackend::on(view.clone()).glob(req);
+                view.keep_glob(req, &outcome);
+                (outcome, Answer::Index)
+            }
             Err(why) => (self.scan.glob(req), Answer::Scan(why)),
         }
     }
@@ -566,9 +576,6 @@ impl IndexedBackend {
     }
 }
 
-fn run<S: Source, T>(view: view::View<S>, f: impl FnOnce(&NativeBackend<view::View<S>>) -> T) -> T {
-    f(&NativeBackend::on(Arc::new(view)))
-}
 
 impl fmt::Debug for IndexedBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -638,5 +645,43 @@ mod tests {
             (1, 3, 2),
             "{s:?}"
         );
+    }
+
+    /// glob's answer is kept whole while the mirror is unchanged, also in
+    /// a repository (its `.git` is not mirrored, and glob does not walk
+    /// it), and not used once anything changed.
+    #[test]
+    fn a_glob_is_answered_again_until_the_tree_changes() {
+        let td = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(td.path().join(".git")).unwrap();
+        std::fs::write(td.path().join(".git/HEAD"), "ref\n").unwrap();
+        std::fs::create_dir(td.path().join("sub")).unwrap();
+        std::fs::write(td.path().join("a.txt"), "hello\n").unwrap();
+        std::fs::write(td.path().join("sub/b.txt"), "needle\n").unwrap();
+        let index = Index::start(td.path()).unwrap();
+        assert!(index.wait_ready(Duration::from_secs(60)));
+        let b = index.backend();
+        let req = GlobRequest::new("*", td.path());
+        let files = |o: &Outcome<GlobResults>| {
+            let mut f: Vec<String> = o
+                .results
+                .files
+                .iter()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect();
+            f.sort();
+            f
+        };
+        let (first, answer) = b.glob_answered(&req);
+        assert_eq!(answer, Answer::Index);
+        assert_eq!(files(&first), ["a.txt", "sub/b.txt"]);
+        assert_eq!(index.status().walks_reused, 0);
+        let (again, _) = b.glob_answered(&req);
+        assert_eq!(again, first);
+        assert_eq!(index.status().walks_reused, 1);
+        std::fs::write(td.path().join("sub/c.txt"), "new\n").unwrap();
+        let (changed, _) = b.glob_answered(&req);
+        assert_eq!(files(&changed), ["a.txt", "sub/b.txt", "sub/c.txt"]);
+        assert_eq!(index.status().walks_reused, 1);
     }
 }

@@ -21,6 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use super::grams::Query;
+use crate::outcome::{GlobResults, Outcome, Status};
+use crate::request::GlobRequest;
 use crate::backend::{Keeper, Outside, Walked};
 use super::mirror::{DirNode, Entry};
 use super::source::Source;
@@ -73,6 +75,11 @@ enum Probe {
     Control(PathBuf, Result<Vec<u8>, io::ErrorKind>),
     /// A stat the mirror could not answer (`follow`: links followed).
     Stat(PathBuf, bool, Result<Metadata, io::ErrorKind>),
+    /// A path resolved ([`FileSystem::canonicalize`]), and a workdir
+    /// ([`FileSystem::current_dir`]): outside the mirror, and what glob's
+    /// printed paths are made from.
+    Canonical(PathBuf, Result<PathBuf, io::ErrorKind>),
+    CurrentDir(PathBuf, Result<PathBuf, io::ErrorKind>),
 }
 
 impl Probe {
@@ -83,6 +90,8 @@ impl Probe {
             Probe::Control(path, was) => disk.read_control(path).map_err(kind) == *was,
             Probe::Stat(path, true, was) => disk.metadata(path).map_err(kind) == *was,
             Probe::Stat(path, false, was) => disk.symlink_metadata(path).map_err(kind) == *was,
+            Probe::Canonical(path, was) => disk.canonicalize(path).map_err(kind) == *was,
+            Probe::CurrentDir(path, was) => disk.current_dir(path).map_err(kind) == *was,
         }
     }
 }
@@ -94,6 +103,9 @@ impl Probe {
 #[derive(Default)]
 pub(crate) struct KeptWalks {
     walks: Mutex<Vec<KeptWalk>>,
+    /// glob's answers, whole: glob's walk reads nothing but the tree's
+    /// names and metadata, so its answer is kept rather than its walk.
+    globs: Mutex<Vec<KeptGlob>>,
     /// Calls that used a kept walk.
     reused: AtomicU64,
 }
@@ -102,6 +114,34 @@ impl KeptWalks {
     /// How many calls used a kept walk.
     pub(crate) fn reused(&self) -> u64 {
         self.reused.load(Ordering::Relaxed)
+    }
+}
+
+/// A glob call's answer, for the same request over the same tree.
+struct KeptGlob {
+    tree: Arc<DirNode>,
+    key: GlobKey,
+    probes: Arc<[Probe]>,
+    outcome: Arc<Outcome<GlobResults>>,
+}
+
+/// What a glob's answer depends on besides the tree.
+#[derive(PartialEq)]
+struct GlobKey {
+    pattern: String,
+    path: Option<Vec<u8>>,
+    workdir: Vec<u8>,
+    raw_budget: Option<u64>,
+}
+
+impl GlobKey {
+    fn of(req: &GlobRequest) -> GlobKey {
+        GlobKey {
+            pattern: req.pattern.clone(),
+            path: req.path.as_deref().map(|p| os_bytes(p).to_vec()),
+            workdir: path_bytes(&req.workdir).to_vec(),
+            raw_budget: req.raw_budget,
+        }
     }
 }
 
@@ -357,6 +397,63 @@ impl<S: Source> View<S> {
     }
 }
 
+impl<S: Source> View<S> {
+    /// Note every read off the mirror from now on (a glob call's, whose
+    /// answer is kept whole: [`View::keep_glob`]).
+    pub(crate) fn log_all(&self) {
+        Keeper::walk_starts(self);
+    }
+
+    /// The answer kept for `req` over this tree, if its reads off the
+    /// mirror still read the same.
+    pub(crate) fn kept_glob(&self, req: &GlobRequest) -> Option<Outcome<GlobResults>> {
+        let walks = self.walks.as_ref()?;
+        let key = GlobKey::of(req);
+        let (probes, outcome) = {
+            let mut kept = walks.globs.lock().recover_poison();
+            kept.retain(|g| Arc::ptr_eq(&g.tree, &self.tree));
+            let i = kept.iter().position(|g| g.key == key)?;
+            let g = kept.remove(i);
+            let found = (g.probes.clone(), g.outcome.clone());
+            kept.insert(0, g);
+            found
+        };
+        if probes.iter().all(|p| p.holds(&*self.disk)) {
+            walks.reused.fetch_add(1, Ordering::Relaxed);
+            return Some((*outcome).clone());
+        }
+        let mut kept = walks.globs.lock().recover_poison();
+        kept.retain(|g| !Arc::ptr_eq(&g.outcome, &outcome));
+        None
+    }
+
+    /// Keep glob's answer `outcome` for `req`: a whole one (rg exited 0
+    /// or 1), over reads of the mirror and few others.
+    pub(crate) fn keep_glob(&self, req: &GlobRequest, outcome: &Outcome<GlobResults>) {
+        let Some(walks) = &self.walks else {
+            return;
+        };
+        let log = std::mem::take(&mut *self.log.lock().recover_poison());
+        let whole = matches!(outcome.status, Status::Exited(0 | 1));
+        if log.unkept || !whole || req.cancel.is_cancelled() {
+            return;
+        }
+        let key = GlobKey::of(req);
+        let mut kept = walks.globs.lock().recover_poison();
+        kept.retain(|g| Arc::ptr_eq(&g.tree, &self.tree) && g.key != key);
+        kept.insert(
+            0,
+            KeptGlob {
+                tree: self.tree.clone(),
+                key,
+                probes: log.probes.into(),
+                outcome: Arc::new(outcome.clone()),
+            },
+        );
+        kept.truncate(WALKS_KEPT);
+    }
+}
+
 impl<S: Source> Keeper<View<S>> for View<S> {
     type Dir = Arc<DirNode>;
 
@@ -444,11 +541,21 @@ impl<S: Source> FileSystem for View<S> {
     type File = S::File;
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
-        self.disk.canonicalize(path)
+        let got = self.disk.canonicalize(path);
+        if self.logging() {
+            let was = got.as_ref().map(PathBuf::clone).map_err(io::Error::kind);
+            self.probe(Probe::Canonical(path.to_path_buf(), was));
+        }
+        got
     }
 
     fn current_dir(&self, workdir: &Path) -> io::Result<PathBuf> {
-        self.disk.current_dir(workdir)
+        let got = self.disk.current_dir(workdir);
+        if self.logging() {
+            let was = got.as_ref().map(PathBuf::clone).map_err(io::Error::kind);
+            self.probe(Probe::CurrentDir(workdir.to_path_buf(), was));
+        }
+        got
     }
 
     fn metadata(&self, path: &Path) -> io::Result<Metadata> {

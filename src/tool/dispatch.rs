@@ -5,7 +5,9 @@
 //! of an over-cap result and the presentation meta.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use crate::sync::RecoverPoison;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -61,7 +63,8 @@ const NO_SEARCH: &str = "none";
 const SAVED: &str = "a saved result is outside the index";
 
 /// The tools over one backend, with their configuration, an optional spill
-/// store and an optional guard. Cheap to share: every field is immutable.
+/// store and an optional guard. Cheap to share: every field is immutable
+/// but the last saved result, which the clones share.
 #[derive(Clone)]
 pub struct Tools {
     config: Arc<Config>,
@@ -78,6 +81,19 @@ pub struct Tools {
     /// The definitions, built once: they depend on the configuration only,
     /// and building them (texts, schemas) is a fixed cost per call.
     defs: Arc<Vec<ToolDefinition>>,
+    /// The last complete result saved, pointed at again by a call whose
+    /// complete result is the same text while the store still holds it
+    /// ([`SpillStore::holds`]).
+    last_saved: Arc<Mutex<Option<Saved>>>,
+}
+
+/// A complete result the spill store saved.
+struct Saved {
+    owner: String,
+    tool: String,
+    name: String,
+    content: String,
+    saved: SpillRef,
 }
 
 /// The tools this dispatch can run.
@@ -103,6 +119,7 @@ impl Tools {
             spill: None,
             guard: None,
             policy: Some(ObservationPolicy::default()),
+            last_saved: Arc::default(),
         }
     }
 
@@ -368,7 +385,7 @@ impl Tools {
     fn present<V: render::Shown>(&self, value: V, ctx: &CallContext) -> ToolResult {
         let cfg = &self.config.search;
         let spilled = if ctx.direct && value.over_cap(cfg) {
-            self.save(ctx, V::TOOL, V::ARTIFACT, &value.artifact(cfg))
+            self.save(ctx, V::TOOL, V::ARTIFACT, value.artifact(cfg))
         } else {
             None
         };
@@ -483,16 +500,36 @@ impl Tools {
     }
 
     /// Save a complete result, best effort: no session, no store or a
-    /// failed save all mean "not saved", never an error (§3.6).
-    fn save(&self, ctx: &CallContext, tool: &str, name: &str, content: &str) -> Option<SpillRef> {
+    /// failed save all mean "not saved", never an error (§3.6). The same
+    /// text as the last one saved, for the same session and tool, is not
+    /// saved again while the store still holds it: the call points at it
+    /// (`docs/tools.md`, "Spill").
+    fn save(&self, ctx: &CallContext, tool: &str, name: &str, content: String) -> Option<SpillRef> {
         let owner = ctx.session_id.as_deref()?;
         let store = self.spill.as_deref()?;
+        {
+            let last = self.last_saved.lock().recover_poison();
+            if let Some(l) = &*last {
+                let same = l.owner == owner && l.tool == tool && l.name == name;
+                if same && l.content == content && store.holds(owner, &l.saved, &content) {
+                    return Some(l.saved.clone());
+                }
+            }
+        }
         let source = SpillSource {
             tool_name: tool.to_string(),
             call_id: None,
             label: "result".to_string(),
         };
-        store.save_text(owner, &source, name, content).ok()
+        let saved = store.save_text(owner, &source, name, &content).ok()?;
+        *self.last_saved.lock().recover_poison() = Some(Saved {
+            owner: owner.to_string(),
+            tool: tool.to_string(),
+            name: name.to_string(),
+            content,
+            saved: saved.clone(),
+        });
+        Some(saved)
     }
 
     /// Run `work` with a token of its own, cancelled when the caller

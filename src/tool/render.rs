@@ -109,8 +109,9 @@ fn glob_artifact(value: &GlobValue) -> String {
 }
 
 /// Paths one per line, each [`shown`] (D6).
-fn shown_lines<'a>(paths: impl IntoIterator<Item = &'a str>) -> String {
-    let mut out = String::new();
+fn shown_lines<'a>(paths: impl IntoIterator<Item = &'a str> + Clone) -> String {
+    let len: usize = paths.clone().into_iter().map(|p| p.len() + 1).sum();
+    let mut out = String::with_capacity(len);
     for (i, p) in paths.into_iter().enumerate() {
         if i > 0 {
             out.push('\n');
