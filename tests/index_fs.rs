@@ -35,8 +35,8 @@ use dsh_search::{
 #[cfg(feature = "sftp")]
 use crate::index::SAME_SIZE_AND_MTIME;
 use crate::index::{
-    change_kind, content, listing, narrowed_calls, random_call, random_tree, seed, CHANGE_KINDS, DIR_NAMES,
-    FILE_NAMES, IGNORE_LINES, LINES, UNNARROWED,
+    change_kind, content, listing, narrowed_calls, random_call, random_tree, seed, CHANGE_KINDS,
+    DIR_NAMES, FILE_NAMES, IGNORE_LINES, LINES, UNNARROWED,
 };
 use crate::util::rg::{self, Call};
 use crate::util::rng::Rng;

@@ -576,7 +576,6 @@ impl IndexedBackend {
     }
 }
 
-
 impl fmt::Debug for IndexedBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("IndexedBackend")

@@ -21,14 +21,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use super::grams::Query;
-use crate::outcome::{GlobResults, Outcome, Status};
-use crate::request::GlobRequest;
-use crate::backend::{Keeper, Outside, Walked};
 use super::mirror::{DirNode, Entry};
 use super::source::Source;
+use crate::backend::{Keeper, Outside, Walked};
 use crate::cancel::CancelToken;
 use crate::fs::names::{os_bytes, path_bytes};
 use crate::fs::{FileSystem, FileType, FsHints, Listing, Metadata};
+use crate::outcome::{GlobResults, Outcome, Status};
+use crate::request::GlobRequest;
 use crate::sync::RecoverPoison;
 
 /// A snapshot of the mirror over the filesystem it mirrors (`disk`), with

@@ -129,9 +129,13 @@ fn run_with<F: FsHints, K: Keeper<F>>(
                 .msgs
                 .io_error(&e, || dir_error(&ctx.root, ctx.root.walk_path(), &e));
         }
-        Ok(m) if m.kind.is_dir() => {
-            schedule::search_pooled(&ctx, &real_workdir, override_set, req.include.as_slice(), keeper)
-        }
+        Ok(m) if m.kind.is_dir() => schedule::search_pooled(
+            &ctx,
+            &real_workdir,
+            override_set,
+            req.include.as_slice(),
+            keeper,
+        ),
         Ok(_) => {
             let mut worker = Worker::new(&ctx);
             let path = ctx.root.walk_path().to_path_buf();

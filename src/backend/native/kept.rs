@@ -55,7 +55,7 @@ pub(crate) trait Keeper<F: FsHints>: Sync {
     fn keep_walk(&self, key: Outside, walk: Walked<Self::Dir>);
     /// The call's prefilter query, by identity: the candidates of a kept
     /// walk are kept per query.
-    fn query(&self) -> Option<Arc<dyn Any + Send + Sync>>;
+    fn query(&self) -> Option<QueryId>;
     /// Count `files` ruled out from kept candidates (the filesystem counts
     /// those its `known_miss` answers).
     fn ruled_out(&self, files: u64);
@@ -87,7 +87,7 @@ impl<F: FsHints> Keeper<F> for NeverKept {
         None
     }
     fn keep_walk(&self, _: Outside, _: Walked<Nothing>) {}
-    fn query(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+    fn query(&self) -> Option<QueryId> {
         None
     }
     fn ruled_out(&self, _: u64) {}
@@ -112,8 +112,11 @@ pub(crate) struct Walked<D> {
     /// The ignore-file messages of the directories below the root.
     ignore_messages: Vec<(String, bool)>,
     /// The candidates per prefilter query, the most recent first.
-    candidates: Mutex<Vec<(Arc<dyn Any + Send + Sync>, Arc<Candidates>)>>,
+    candidates: Mutex<Vec<(QueryId, Arc<Candidates>)>>,
 }
+
+/// A prefilter query, by identity ([`Keeper::query`]).
+type QueryId = Arc<dyn Any + Send + Sync>;
 
 /// How many queries' candidates a kept walk holds.
 const QUERIES_KEPT: usize = 8;

@@ -146,7 +146,11 @@ impl PartialEq for Outside {
             && self.implicit == other.implicit
             && self.abs_base == other.abs_base
             && self.rules.len() == other.rules.len()
-            && self.rules.iter().zip(&other.rules).all(|(a, b)| same_rules(a, b))
+            && self
+                .rules
+                .iter()
+                .zip(&other.rules)
+                .all(|(a, b)| same_rules(a, b))
             && self.global == other.global
     }
 }
@@ -571,7 +575,10 @@ impl RgIgnore {
 
     /// Add messages (a kept walk's, `kept.rs`) after those waiting.
     pub(crate) fn add_messages(&self, more: &[(String, bool)]) {
-        self.messages.lock().recover_poison().extend_from_slice(more);
+        self.messages
+            .lock()
+            .recover_poison()
+            .extend_from_slice(more);
     }
 
     /// What the walk's decisions below the root depend on besides the
@@ -769,7 +776,7 @@ fn global(source: Option<&(PathBuf, Vec<u8>)>, real_workdir: &Path) -> Gitignore
     let Some((path, data)) = source else {
         return Gitignore::empty();
     };
-    with_stack_for(nesting_bound_lines(&data), || {
+    with_stack_for(nesting_bound_lines(data), || {
         let mut b = GitignoreBuilder::new(real_workdir);
         let _ = add_lines(&mut b, data, path);
         b.build().unwrap_or_else(|_| Gitignore::empty())
