@@ -286,10 +286,21 @@ impl<'a, S: Source> Scanner<'a, S> {
                 }
             }
         }
+        // Each entry's metadata, then the directory's regular files read
+        // on every core (their trigrams are most of a build's work), then
+        // the entries made, the subdirectories scanned, in order.
+        let metas: Vec<Option<Metadata>> = listed
+            .iter()
+            .map(|(name, _, listed)| {
+                listed.or_else(|| self.fs.metadata_at(&dir, &abs, &os_str(name), false).ok())
+            })
+            .collect();
+        let mut read = self.read_files(&dir, &abs, &listed, &metas, old);
         let mut entries = Vec::with_capacity(listed.len());
-        for (name, kind, meta) in listed {
+        for (i, ((name, kind, _), meta)) in listed.into_iter().zip(metas).enumerate() {
             let was = old.and_then(|o| o.get(&name));
-            entries.push(self.entry(&dir, &abs, rel, name, kind, meta, was)?);
+            let content = read.get_mut(i).and_then(Option::take);
+            entries.push(self.entry(&dir, &abs, rel, name, kind, meta, was, content)?);
         }
         if let Some(old) = old {
             if old.entries.len() == entries.len()
@@ -299,6 +310,62 @@ impl<'a, S: Source> Scanner<'a, S> {
             }
         }
         Ok(Some(Arc::new(DirNode::from_entries(entries))))
+    }
+
+    /// Whether a saved entry's trigrams stand for the file listed as
+    /// `kind` with `meta` (a build over a saved mirror, `saved.rs`): the
+    /// same metadata, ctime and inode included.
+    fn reusable(&self, was: &Entry, kind: FileType, meta: Option<Metadata>) -> bool {
+        self.reuse
+            && was.kind == kind
+            && meta.is_some_and(|m| m.ctime.is_some())
+            && was.meta == meta
+    }
+
+    /// The contents of the regular files of a directory being scanned that
+    /// must be read (not polled, not kept from a saved mirror), by
+    /// position, read in parallel: `None` at the positions not read here.
+    fn read_files(
+        &mut self,
+        dir: &S::Dir,
+        abs: &Path,
+        listed: &[Listed],
+        metas: &[Option<Metadata>],
+        old: Option<&Arc<DirNode>>,
+    ) -> Vec<Option<Option<Arc<Content>>>> {
+        use rayon::prelude::*;
+        if self.poll.is_some() {
+            return Vec::new();
+        }
+        let wanted: Vec<usize> = (0..listed.len())
+            .filter(|&i| {
+                let (name, kind, _) = &listed[i];
+                let is_file = metas[i].map_or(*kind, |m| m.kind) == FileType::File;
+                let was = old.and_then(|o| o.get(name));
+                is_file && !was.is_some_and(|w| self.reusable(w, *kind, metas[i]))
+            })
+            .collect();
+        self.reads += wanted.len() as u64;
+        let fs = self.fs;
+        let read = |seen: &mut Vec<u64>, i: usize| {
+            let name = os_str(&listed[i].0);
+            fs.read_text(Some(dir), abs, &name, CONTENT_MAX, |d| content_of(d, seen))
+                .flatten()
+        };
+        let contents: Vec<(usize, Option<Arc<Content>>)> = if wanted.len() < 2 {
+            let seen = &mut self.seen;
+            wanted.into_iter().map(|i| (i, read(seen, i))).collect()
+        } else {
+            wanted
+                .into_par_iter()
+                .map_init(Vec::new, |seen, i| (i, read(seen, i)))
+                .collect()
+        };
+        let mut out = vec![None; listed.len()];
+        for (i, c) in contents {
+            out[i] = Some(c);
+        }
+        out
     }
 
     /// The directory's entries as the filesystem lists them, with the
@@ -339,6 +406,7 @@ impl<'a, S: Source> Scanner<'a, S> {
         kind: FileType,
         listed: Option<Metadata>,
         was: Option<&Entry>,
+        read: Option<Option<Arc<Content>>>,
     ) -> Result<Entry, Lost> {
         let os_name = os_str(&name).into_owned();
         let meta = listed.or_else(|| self.fs.metadata_at(dir, abs, &os_name, false).ok());
@@ -360,12 +428,9 @@ impl<'a, S: Source> Scanner<'a, S> {
                     None
                 }
             }
-        } else if let Some(w) = was.filter(|w| {
-            self.reuse
-                && w.kind == kind
-                && meta.is_some_and(|m| m.ctime.is_some())
-                && w.meta == meta
-        }) {
+        } else if let Some(content) = read {
+            content
+        } else if let Some(w) = was.filter(|w| self.reusable(w, kind, meta)) {
             w.content.clone()
         } else {
             self.reads += 1;
@@ -585,7 +650,7 @@ fn relist<S: Source>(
                         scanner.feed.forget(&rel.join(os_str(&name)));
                     }
                 }
-                entries.push(scanner.entry(&dir, &abs, rel, name, kind, meta, None)?);
+                entries.push(scanner.entry(&dir, &abs, rel, name, kind, meta, None, None)?);
             }
         }
     }
