@@ -111,12 +111,19 @@ pub(crate) fn run(
     // reads into the page cache, and the build's time is its own work, not
     // the disk's (a cold first read of the Linux tree takes longer than the
     // build itself).
+    // No tool timeout: a cold tree of several copies takes longer than 30 s.
+    let config = std::env::temp_dir().join(format!("dsh-search-bench-warm-{}.json", std::process::id()));
+    std::fs::write(&config, r#"{"timeoutMs": 86400000}"#)?;
     let warmed = std::process::Command::new(std::env::current_exe()?)
+        .arg("--config")
+        .arg(&config)
         .arg("grep")
         .arg("dsh_search_bench_warm_up")
         .arg(tree)
         .stdout(std::process::Stdio::null())
-        .status()?;
+        .status();
+    let _ = std::fs::remove_file(&config);
+    let warmed = warmed?;
     if !warmed.success() && warmed.code() != Some(1) {
         return Err(std::io::Error::other(format!(
             "warming the page cache with a scan of {} failed: {warmed}",
