@@ -17,12 +17,13 @@ use std::collections::BTreeSet;
 
 use regex_syntax::hir::{Class, Hir, HirKind};
 
-/// Bitmap bits per distinct trigram of a file: with one hash, a trigram
-/// absent from the file tests present with probability about
-/// `1 - e^(-1/BITS_PER_GRAM)` (12% at 8), and a query of several trigrams
-/// multiplies those (a rare 8-byte literal: six trigrams, 3e-6). A false
-/// positive costs one file searched, never a wrong answer.
-const BITS_PER_GRAM: usize = 8;
+/// Bitmap bits per distinct trigram of a file. Each trigram sets two bits
+/// (two hashes): a trigram absent from the file tests present with
+/// probability about `(1 - e^(-2/BITS_PER_GRAM))^2` (11% at 5: less than
+/// one hash gave at 8 bits, 12%, in 5/8 of the memory), and a query of
+/// several trigrams multiplies those (a rare 8-byte literal: six trigrams,
+/// 2e-6). A false positive costs one file searched, never a wrong answer.
+const BITS_PER_GRAM: usize = 5;
 
 /// A file's trigrams, hashed (one hash per trigram) into a bitmap sized by
 /// how many distinct trigrams the file has.
@@ -58,16 +59,18 @@ impl Grams {
         let m = (words * 64) as u64;
         for &g in &distinct {
             seen[(g >> 6) as usize] = 0;
-            let at = slot(g, m);
-            bits[(at / 64) as usize] |= 1 << (at % 64);
+            for at in slots(g, m) {
+                bits[(at / 64) as usize] |= 1 << (at % 64);
+            }
         }
         Grams { bits }
     }
 
     /// Whether the file may hold trigram `g` (false: it does not).
     fn may_hold(&self, g: u32) -> bool {
-        let at = slot(g, (self.bits.len() * 64) as u64);
-        self.bits[(at / 64) as usize] & (1 << (at % 64)) != 0
+        slots(g, (self.bits.len() * 64) as u64)
+            .iter()
+            .all(|&at| self.bits[(at / 64) as usize] & (1 << (at % 64)) != 0)
     }
 
     /// The bitmap's words, to be saved (`saved.rs`).
@@ -87,11 +90,14 @@ impl Grams {
     }
 }
 
-/// Where trigram `g` lands in a bitmap of `m` bits (multiplicative hash,
-/// then a multiply-shift into range).
-fn slot(g: u32, m: u64) -> u64 {
-    let h = u64::from(g).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-    (h * m) >> 32
+/// The two bits trigram `g` sets in a bitmap of `m` bits (two
+/// multiplicative hashes, each multiply-shifted into range). The saved
+/// index's format says which hashing its bitmaps were made with
+/// (`saved.rs: FORMAT`).
+fn slots(g: u32, m: u64) -> [u64; 2] {
+    let h1 = u64::from(g).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+    let h2 = u64::from(g).wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 32;
+    [(h1 * m) >> 32, (h2 * m) >> 32]
 }
 
 /// What a file must hold for the pattern to match in it.

@@ -54,25 +54,36 @@ const CLOCK_SLACK_SECS: i64 = 2;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct DirNode {
     pub(crate) entries: Vec<Entry>,
-    by_name: HashMap<Box<[u8]>, usize>,
+    /// The entries' positions in the order of their names, for lookups by
+    /// name (a binary search: a map by name would hold every name twice,
+    /// a few percent of the index's memory).
+    by_name: Box<[u32]>,
 }
 
 impl DirNode {
     pub(crate) fn from_entries(entries: Vec<Entry>) -> DirNode {
-        let by_name = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.name.clone(), i))
-            .collect();
-        DirNode { entries, by_name }
+        let mut by_name: Vec<u32> = (0..entries.len() as u32).collect();
+        by_name.sort_unstable_by(|&a, &b| entries[a as usize].name.cmp(&entries[b as usize].name));
+        DirNode {
+            entries,
+            by_name: by_name.into_boxed_slice(),
+        }
+    }
+
+    fn position(&self, name: &[u8]) -> Option<usize> {
+        let at = self
+            .by_name
+            .binary_search_by(|&i| (*self.entries[i as usize].name).cmp(name))
+            .ok()?;
+        Some(self.by_name[at] as usize)
     }
 
     pub(crate) fn get(&self, name: &[u8]) -> Option<&Entry> {
-        self.by_name.get(name).map(|&i| &self.entries[i])
+        self.position(name).map(|i| &self.entries[i])
     }
 
     fn get_mut(&mut self, name: &[u8]) -> Option<&mut Entry> {
-        self.by_name.get(name).map(|&i| &mut self.entries[i])
+        self.position(name).map(|i| &mut self.entries[i])
     }
 }
 
@@ -358,7 +369,7 @@ impl<'a, S: Source> Scanner<'a, S> {
         } else {
             wanted
                 .into_par_iter()
-                .map_init(Vec::new, |seen, i| (i, read(seen, i)))
+                .map(|i| SEEN.with_borrow_mut(|seen| (i, read(seen, i))))
                 .collect()
         };
         let mut out = vec![None; listed.len()];
@@ -519,6 +530,13 @@ impl<'a, S: Source> Scanner<'a, S> {
     }
 }
 
+thread_local! {
+    /// A reading thread's scratch for [`Grams::of`] (2 MiB, all clear
+    /// between files), kept for the thread's life: one made per directory
+    /// read would be allocated and its pages faulted in again each time.
+    static SEEN: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// What the prefilter may know of a regular file's bytes: nothing when the
 /// searcher would not read them as plain text (a NUL: binary detection; a
 /// byte-order mark: transcoding).
@@ -636,11 +654,17 @@ fn relist<S: Source>(
         unmirror(root, scanner, rel);
         return Ok(());
     };
-    let mut old = std::mem::take(node);
+    let old = std::mem::take(node);
+    let mut by_name: HashMap<&[u8], usize> = old
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (&*e.name, i))
+        .collect();
     let mut entries = Vec::with_capacity(listed.len());
     for (name, kind, meta) in listed {
         let changed = dirty.contains(&(rel.to_path_buf(), name.clone()));
-        match old.by_name.remove(&name[..]) {
+        match by_name.remove(&name[..]) {
             Some(i) if !changed && old.entries[i].kind == kind => {
                 entries.push(old.entries[i].clone());
             }
@@ -654,7 +678,7 @@ fn relist<S: Source>(
             }
         }
     }
-    for (name, i) in old.by_name.drain() {
+    for (name, i) in by_name.drain() {
         if old.entries[i].dir.is_some() {
             scanner.feed.forget(&rel.join(os_str(&name)));
         }

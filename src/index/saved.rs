@@ -37,8 +37,9 @@ use crate::fs::{FileType, Metadata, Timestamp};
 const MAGIC: &[u8; 8] = b"DSHIDX\0\x01";
 
 /// The format's version: a file of another is ignored. Bump it with any
-/// change of the layout or of what the bitmaps hash (`grams.rs`).
-const FORMAT: u32 = 1;
+/// change of the layout or of what the bitmaps hash (`grams.rs`). 2: two
+/// bits per trigram.
+const FORMAT: u32 = 2;
 
 /// Directories nested deeper than this are not saved, and a file that
 /// says so is corrupt: a path of `PATH_MAX` bytes has at most half as many

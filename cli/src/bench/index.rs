@@ -112,7 +112,8 @@ pub(crate) fn run(
     // the disk's (a cold first read of the Linux tree takes longer than the
     // build itself).
     // No tool timeout: a cold tree of several copies takes longer than 30 s.
-    let config = std::env::temp_dir().join(format!("dsh-search-bench-warm-{}.json", std::process::id()));
+    let config =
+        std::env::temp_dir().join(format!("dsh-search-bench-warm-{}.json", std::process::id()));
     std::fs::write(&config, r#"{"timeoutMs": 86400000}"#)?;
     let warmed = std::process::Command::new(std::env::current_exe()?)
         .arg("--config")

@@ -179,13 +179,15 @@ impl<'a, F: FsHints, K: Keeper<F>, O: Output<F>> Recorder<'a, F, K, O> {
         });
     }
 
-    /// The walk recorded, if it was whole and every directory could be
-    /// kept.
+    /// The walk recorded, if it was whole, every directory could be kept
+    /// and the filesystem stayed reachable.
     pub(crate) fn finish(self) -> Option<Walked<K::Dir>> {
         if self.out.stopped() {
             return None;
         }
-        self.walked
+        // An error of the whole filesystem (a host lost) is no answer to
+        // keep, whatever the mirror says.
+        self.walked.filter(|w| !w.errors.met_unavailable())
     }
 
     fn record(&mut self, file: &Haystack<F>) -> Option<()> {

@@ -39,6 +39,11 @@ impl Messages {
         }
     }
 
+    /// Whether an error of the whole filesystem was met.
+    pub(crate) fn met_unavailable(&self) -> bool {
+        self.unavailable.is_some()
+    }
+
     /// [`Messages::io_error`] for a walk error.
     pub(crate) fn walk_error(&mut self, err: &ignore::Error, root: &Root) {
         match err.io_error().filter(|e| crate::fs::is_unavailable(e)) {
