@@ -680,7 +680,7 @@ fn relist<S: Source>(
     }
     for (name, i) in by_name.drain() {
         if old.entries[i].dir.is_some() {
-            scanner.feed.forget(&rel.join(os_str(&name)));
+            scanner.feed.forget(&rel.join(os_str(name)));
         }
         // A name of a linked file gone: the others' link count fell.
         scanner.note_links(old.entries[i].meta);
