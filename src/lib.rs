@@ -165,7 +165,9 @@ mod workspace;
 // The backends and the two invocations.
 pub use backend::rg::{glob_args, grep_args, rg_from_env, RgCommand, RgConfig, RgError, RG_ENV};
 pub use backend::{make_backend, BackendKind, NativeBackend, RgBackend, SearchBackend};
-pub use backend::{set_helper_delay, set_search_threads, set_search_threads_from_env};
+pub use backend::{
+    set_helper_delay, set_search_threads, set_search_threads_from_env, Engine, EngineBuilder,
+};
 pub use cancel::{cancelled_error, CancelToken};
 pub use request::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
 

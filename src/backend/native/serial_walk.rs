@@ -30,7 +30,7 @@ use crate::fs::{FileType, FsHints, Listing};
 
 use super::messages::at_path;
 use super::paths::{name_too_long, too_long_for_rg, Root};
-use super::rgignore::{NamesPresent, Node, RgIgnore};
+use super::rgignore::{IgnoreMemo, NamesPresent, Node, RgIgnore};
 
 /// How many listed directories may hold a descriptor at once (directories
 /// whose files wait in queued batches or are being searched, and those on
@@ -167,6 +167,7 @@ pub(crate) fn walk<F: FsHints>(
     root: &Root,
     real_workdir: &Path,
     override_set: Override,
+    memo: &IgnoreMemo,
     live: &Arc<AtomicUsize>,
     out: &mut impl Output<F>,
 ) -> RgIgnore {
@@ -182,6 +183,7 @@ pub(crate) fn walk<F: FsHints>(
                 root,
                 real_workdir,
                 override_set,
+                memo,
                 Some(NamesPresent::default()),
             );
             out.error(path_error(e, abs, 0));
@@ -194,6 +196,7 @@ pub(crate) fn walk<F: FsHints>(
         root,
         real_workdir,
         override_set,
+        memo,
         Some(note_names(&listing)),
     );
     live.fetch_add(1, Ordering::Relaxed);
