@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
-use crate::backend::{NativeBackend, SearchBackend};
+use crate::backend::{Engine, NativeBackend, SearchBackend};
 use crate::fs::LocalFs;
 use crate::outcome::{GlobResults, GrepResults, Outcome};
 use crate::request::{GlobRequest, GrepRequest};
@@ -204,24 +204,27 @@ impl Index {
     /// past it, the index gives up as at the system's watch limit (for
     /// tests of that path).
     pub fn start_with(root: &Path, watch_limit: Option<usize>) -> std::io::Result<Index> {
-        Index::on(Arc::new(LocalFs::new()), root, watch_limit, None)
+        let engine = Engine::process_default();
+        Index::on(Arc::new(LocalFs::new()), root, watch_limit, None, engine)
     }
 
     /// [`Index::start`] on the local disk as `fs` sees it (a
     /// [`LocalFs::git_excludes`] of its own).
     pub fn start_on(fs: Arc<LocalFs>, root: &Path) -> std::io::Result<Index> {
-        Index::on(fs, root, None, None)
+        Index::on(fs, root, None, None, Engine::process_default())
     }
 
     /// Start indexing the directory `root` of `fs` in the background (a
     /// workspace's filesystem: `WorkspaceOptions::index`), saving the
     /// mirror in the directory `store` after each build and starting from
-    /// what is saved there, when the filesystem allows (`saved.rs`).
+    /// what is saved there, when the filesystem allows (`saved.rs`). Its
+    /// searches, the scan's and the mirror's, run on `engine`.
     pub(crate) fn on<S: Source>(
         fs: Arc<S>,
         root: &Path,
         watch_limit: Option<usize>,
         store: Option<&Path>,
+        engine: Engine,
     ) -> std::io::Result<Index> {
         let root = fs.index_root(root)?;
         let store = store
@@ -230,7 +233,7 @@ impl Index {
         let inner = Arc::new_cyclic(|me| Inner {
             me: me.clone(),
             root,
-            scan: NativeBackend::on(fs.clone()),
+            scan: NativeBackend::on(fs.clone()).with_engine(engine),
             fs,
             watch_limit,
             state: Mutex::new(State {
@@ -454,7 +457,7 @@ impl<S: Source> Live for Inner<S> {
 
     fn glob(&self, req: &GlobRequest) -> (Outcome<GlobResults>, Answer) {
         match self.view(None) {
-            Ok(view) => (run(view, |b| b.glob(req)), Answer::Index),
+            Ok(view) => (run(view, &self.scan, |b| b.glob(req)), Answer::Index),
             Err(why) => (self.scan.glob(req), Answer::Scan(why)),
         }
     }
@@ -465,7 +468,7 @@ impl<S: Source> Live for Inner<S> {
             return (self.scan.grep(req), Answer::Scan(UNNARROWED.into()));
         };
         match self.view(Some(query)) {
-            Ok(view) => (run(view, |b| b.grep(req)), Answer::Index),
+            Ok(view) => (run(view, &self.scan, |b| b.grep(req)), Answer::Index),
             Err(why) => (self.scan.grep(req), Answer::Scan(why)),
         }
     }
@@ -556,8 +559,12 @@ impl IndexedBackend {
     }
 }
 
-fn run<S: Source, T>(view: view::View<S>, f: impl FnOnce(&NativeBackend<view::View<S>>) -> T) -> T {
-    f(&NativeBackend::on(Arc::new(view)))
+fn run<S: Source, T>(
+    view: view::View<S>,
+    scan: &NativeBackend<S>,
+    f: impl FnOnce(&NativeBackend<view::View<S>>) -> T,
+) -> T {
+    f(&NativeBackend::on(Arc::new(view)).with_engine(scan.engine().clone()))
 }
 
 impl fmt::Debug for IndexedBackend {

@@ -275,3 +275,190 @@ pub fn set_helper_delay(delay: Duration) {
 fn micros(delay: Duration) -> u64 {
     u64::try_from(delay.as_micros()).unwrap_or(u64::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::path::Path;
+
+    use super::*;
+    use crate::backend::{NativeBackend, SearchBackend};
+    use crate::event::Event;
+    use crate::outcome::{GlobResults, GrepResults, Outcome, Status};
+    use crate::request::{GlobRequest, GrepRequest};
+
+    /// A tree with ignore files, a hidden file, an ignore file with an
+    /// error and more files than one batch (`schedule::BATCH`), so that
+    /// helpers with no delay join the walk.
+    fn tree() -> tempfile::TempDir {
+        let td = tempfile::tempdir().unwrap();
+        let p = td.path();
+        for dir in [".git", "src/deep", "docs", "target", "sub"] {
+            fs::create_dir_all(p.join(dir)).unwrap();
+        }
+        fs::write(p.join(".gitignore"), "target/\n*.log\n").unwrap();
+        fs::write(p.join("sub/.ignore"), "{a\n").unwrap();
+        fs::write(p.join(".hidden"), "needle\n").unwrap();
+        fs::write(p.join("a.log"), "needle\n").unwrap();
+        fs::write(p.join("target/out.rs"), "needle\n").unwrap();
+        for i in 0..24 {
+            let body = format!("line {i}\nneedle {i}\nneedles and needle\n");
+            fs::write(p.join(format!("src/f{i:02}.rs")), &body).unwrap();
+            fs::write(p.join(format!("src/deep/g{i:02}.txt")), "no match\n").unwrap();
+            fs::write(p.join(format!("docs/d{i:02}.md")), &body).unwrap();
+        }
+        fs::write(p.join("sub/s.rs"), "needle\n").unwrap();
+        td
+    }
+
+    /// What a grep answered, its times zeroed: what two runs agree on.
+    fn untimed(o: Outcome<GrepResults>) -> (Status, Vec<String>, Vec<Event>) {
+        let events = o.results.events.into_iter().map(|mut e| {
+            match &mut e {
+                Event::End(end) => end.stats.elapsed = Duration::ZERO,
+                Event::Summary(s) => {
+                    s.elapsed_total = Duration::ZERO;
+                    s.stats.elapsed = Duration::ZERO;
+                }
+                Event::Begin(_) | Event::Match(_) => {}
+            }
+            e
+        });
+        (o.status, o.stderr, events.collect())
+    }
+
+    fn glob(o: Outcome<GlobResults>) -> (Status, Vec<String>, Vec<Vec<u8>>) {
+        (o.status, o.stderr, o.results.files)
+    }
+
+    fn own(threads: usize) -> Engine {
+        Engine::builder()
+            .threads(threads)
+            .helper_delay(Duration::ZERO)
+            .build()
+    }
+
+    #[test]
+    fn engines_of_one_and_two_threads_answer_as_the_process_default() {
+        let td = tree();
+        let dir = td.path();
+        let default = NativeBackend::new();
+        for engine in [own(1), own(2)] {
+            let backend = NativeBackend::new().with_engine(engine.clone());
+            for (pattern, path) in [
+                ("needle", None),
+                ("needle$", Some("src")),
+                ("needle", Some("docs/d03.md")),
+                ("nothing", None),
+                ("(", None),
+            ] {
+                let mut r = GrepRequest::new(pattern, dir);
+                r.path = path.map(Into::into);
+                let want = untimed(default.grep(&r));
+                assert!(!want.2.is_empty() || want.0 != Status::Exited(0));
+                let label = format!("{engine:?} {pattern:?} {path:?}");
+                assert_eq!(untimed(backend.grep(&r)), want, "{label}");
+            }
+            for pattern in ["*.rs", "**/d0*", "*"] {
+                let r = GlobRequest::new(pattern, dir);
+                let label = format!("{engine:?} {pattern:?}");
+                assert_eq!(glob(backend.glob(&r)), glob(default.glob(&r)), "{label}");
+            }
+        }
+        // A new engine compiles the tree's ignore files again, and reports
+        // their errors as the default does from its memo.
+        let o = NativeBackend::new()
+            .with_engine(own(1))
+            .grep(&GrepRequest::new("needle", dir));
+        let error = "./sub/.ignore: line 1: error parsing glob '{a'";
+        assert!(o.stderr.iter().any(|l| l.contains(error)), "{:?}", o.stderr);
+        assert!(!o.results.matches().any(|m| m.path.ends_with(b".log")));
+    }
+
+    #[test]
+    fn an_engine_keeps_its_own_settings_and_state() {
+        let td = tree();
+        let one = Engine::builder()
+            .threads(1)
+            .helper_delay(Duration::from_millis(3))
+            .build();
+        let two = own(2);
+        let memo_len = |e: &Engine| e.ignore_memo().lock().unwrap().len();
+        assert_eq!((memo_len(&one), memo_len(&two)), (0, 0));
+        assert_eq!(
+            (one.spare_buffers().len(), two.spare_buffers().len()),
+            (0, 0)
+        );
+
+        let r = GrepRequest::new("needle", td.path());
+        let o = NativeBackend::new().with_engine(one.clone()).grep(&r);
+        assert_eq!(o.status, Status::Exited(0), "{:?}", o.stderr);
+        // What the search left is the engine's: its ignore files compiled,
+        // its buffers given back; the other engine holds none of it.
+        // `.gitignore` and `sub/.ignore` (and any of the parents').
+        assert!(memo_len(&one) >= 2, "{}", memo_len(&one));
+        assert!(one.spare_buffers().len() >= 1);
+        assert_eq!((memo_len(&two), two.spare_buffers().len()), (0, 0));
+
+        NativeBackend::new().with_engine(two.clone()).grep(&r);
+        assert_eq!(memo_len(&two), memo_len(&one));
+        assert_eq!(one.pool().current_num_threads(), 1);
+        assert_eq!(two.pool().current_num_threads(), 2);
+        assert!(!std::ptr::eq(one.pool(), two.pool()));
+        assert!(!std::ptr::eq(one.pool(), process().pool()));
+
+        // The process default's delay is set apart from the others'.
+        let before = process().helper_delay();
+        set_helper_delay(Duration::from_millis(7));
+        let (one_delay, two_delay) = (one.helper_delay(), two.helper_delay());
+        let set = Engine::process_default().helper_delay();
+        set_helper_delay(before);
+        assert_eq!(set, Duration::from_millis(7));
+        assert_eq!(one_delay, Duration::from_millis(3));
+        assert_eq!(two_delay, Duration::ZERO);
+        assert_eq!(one.threads(), 1);
+        assert_eq!(two.threads(), 2);
+    }
+
+    #[test]
+    fn backends_share_the_process_default_unless_given_another() {
+        let same = |a: &Engine, b: &Engine| Arc::ptr_eq(&a.inner, &b.inner);
+        let default = Engine::process_default();
+        assert!(same(NativeBackend::new().engine(), &default));
+        let backend = NativeBackend::new().with_engine(own(1));
+        assert!(!same(backend.engine(), &default));
+        assert!(same(backend.clone().engine(), backend.engine()));
+        assert!(!same(&own(1), &own(1)));
+    }
+
+    #[test]
+    fn builder_counts() {
+        let rg = rg_threads();
+        assert_eq!(Engine::builder().build().threads(), rg);
+        assert_eq!(Engine::builder().threads(0).build().threads(), rg);
+        assert_eq!(Engine::builder().threads(1000).build().threads(), 64);
+        assert_eq!(
+            Engine::builder().build().helper_delay(),
+            DEFAULT_HELPER_DELAY
+        );
+        // A builder's engine does not fix the process default's count.
+        assert!(!set_search_threads(0));
+        assert!(!set_search_threads(65));
+    }
+
+    /// A workspace's backend searches with the engine its options name.
+    #[test]
+    fn a_workspace_searches_with_its_engine() {
+        let td = tree();
+        let engine = own(1);
+        let ws = crate::WorkspaceOptions::new(crate::FsSpec::Local)
+            .engine(engine.clone())
+            .open()
+            .unwrap();
+        let backend = ws.backend(&crate::Config::default());
+        let o = backend.grep(&GrepRequest::new("needle", td.path()));
+        assert!(o.results.matches().next().is_some(), "{:?}", o.stderr);
+        assert!(engine.ignore_memo().lock().unwrap().len() >= 2);
+        assert!(Path::new(td.path()).exists());
+    }
+}

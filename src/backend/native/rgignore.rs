@@ -78,6 +78,14 @@ const MEMO_MAX_BYTES: usize = 2 << 20;
 /// An engine's [`Memo`], shared by the walks of its calls.
 pub(crate) type IgnoreMemo = Arc<Mutex<Memo>>;
 
+impl Memo {
+    /// How many matchers are kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.built.len()
+    }
+}
+
 /// A directory at or below the search root, with its ancestors up to it.
 pub(crate) struct Node {
     rules: Rules,
