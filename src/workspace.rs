@@ -729,6 +729,7 @@ impl Workspace {
         let guard = config.guard.clone();
         let tools = Tools::new(config.clone(), self.backend(&config))
             .with_spill_store(Arc::new(store))
+            .with_spill_engine(&self.engine)
             .with_filesystem(self.filesystem());
         Ok(match sessions {
             Some(sessions) => tools
