@@ -25,8 +25,8 @@ use super::worker::SpareBuffers;
 /// default ([`Engine::process_default`]) unless it is given another
 /// ([`NativeBackend::with_engine`](super::NativeBackend::with_engine)).
 /// An engine built with [`EngineBuilder`] has its own pool, started at its
-/// first search and stopped when the last backend holding it is dropped,
-/// and its own memo and buffers: what one engine's searches leave never
+/// first search and stopped when its last clone (a backend holds one) is
+/// dropped, and its own memo and buffers: what one engine's searches leave never
 /// serves another's. No setting changes what a search returns.
 ///
 /// ```
@@ -59,8 +59,8 @@ struct Inner {
 /// The helper delay unless set: see [`EngineBuilder::helper_delay`].
 const DEFAULT_HELPER_DELAY: Duration = Duration::from_micros(500);
 
-/// The largest worker count: more threads than this only wait on each
-/// other's locks.
+/// The largest worker count: the bound [`set_search_threads`] has always
+/// kept to (and `DSH_SEARCH_THREADS` with it).
 const MAX_THREADS: usize = 64;
 
 impl Engine {
