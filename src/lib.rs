@@ -72,11 +72,15 @@
 //! the sessions', the guard's and the spill store's internals) is private
 //! to the crate.
 //!
-//! The library reads no environment variable of its own: the process-wide
-//! settings are the caller's to pass, the engine's worker count
-//! ([`set_search_threads`], before the first search), how soon they join a
-//! grep ([`set_helper_delay`]) and the rg binary
-//! ([`RgConfig::path`], [`WorkspaceOptions::rg_path`]). The few it does
+//! The library reads no environment variable of its own: the settings are
+//! the caller's to pass. The engine's worker count and how soon they join
+//! a grep are settings of an [`Engine`] ([`EngineBuilder::threads`],
+//! [`EngineBuilder::helper_delay`]), given to a backend
+//! ([`NativeBackend::with_engine`]) or a workspace
+//! ([`WorkspaceOptions::engine`]); the backends that are given none share
+//! the process default, set by [`set_search_threads`] (before its first
+//! search) and [`set_helper_delay`]. The rg binary is
+//! [`RgConfig::path`] or [`WorkspaceOptions::rg_path`]. The few it does
 //! read come with the behavior they reproduce: git's global excludes are
 //! found through `HOME` and `XDG_CONFIG_HOME` as rg finds them, an rg
 //! without a path is the first on `PATH`, and an SFTP login without an
@@ -162,10 +166,12 @@ pub mod tool;
 
 mod workspace;
 
-// The backends and the two invocations.
+// The backends, the engine's settings and the two invocations.
 pub use backend::rg::{glob_args, grep_args, rg_from_env, RgCommand, RgConfig, RgError, RG_ENV};
 pub use backend::{make_backend, BackendKind, NativeBackend, RgBackend, SearchBackend};
-pub use backend::{set_helper_delay, set_search_threads, set_search_threads_from_env};
+pub use backend::{
+    set_helper_delay, set_search_threads, set_search_threads_from_env, Engine, EngineBuilder,
+};
 pub use cancel::{cancelled_error, CancelToken};
 pub use request::{GlobRequest, GrepRequest, DEFAULT_RAW_OUTPUT_MAX_BYTES};
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::rg::RgConfig;
-use crate::backend::{BackendKind, NativeBackend, RgBackend, SearchBackend};
+use crate::backend::{BackendKind, Engine, NativeBackend, RgBackend, SearchBackend};
 use crate::config::Config;
 #[cfg(feature = "sftp")]
 use crate::fs::SftpFs;
@@ -290,6 +290,7 @@ pub struct WorkspaceOptions {
     known_hosts: Option<PathBuf>,
     index: bool,
     index_store: Option<PathBuf>,
+    engine: Option<Engine>,
 }
 
 impl WorkspaceOptions {
@@ -406,6 +407,14 @@ impl WorkspaceOptions {
         self
     }
 
+    /// The engine the native backend searches with, and the index's
+    /// searches: its worker threads and their settings ([`Engine`]). By
+    /// default, [`Engine::process_default`].
+    pub fn engine(&mut self, engine: Engine) -> &mut WorkspaceOptions {
+        self.engine = Some(engine);
+        self
+    }
+
     /// Open the workspace: load `mem`, create the overlay directory, set
     /// up the SFTP filesystem (not connected yet: see
     /// [`Workspace::connect`]). Refuses the combinations that cannot work
@@ -432,9 +441,10 @@ impl WorkspaceOptions {
             None
         };
         let fs = self.open_fs()?;
+        let engine = self.engine.clone().unwrap_or_else(Engine::process_default);
         let index = match index_root {
             Some(root) => Some(
-                fs.index(&root, self.index_store.as_deref())
+                fs.index(&root, self.index_store.as_deref(), &engine)
                     .map_err(WorkspaceError::Index)?,
             ),
             None => None,
@@ -444,6 +454,7 @@ impl WorkspaceOptions {
             backend: self.backend,
             rg: self.rg.clone(),
             index,
+            engine,
         })
     }
 
@@ -579,18 +590,20 @@ pub struct Workspace {
     backend: BackendKind,
     rg: Option<PathBuf>,
     index: Option<Index>,
+    engine: Engine,
 }
 
 impl Fs {
-    /// A live index of `root` on this filesystem.
-    fn index(&self, root: &Path, store: Option<&Path>) -> io::Result<Index> {
+    /// A live index of `root` on this filesystem, searching with `engine`.
+    fn index(&self, root: &Path, store: Option<&Path>, engine: &Engine) -> io::Result<Index> {
+        let engine = engine.clone();
         match self {
-            Fs::Local(fs) => Index::on(fs.clone(), root, None, store),
-            Fs::Mem(fs) => Index::on(fs.clone(), root, None, store),
-            Fs::Overlay(fs) => Index::on(fs.clone(), root, None, store),
-            Fs::MemOverlay(fs) => Index::on(fs.clone(), root, None, store),
+            Fs::Local(fs) => Index::on(fs.clone(), root, None, store, engine),
+            Fs::Mem(fs) => Index::on(fs.clone(), root, None, store, engine),
+            Fs::Overlay(fs) => Index::on(fs.clone(), root, None, store, engine),
+            Fs::MemOverlay(fs) => Index::on(fs.clone(), root, None, store, engine),
             #[cfg(feature = "sftp")]
-            Fs::Sftp(fs) => Index::on(fs.clone(), root, None, store),
+            Fs::Sftp(fs) => Index::on(fs.clone(), root, None, store, engine),
         }
     }
 }
@@ -609,6 +622,7 @@ impl fmt::Debug for Workspace {
             .field("fs", &fs)
             .field("backend", &self.backend)
             .field("index", &self.index)
+            .field("engine", &self.engine)
             .finish()
     }
 }
@@ -668,11 +682,12 @@ impl Workspace {
     }
 
     /// The search backend over the workspace: the engine on its
-    /// filesystem (through the index when there is one), or rg (local disk only) with the configuration's
-    /// `graceMs`.
+    /// filesystem (through the index when there is one), with the
+    /// [`Engine`] of [`WorkspaceOptions::engine`], or rg (local disk only)
+    /// with the configuration's `graceMs`.
     pub fn backend(&self, config: &Config) -> Arc<dyn SearchBackend> {
-        fn native<F: FsHints>(fs: &Arc<F>) -> Arc<dyn SearchBackend> {
-            Arc::new(NativeBackend::on(fs.clone()))
+        fn native<F: FsHints>(fs: &Arc<F>, engine: &Engine) -> Arc<dyn SearchBackend> {
+            Arc::new(NativeBackend::on(fs.clone()).with_engine(engine.clone()))
         }
         if self.backend == BackendKind::Rg {
             // `open` allowed it on the local disk only.
@@ -685,12 +700,12 @@ impl Workspace {
             return Arc::new(index.backend());
         }
         match &self.fs {
-            Fs::Local(fs) => native(fs),
-            Fs::Mem(fs) => native(fs),
-            Fs::Overlay(fs) => native(fs),
-            Fs::MemOverlay(fs) => native(fs),
+            Fs::Local(fs) => native(fs, &self.engine),
+            Fs::Mem(fs) => native(fs, &self.engine),
+            Fs::Overlay(fs) => native(fs, &self.engine),
+            Fs::MemOverlay(fs) => native(fs, &self.engine),
             #[cfg(feature = "sftp")]
-            Fs::Sftp(fs) => native(fs),
+            Fs::Sftp(fs) => native(fs, &self.engine),
         }
     }
 
@@ -714,6 +729,7 @@ impl Workspace {
         let guard = config.guard.clone();
         let tools = Tools::new(config.clone(), self.backend(&config))
             .with_spill_store(Arc::new(store))
+            .with_spill_engine(&self.engine)
             .with_filesystem(self.filesystem());
         Ok(match sessions {
             Some(sessions) => tools

@@ -16,7 +16,8 @@ use crate::outcome::{GlobResults, GrepResults, Outcome};
 use crate::request::{GlobRequest, GrepRequest};
 
 pub use native::{
-    set_helper_delay, set_search_threads, set_search_threads_from_env, NativeBackend,
+    set_helper_delay, set_search_threads, set_search_threads_from_env, Engine, EngineBuilder,
+    NativeBackend,
 };
 pub use rg::RgBackend;
 // The index plans its prefilter from the tree the matcher is built from.

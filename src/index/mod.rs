@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
-use crate::backend::{NativeBackend, SearchBackend};
+use crate::backend::{Engine, NativeBackend, SearchBackend};
 use crate::fs::LocalFs;
 use crate::outcome::{GlobResults, GrepResults, Outcome};
 use crate::request::{GlobRequest, GrepRequest};
@@ -210,24 +210,27 @@ impl Index {
     /// past it, the index gives up as at the system's watch limit (for
     /// tests of that path).
     pub fn start_with(root: &Path, watch_limit: Option<usize>) -> std::io::Result<Index> {
-        Index::on(Arc::new(LocalFs::new()), root, watch_limit, None)
+        let engine = Engine::process_default();
+        Index::on(Arc::new(LocalFs::new()), root, watch_limit, None, engine)
     }
 
     /// [`Index::start`] on the local disk as `fs` sees it (a
     /// [`LocalFs::git_excludes`] of its own).
     pub fn start_on(fs: Arc<LocalFs>, root: &Path) -> std::io::Result<Index> {
-        Index::on(fs, root, None, None)
+        Index::on(fs, root, None, None, Engine::process_default())
     }
 
     /// Start indexing the directory `root` of `fs` in the background (a
     /// workspace's filesystem: `WorkspaceOptions::index`), saving the
     /// mirror in the directory `store` after each build and starting from
-    /// what is saved there, when the filesystem allows (`saved.rs`).
+    /// what is saved there, when the filesystem allows (`saved.rs`). Its
+    /// searches, the scan's and the mirror's, run on `engine`.
     pub(crate) fn on<S: Source>(
         fs: Arc<S>,
         root: &Path,
         watch_limit: Option<usize>,
         store: Option<&Path>,
+        engine: Engine,
     ) -> std::io::Result<Index> {
         let root = fs.index_root(root)?;
         let store = store
@@ -236,7 +239,7 @@ impl Index {
         let inner = Arc::new_cyclic(|me| Inner {
             me: me.clone(),
             root,
-            scan: NativeBackend::on(fs.clone()),
+            scan: NativeBackend::on(fs.clone()).with_engine(engine),
             fs,
             watch_limit,
             state: Mutex::new(State {
@@ -471,7 +474,9 @@ impl<S: Source> Live for Inner<S> {
                 }
                 view.log_all();
                 let view = Arc::new(view);
-                let outcome = NativeBackend::on(view.clone()).glob(req);
+                let outcome = NativeBackend::on(view.clone())
+                    .with_engine(self.scan.engine().clone())
+                    .glob(req);
                 view.keep_glob(req, &outcome);
                 (outcome, Answer::Index)
             }
@@ -485,7 +490,10 @@ impl<S: Source> Live for Inner<S> {
             return (self.scan.grep(req), Answer::Scan(UNNARROWED.into()));
         };
         match self.view(Some(query)) {
-            Ok(view) => (crate::backend::grep_kept(&view, req, &view), Answer::Index),
+            Ok(view) => {
+                let outcome = crate::backend::grep_kept(&view, self.scan.engine(), req, &view);
+                (outcome, Answer::Index)
+            }
             Err(why) => (self.scan.grep(req), Answer::Scan(why)),
         }
     }

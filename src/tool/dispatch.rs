@@ -144,6 +144,14 @@ impl Tools {
         Tools::new(config, backend).with_filesystem(fs)
     }
 
+    /// Grep the spill store's references with `engine` (a workspace's,
+    /// [`crate::WorkspaceOptions::engine`]). By default, the process's.
+    pub(crate) fn with_spill_engine(mut self, engine: &crate::Engine) -> Tools {
+        let backend = crate::backend::NativeBackend::new().with_engine(engine.clone());
+        self.spill_backend = Arc::new(backend);
+        self
+    }
+
     /// Keep the sessions' read observations in `sessions` (for example a
     /// persistent store shared by processes). By default, in memory.
     pub fn with_sessions(mut self, sessions: Arc<Sessions>) -> Tools {

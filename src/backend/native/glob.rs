@@ -9,14 +9,14 @@ use super::messages::{dir_error, Messages};
 use super::overrides::GlobFilter;
 use super::parallel_walk;
 use super::paths::Root;
-use super::{canonical_workdir, exit_code, nul_launch_failure, Budget};
+use super::{canonical_workdir, exit_code, nul_launch_failure, Budget, Engine};
 
 /// One walk, whatever the root: walkdir stats a root following links
 /// (`DirEntry::from_path` with `follow_root_links`), reports an error
 /// there as `IO error for operation on <root>`, yields a root that is not a
 /// directory as the one entry (never filtered at depth 0), and walks a
 /// directory (`parallel_walk`).
-pub(crate) fn run<F: FsHints>(fs: &F, req: &GlobRequest) -> Outcome<GlobResults> {
+pub(crate) fn run<F: FsHints>(fs: &F, engine: &Engine, req: &GlobRequest) -> Outcome<GlobResults> {
     let fail = |why: String| Outcome {
         status: Status::LaunchFailed(why),
         stderr: Vec::new(),
@@ -50,7 +50,7 @@ pub(crate) fn run<F: FsHints>(fs: &F, req: &GlobRequest) -> Outcome<GlobResults>
             Vec::new()
         }
         Ok(m) if m.kind.is_dir() => {
-            let (files, errors) = parallel_walk::walk(fs, &root, &filter, &budget);
+            let (files, errors) = parallel_walk::walk(fs, engine.pool(), &root, &filter, &budget);
             for (e, unavailable) in &errors {
                 if *unavailable {
                     msgs.unavailable(e);

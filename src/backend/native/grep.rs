@@ -21,7 +21,7 @@ use super::overrides::overrides;
 use super::paths::Root;
 use super::schedule;
 use super::worker::{Collected, GrepCall, Origin, Stream, Worker};
-use super::{canonical_workdir, exit_code, nul_launch_failure, Budget};
+use super::{canonical_workdir, exit_code, nul_launch_failure, Budget, Engine};
 
 /// One walk, whatever the root. rg's parallel walker stats each root
 /// following links (`DirEntryRaw::from_path`) and reports an error there
@@ -29,17 +29,18 @@ use super::{canonical_workdir, exit_code, nul_launch_failure, Budget};
 /// (`hiargs.rs: Paths::from_low_args`), whose sequential walker yields the
 /// path itself (never filtered at depth 0, no ignore files read) or
 /// walkdir's error for it; a directory, or a symlink to one, is walked.
-pub(crate) fn run<F: FsHints>(fs: &F, req: &GrepRequest) -> Outcome<GrepResults> {
-    run_with(fs, req, None, &NeverKept)
+pub(crate) fn run<F: FsHints>(fs: &F, engine: &Engine, req: &GrepRequest) -> Outcome<GrepResults> {
+    run_with(fs, engine, req, None, &NeverKept)
 }
 
 /// [`run`] over a filesystem that keeps walks between calls (`kept.rs`).
 pub(crate) fn run_kept<F: FsHints, K: Keeper<F>>(
     fs: &F,
+    engine: &Engine,
     req: &GrepRequest,
     keeper: &K,
 ) -> Outcome<GrepResults> {
-    run_with(fs, req, None, keeper)
+    run_with(fs, engine, req, None, keeper)
 }
 
 /// [`run`], with rg's stdout handed to `out` as it is made, a file's lines
@@ -48,14 +49,16 @@ pub(crate) fn run_kept<F: FsHints, K: Keeper<F>>(
 /// output. The outcome's results are empty.
 pub(crate) fn run_streaming<F: FsHints>(
     fs: &F,
+    engine: &Engine,
     req: &GrepRequest,
     out: &Stream<'_>,
 ) -> Outcome<GrepResults> {
-    run_with(fs, req, Some(out), &NeverKept)
+    run_with(fs, engine, req, Some(out), &NeverKept)
 }
 
 fn run_with<F: FsHints, K: Keeper<F>>(
     fs: &F,
+    engine: &Engine,
     req: &GrepRequest,
     stream: Option<&Stream<'_>>,
     keeper: &K,
@@ -104,6 +107,7 @@ fn run_with<F: FsHints, K: Keeper<F>>(
     let meta = super::stat_root(fs, &root);
     let ctx = GrepCall {
         fs,
+        engine,
         explicit: match &meta {
             Ok(m) if m.kind.is_dir() => None,
             Ok(m) => Some(m.kind),
@@ -117,7 +121,7 @@ fn run_with<F: FsHints, K: Keeper<F>>(
         budget: Budget::new(req.raw_budget, req.cancel.clone()),
         shared: Mutex::new(Collected::default()),
         stream,
-        tools: (0..super::pool().current_num_threads() + 1)
+        tools: (0..engine.pool().current_num_threads() + 1)
             .map(|_| Mutex::new(None))
             .collect(),
     };

@@ -14,6 +14,10 @@
 //!
 //! The modules, in the order a call goes through them:
 //!
+//! - `engine`: the settings a backend searches with and what it keeps
+//!   between calls (its pool of threads, the compiled ignore files, spare
+//!   buffers), one process default shared unless a backend is given its
+//!   own.
 //! - Both invocations: `paths` (the typed path, the absolute path walked
 //!   for it, and what rg prints for each entry), `overrides` (the override
 //!   globs of both invocations, and glob's filter on them) and `globstack`
@@ -35,6 +39,11 @@
 //!   searcher as rg configures them) and `sink` (the searcher's results as
 //!   typed `--json` events).
 //! - `messages`: rg's stderr texts, and which of them make it exit 2.
+
+mod engine;
+pub use engine::{
+    set_helper_delay, set_search_threads, set_search_threads_from_env, Engine, EngineBuilder,
+};
 
 mod globstack;
 mod overrides;
@@ -70,17 +79,18 @@ use crate::outcome::{GlobResults, GrepResults, Outcome, Status};
 use crate::request::{GlobRequest, GrepRequest};
 
 /// The in-process engine built on ripgrep's crates, searching the
-/// workspace's filesystem `F` (by default the local disk).
+/// workspace's filesystem `F` (by default the local disk) with an
+/// [`Engine`]'s threads and settings (by default the process's,
+/// [`Engine::process_default`]).
 pub struct NativeBackend<F: FsHints = LocalFs> {
     fs: Arc<F>,
+    engine: Engine,
 }
 
 impl NativeBackend {
     /// A native backend on the local disk.
     pub fn new() -> NativeBackend {
-        NativeBackend {
-            fs: Arc::new(LocalFs::new()),
-        }
+        NativeBackend::on(Arc::new(LocalFs::new()))
     }
 }
 
@@ -93,12 +103,27 @@ impl Default for NativeBackend {
 impl<F: FsHints> NativeBackend<F> {
     /// A native backend searching `fs`.
     pub fn on(fs: Arc<F>) -> NativeBackend<F> {
-        NativeBackend { fs }
+        NativeBackend {
+            fs,
+            engine: engine::process().clone(),
+        }
+    }
+
+    /// The backend searching with `engine`'s threads and settings instead.
+    /// By default, [`Engine::process_default`].
+    pub fn with_engine(mut self, engine: Engine) -> NativeBackend<F> {
+        self.engine = engine;
+        self
     }
 
     /// The filesystem it searches.
     pub fn filesystem(&self) -> &Arc<F> {
         &self.fs
+    }
+
+    /// The engine it searches with.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     /// [`SearchBackend::grep`], with rg's stdout handed to `out` as the
@@ -113,7 +138,7 @@ impl<F: FsHints> NativeBackend<F> {
         req: &GrepRequest,
         out: &(dyn Fn(&[u8]) + Sync),
     ) -> Outcome<GrepResults> {
-        grep::run_streaming(&*self.fs, req, out)
+        grep::run_streaming(&*self.fs, &self.engine, req, out)
     }
 }
 
@@ -121,6 +146,7 @@ impl<F: FsHints> Clone for NativeBackend<F> {
     fn clone(&self) -> Self {
         NativeBackend {
             fs: self.fs.clone(),
+            engine: self.engine.clone(),
         }
     }
 }
@@ -129,6 +155,7 @@ impl<F: FsHints> std::fmt::Debug for NativeBackend<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NativeBackend")
             .field("fs", &std::any::type_name::<F>())
+            .field("engine", &self.engine)
             .finish()
     }
 }
@@ -139,11 +166,11 @@ impl<F: FsHints> SearchBackend for NativeBackend<F> {
     }
 
     fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults> {
-        glob::run(&*self.fs, req)
+        glob::run(&*self.fs, &self.engine, req)
     }
 
     fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults> {
-        grep::run(&*self.fs, req)
+        grep::run(&*self.fs, &self.engine, req)
     }
 }
 
@@ -151,10 +178,11 @@ impl<F: FsHints> SearchBackend for NativeBackend<F> {
 /// (the index's view: `kept.rs`).
 pub(crate) fn grep_kept<F: FsHints, K: Keeper<F>>(
     fs: &F,
+    engine: &Engine,
     req: &GrepRequest,
     keeper: &K,
 ) -> Outcome<GrepResults> {
-    grep::run_kept(fs, req, keeper)
+    grep::run_kept(fs, engine, req, keeper)
 }
 
 /// The workdir as rg's `getcwd` (Windows: `GetCurrentDirectoryW`) would
@@ -179,85 +207,6 @@ fn stat_root<F: FsHints>(fs: &F, root: &paths::Root) -> std::io::Result<Metadata
         return Err(errno::not_found());
     }
     fs.metadata(path)
-}
-
-/// The worker count [`set_search_threads`] chose, if it was called.
-static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-
-/// Set the engine's worker count for the whole process (1 to 64), instead
-/// of rg's (`hiargs.rs: threads`: the available parallelism, at most 12).
-/// The workers start at the first search: call this before it. The command
-/// line and the Node binding pass `DSH_SEARCH_THREADS` through
-/// [`set_search_threads_from_env`]; no search reads the variable.
-///
-/// Returns `false`, changing nothing, for a count out of range or once the
-/// count is fixed (by an earlier call or by the first search).
-pub fn set_search_threads(n: usize) -> bool {
-    (1..=64).contains(&n) && THREADS.set(n).is_ok()
-}
-
-/// [`set_search_threads`] from `DSH_SEARCH_THREADS=<n>`, for the
-/// programs built on the library (the command line and its benches, the
-/// Node binding) to read the variable one way; the library's own searches
-/// never read it. A value that is not a count from 1 to 64 is ignored, as
-/// is a call once the count is fixed. Returns whether it set the count.
-pub fn set_search_threads_from_env() -> bool {
-    std::env::var("DSH_SEARCH_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .is_some_and(set_search_threads)
-}
-
-/// The worker count: the one [`set_search_threads`] set, else rg's, fixed
-/// at the first look (the lookup reads cgroup files each time).
-fn threads() -> usize {
-    *THREADS.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(12)
-    })
-}
-
-/// How long a grep runs on the calling thread alone before the pool's
-/// threads join it, in microseconds ([`set_helper_delay`]).
-static HELPER_DELAY_US: AtomicU64 = AtomicU64::new(500);
-
-/// Set how long a grep of a directory runs on the calling thread alone
-/// before the engine's other threads join it (500 µs unless set; zero
-/// lets them join at the first batch), for the calls that start after
-/// this.
-///
-/// A thread asleep in the pool can take hundreds of microseconds to start
-/// on a virtual machine, and a call waits for every thread it started,
-/// even one that arrives when all is done: a small workspace is searched
-/// sooner alone, while a large tree loses little by starting alone
-/// (BENCHMARKS.md, "Tiny workspace"). The results never depend on it.
-pub fn set_helper_delay(delay: std::time::Duration) {
-    let us = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
-    HELPER_DELAY_US.store(us, Ordering::Relaxed);
-}
-
-/// The delay [`set_helper_delay`] set.
-fn helper_delay() -> std::time::Duration {
-    std::time::Duration::from_micros(HELPER_DELAY_US.load(Ordering::Relaxed))
-}
-
-/// The engine's worker threads: started once per process and shared by
-/// every call, so a call on a small tree starts no thread of its own. The
-/// pool is the engine's own (not rayon's global one, which the embedding
-/// program may size or use), and its threads are named so that they are not
-/// taken for threads a call left behind.
-fn pool() -> &'static rayon::ThreadPool {
-    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads())
-            .thread_name(|i| format!("dsh-search-{i}"))
-            .build()
-            // Like `std::thread::spawn` (and so the walker): no thread, no
-            // search.
-            .expect("the search threads start")
-    })
 }
 
 /// What the launch failure says when an argument holds a NUL (see

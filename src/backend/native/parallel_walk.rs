@@ -96,9 +96,10 @@ struct GlobWalk<'a, F: FsHints> {
 
 /// The files below the directory `root` in rg's order, and the walk errors
 /// in walkdir's order (with whether each is an error of the whole
-/// filesystem).
+/// filesystem), walked on `pool` (the engine's).
 pub(crate) fn walk<F: FsHints>(
     fs: &F,
+    pool: &rayon::ThreadPool,
     root: &Root,
     override_set: &GlobFilter,
     budget: &Budget,
@@ -112,7 +113,7 @@ pub(crate) fn walk<F: FsHints>(
         found: Mutex::new(Found::default()),
     };
     let rg_root = printed_dir(root, path);
-    super::pool().scope(|s| {
+    pool.scope(|s| {
         visit(
             s,
             &ctx,
@@ -137,7 +138,7 @@ pub(crate) fn walk<F: FsHints>(
     for run in runs {
         files.extend(run.files);
     }
-    super::pool().install(|| {
+    pool.install(|| {
         files.par_sort_by(|a, b| {
             use std::cmp::Ordering;
             match (a.mtime, b.mtime) {

@@ -62,8 +62,10 @@ type Built = (Arc<Gitignore>, Vec<Error>);
 /// long-lived workspace reads the same few hundred files at every call).
 /// Bounded: emptied when it holds more than [`MEMO_MAX_BYTES`] of files
 /// and paths (a compiled matcher takes a few times its file's bytes; the
-/// Linux tree's ignore files, about 500, are under 100 KiB).
-struct Memo {
+/// Linux tree's ignore files, about 500, are under 100 KiB). Each engine
+/// keeps its own ([`IgnoreMemo`]).
+#[derive(Default)]
+pub(crate) struct Memo {
     built: std::collections::HashMap<MemoKey, Built>,
     bytes: usize,
 }
@@ -73,14 +75,15 @@ type MemoKey = (Vec<u8>, Vec<u8>, Vec<u8>);
 
 const MEMO_MAX_BYTES: usize = 2 << 20;
 
-fn memo() -> &'static std::sync::Mutex<Memo> {
-    static MEMO: std::sync::OnceLock<std::sync::Mutex<Memo>> = std::sync::OnceLock::new();
-    MEMO.get_or_init(|| {
-        std::sync::Mutex::new(Memo {
-            built: std::collections::HashMap::new(),
-            bytes: 0,
-        })
-    })
+/// An engine's [`Memo`], shared by the walks of its calls.
+pub(crate) type IgnoreMemo = Arc<Mutex<Memo>>;
+
+impl Memo {
+    /// How many matchers are kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.built.len()
+    }
 }
 
 /// A directory at or below the search root, with its ancestors up to it.
@@ -119,6 +122,9 @@ pub(crate) struct RgIgnore {
     root_node: Arc<Node>,
     /// Ignore-file errors: (message, whether rg counts it as an error).
     messages: Mutex<Vec<(String, bool)>>,
+    /// Where the matchers of the files read are kept for later calls
+    /// (the engine's).
+    memo: IgnoreMemo,
 }
 
 /// [`RgIgnore::outside`].
@@ -216,6 +222,7 @@ fn combine(mut errs: Vec<Error>) -> Option<Error> {
 /// the engine deliberately does not copy rg (which never finishes there).
 fn create<F: FsHints>(
     fs: &F,
+    memo: &IgnoreMemo,
     rg_dir: &Path,
     file: &Path,
     shown: &Path,
@@ -229,14 +236,14 @@ fn create<F: FsHints>(
         path_bytes(shown).to_vec(),
         data,
     );
-    if let Some((gi, built_errs)) = memo().lock().recover_poison().built.get(&key) {
+    if let Some((gi, built_errs)) = memo.lock().recover_poison().built.get(&key) {
         errs.extend(built_errs.iter().cloned());
         return gi.clone();
     }
     let (gi, built_errs) = compile(rg_dir, &key.2, shown);
     errs.extend(built_errs.iter().cloned());
     let size = key.0.len() + key.1.len() + key.2.len();
-    let mut memo = memo().lock().recover_poison();
+    let mut memo = memo.lock().recover_poison();
     if memo.bytes + size > MEMO_MAX_BYTES {
         memo.built.clear();
         memo.bytes = 0;
@@ -337,6 +344,7 @@ impl Rules {
     /// otherwise it is read here.
     fn build<F: FsHints>(
         fs: &F,
+        memo: &IgnoreMemo,
         rg_dir: &Path,
         abs: &Path,
         real_workdir: &Path,
@@ -353,7 +361,7 @@ impl Rules {
         let mut create_if = |name: &str| {
             if maybe(name.as_bytes()) {
                 let file = abs.join(name);
-                create(fs, rg_dir, &file, &file, errs)
+                create(fs, memo, rg_dir, &file, &file, errs)
             } else {
                 empty()
             }
@@ -368,6 +376,7 @@ impl Rules {
             Some(t) => match commondir(fs, abs, real_workdir, t.is_file()) {
                 Ok((dir, shown)) => create(
                     fs,
+                    memo,
                     rg_dir,
                     &dir.join("info/exclude"),
                     &shown.join("info/exclude"),
@@ -491,6 +500,7 @@ impl RgIgnore {
         root: &Root,
         real_workdir: &Path,
         overrides: Override,
+        memo: &IgnoreMemo,
         listed: Option<NamesPresent>,
     ) -> RgIgnore {
         let walk = root.walk_path();
@@ -516,7 +526,15 @@ impl RgIgnore {
             for p in ancestors.into_iter().rev() {
                 // `has_git` as `add_parents` computes it (`.git` or `.jj`
                 // exists, links followed), from the names the listing holds.
-                parents.push(Rules::build(fs, p, p, real_workdir, None, &mut parent_errs));
+                parents.push(Rules::build(
+                    fs,
+                    memo,
+                    p,
+                    p,
+                    real_workdir,
+                    None,
+                    &mut parent_errs,
+                ));
             }
             parents.reverse();
         }
@@ -531,7 +549,15 @@ impl RgIgnore {
             messages.push((e.to_string(), true));
         }
         let mut root_errs = Vec::new();
-        let rules = Rules::build(fs, root.given(), walk, real_workdir, listed, &mut root_errs);
+        let rules = Rules::build(
+            fs,
+            memo,
+            root.given(),
+            walk,
+            real_workdir,
+            listed,
+            &mut root_errs,
+        );
         if let Some(e) = combine(root_errs) {
             messages.push((walk_error(&e, root), false));
         }
@@ -554,6 +580,7 @@ impl RgIgnore {
             parents_empty,
             root_node,
             messages: Mutex::new(messages),
+            memo: memo.clone(),
         }
     }
 
@@ -649,6 +676,7 @@ impl RgIgnore {
         let mut errs = Vec::new();
         let rules = Rules::build(
             fs,
+            &self.memo,
             &rg_dir,
             abs,
             &self.real_workdir,

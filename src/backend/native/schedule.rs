@@ -12,7 +12,7 @@
 //! Who hands what to whom:
 //!
 //! - The walking thread hands each full batch to the queue. Once the call
-//!   has run for the helper delay ([`set_helper_delay`]), queueing also
+//!   has run for the helper delay ([`Engine::helper_delay`]), queueing also
 //!   starts helpers on the engine's pool (up to one less than its
 //!   threads), which search batch after batch until the walk is over and
 //!   the queue empty ([`Batches::serve`]); a call on a small tree ends before
@@ -56,7 +56,7 @@ use super::rgignore::RgIgnore;
 use super::serial_walk::{self, Below, Haystack};
 use super::worker::{clean_miss, GrepCall, Origin, Worker};
 #[cfg(doc)]
-use super::{set_helper_delay, Budget};
+use super::{Budget, Engine};
 
 /// The messages the walk's ignore decisions collected (ignore-file errors,
 /// walk errors), into the call's stderr.
@@ -90,9 +90,9 @@ pub(super) fn search_pooled<F: FsHints, K: Keeper<F>>(
     globs: &[String],
     keeper: &K,
 ) {
-    let queue = Batches::new(super::threads() - 1);
+    let queue = Batches::new(ctx.engine.threads() - 1, ctx.engine.helper_delay());
     let live = std::sync::Arc::new(AtomicUsize::new(0));
-    super::pool().in_place_scope(|s| {
+    ctx.engine.pool().in_place_scope(|s| {
         let mut batcher = Batcher {
             ctx,
             queue: &queue,
@@ -111,6 +111,7 @@ pub(super) fn search_pooled<F: FsHints, K: Keeper<F>>(
             &ctx.root,
             real_workdir,
             override_set,
+            ctx.engine.ignore_memo(),
             &live,
             &mut recorder,
             |rules, rec| {
@@ -295,7 +296,7 @@ struct Batches<F: FsHints> {
     /// How many helpers the call may start, and when it started.
     max_helpers: usize,
     started: Instant,
-    /// How long the call runs alone first ([`set_helper_delay`]).
+    /// How long the call runs alone first ([`Engine::helper_delay`]).
     helpers_after: std::time::Duration,
 }
 
@@ -306,7 +307,7 @@ struct BatchesState<F: FsHints> {
 }
 
 impl<F: FsHints> Batches<F> {
-    fn new(max_helpers: usize) -> Batches<F> {
+    fn new(max_helpers: usize, helpers_after: std::time::Duration) -> Batches<F> {
         Batches {
             state: Mutex::new(BatchesState {
                 batches: std::collections::VecDeque::new(),
@@ -318,7 +319,7 @@ impl<F: FsHints> Batches<F> {
             waiting: AtomicUsize::new(0),
             max_helpers,
             started: Instant::now(),
-            helpers_after: super::helper_delay(),
+            helpers_after,
         }
     }
 
@@ -520,6 +521,7 @@ mod tests {
         let cancel = CancelToken::new();
         GrepCall {
             fs,
+            engine: super::super::engine::process(),
             root: Root::new(workdir, None),
             matcher: matcher::build_cancellable(pattern, &cancel).expect("the pattern builds"),
             budget: Budget::new(None, cancel),
@@ -529,7 +531,7 @@ mod tests {
             prefilter: matcher::whole_file_prefilter(pattern),
             shared: Mutex::new(Collected::default()),
             stream: None,
-            tools: (0..super::super::pool().current_num_threads() + 1)
+            tools: (0..super::super::engine::process().pool().current_num_threads() + 1)
                 .map(|_| Mutex::new(None))
                 .collect(),
         }
@@ -561,6 +563,7 @@ mod tests {
                 &ctx.root,
                 workdir,
                 overrides(workdir, &[]).unwrap(),
+                &Default::default(),
                 &live,
                 &mut out,
                 |_, _| Below::Walk,
@@ -577,8 +580,7 @@ mod tests {
             ("after the walk", |q| GiveBack::BetweenFiles(q), 1, 4),
         ];
         for (case, give_back, searched, back) in cases {
-            let mut queue = Batches::new(1);
-            queue.helpers_after = std::time::Duration::ZERO;
+            let queue = Batches::new(1, std::time::Duration::ZERO);
             queue.walk_done();
             assert!(queue.wants_helper(), "{case}");
             ctx.shared.lock().unwrap().blocks.clear();

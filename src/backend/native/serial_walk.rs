@@ -32,7 +32,7 @@ use crate::event::Stats;
 
 use super::messages::{at_path, Messages};
 use super::paths::{name_too_long, too_long_for_rg, Root};
-use super::rgignore::{NamesPresent, Node, RgIgnore};
+use super::rgignore::{IgnoreMemo, NamesPresent, Node, RgIgnore};
 
 /// How many listed directories may hold a descriptor at once (directories
 /// whose files wait in queued batches or are being searched, and those on
@@ -202,11 +202,13 @@ fn path_error(err: std::io::Error, path: &Path, depth: usize) -> Error {
 /// ignore-file messages to report. Once the root is listed and the rules
 /// of it and its parents read, `below` says whether the tree below it is
 /// walked (a kept walk stands in for it: `kept.rs`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn walk<F: FsHints, O: Output<F>>(
     fs: &F,
     root: &Root,
     real_workdir: &Path,
     override_set: Override,
+    memo: &IgnoreMemo,
     live: &Arc<AtomicUsize>,
     out: &mut O,
     below: impl FnOnce(&RgIgnore, &mut O) -> Below,
@@ -223,6 +225,7 @@ pub(crate) fn walk<F: FsHints, O: Output<F>>(
                 root,
                 real_workdir,
                 override_set,
+                memo,
                 Some(NamesPresent::default()),
             );
             out.error(path_error(e, abs, 0));
@@ -235,6 +238,7 @@ pub(crate) fn walk<F: FsHints, O: Output<F>>(
         root,
         real_workdir,
         override_set,
+        memo,
         Some(note_names(&listing)),
     );
     if let Below::Done = below(&ignore_rules, out) {

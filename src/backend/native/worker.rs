@@ -23,11 +23,13 @@ use super::paths::{PathForm, Root};
 use super::reader::{cancelled, is_clean_miss, preloadable, FileReader, Preload, PRELOAD_KEEP};
 use super::serial_walk::Dir;
 use super::sink::{FileBlock, JsonSink};
-use super::Budget;
+use super::{Budget, Engine};
 
 /// Everything one call shares between its threads.
 pub(super) struct GrepCall<'a, F: FsHints> {
     pub(super) fs: &'a F,
+    /// The engine the call runs on: its pool, its spare buffers.
+    pub(super) engine: &'a Engine,
     pub(super) root: Root,
     pub(super) matcher: RegexMatcher,
     pub(super) budget: Budget,
@@ -67,7 +69,11 @@ pub(super) struct SearchTools {
 
 impl<F: FsHints> GrepCall<'_, F> {
     fn tools_slot(&self) -> &Mutex<Option<SearchTools>> {
-        let i = super::pool().current_thread_index().map_or(0, |i| i + 1);
+        let i = self
+            .engine
+            .pool()
+            .current_thread_index()
+            .map_or(0, |i| i + 1);
         &self.tools[i.min(self.tools.len() - 1)]
     }
 
@@ -76,7 +82,7 @@ impl<F: FsHints> GrepCall<'_, F> {
         taken.unwrap_or_else(|| SearchTools {
             matcher: self.matcher.clone(),
             searcher: matcher::searcher(false),
-            bufs: Buffers::take(),
+            bufs: self.engine.spare_buffers().take(),
         })
     }
 
@@ -101,28 +107,35 @@ struct Buffers {
     readbuf: Vec<u8>,
 }
 
-/// Buffers kept between calls: enough for every thread of a few
-/// concurrent calls, no more.
-static SPARE_BUFFERS: Mutex<Vec<Buffers>> = Mutex::new(Vec::new());
+/// Buffers kept between calls, by each engine (`Engine`): enough for
+/// every thread of a few concurrent calls, no more.
+#[derive(Default)]
+pub(crate) struct SpareBuffers(Mutex<Vec<Buffers>>);
 const MAX_SPARE_BUFFERS: usize = 16;
 
-impl Buffers {
-    fn take() -> Buffers {
-        let spare = SPARE_BUFFERS.lock().recover_poison().pop();
+impl SpareBuffers {
+    fn take(&self) -> Buffers {
+        let spare = self.0.lock().recover_poison().pop();
         spare.unwrap_or_else(|| Buffers {
             scratch: Vec::with_capacity(4096),
             readbuf: Vec::new(),
         })
     }
 
-    fn give_back(mut self) {
-        if self.readbuf.len() > PRELOAD_KEEP {
-            self.readbuf = Vec::new();
+    fn give_back(&self, mut bufs: Buffers) {
+        if bufs.readbuf.len() > PRELOAD_KEEP {
+            bufs.readbuf = Vec::new();
         }
-        let mut spare = SPARE_BUFFERS.lock().recover_poison();
+        let mut spare = self.0.lock().recover_poison();
         if spare.len() < MAX_SPARE_BUFFERS {
-            spare.push(self);
+            spare.push(bufs);
         }
+    }
+
+    /// How many sets are kept.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.0.lock().recover_poison().len()
     }
 }
 
@@ -131,7 +144,7 @@ impl<F: FsHints> Drop for GrepCall<'_, F> {
         for slot in &self.tools {
             let tools = slot.lock().recover_poison().take();
             if let Some(tools) = tools {
-                tools.bufs.give_back();
+                self.engine.spare_buffers().give_back(tools.bufs);
             }
         }
     }
