@@ -1,7 +1,9 @@
 //! `dsh-search bench --index`: the live index (docs/index.md) against the
 //! scan and rg on the same tree, in this one long-lived process, warm.
-//! Issue 23's targets are reported with the figures (met, or by how much
+//! Issue 31's targets are reported with the figures (met, or by how much
 //! not), never asserted: the machine is shared and times vary with its load.
+//! With a peer (`--peer-rgx`), ripgrepx runs the same greps round-robin
+//! with the other sides (`rgx.rs`).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -17,6 +19,7 @@ use dsh_search::{
 };
 
 use super::report::human;
+use super::rgx::Rgx;
 use super::{corpus, file_bytes, measure, resident_bytes};
 
 /// What a workload's indexed time is compared with, and the bound.
@@ -86,15 +89,18 @@ fn load() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// Build an index of `tree`, time the workloads through it, the scan and
-/// rg, and measure freshness over `writes` writes by another process; the
-/// section as Markdown.
+/// Build an index of `tree`, time the workloads through it, the scan, rg
+/// and, when `peer_rgx` names an `rgx`, ripgrepx with its index warm, and
+/// measure freshness over `writes` writes by another process; the section
+/// as Markdown.
 pub(crate) fn run(
     tree: &Path,
     rg: Option<&Path>,
+    peer_rgx: Option<&Path>,
     iterations: usize,
     writes: usize,
 ) -> std::io::Result<String> {
+    let rg_exe = rg.map_or_else(|| "rg".into(), Path::to_path_buf);
     let mut md = String::new();
     let load_before = load();
     let corpus_bytes = file_bytes(tree);
@@ -162,10 +168,22 @@ pub(crate) fn run(
     ];
     let ctx = CallContext::new(tree).session("bench");
 
-    let mut rows = String::from(
+    // ripgrepx's daemon, its index built before any call is timed (it
+    // watches the tree: stopped before the freshness writes).
+    let peer = match peer_rgx {
+        Some(exe) => {
+            eprintln!("dsh-search bench --index: ripgrepx's index of the tree");
+            Some(Rgx::start(exe, tree, Duration::from_secs(3600))?)
+        }
+        None => None,
+    };
+    let mut rows = String::from(if peer.is_some() {
+        "| workload | indexed (median) | scan (median) | rg (median) | rgx (median) | indexed / scan | indexed / rg | indexed / rgx | target | met? | answered by, result | rgx's answer against rg's |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|\n"
+    } else {
         "| workload | indexed (median) | scan (median) | rg (median) | indexed / scan | indexed / rg | target | met? | answered by, result |\n\
-         |---|---:|---:|---:|---:|---:|---|---|---|\n",
-    );
+         |---|---:|---:|---:|---:|---:|---|---|---|\n"
+    });
     for (name, call, target) in workloads() {
         eprintln!("dsh-search bench --index: {name}");
         let glob = |p: &str| {
@@ -215,8 +233,24 @@ pub(crate) fn run(
                 )));
             }
         }
-        let tool_refs: Vec<&Tools> = tool_sides.iter().collect();
-        let t = round_robin(iterations, &tool_refs, &once);
+        let once = &once;
+        let mut timed: Vec<Box<dyn Fn() + '_>> = Vec::new();
+        for t in &tool_sides {
+            timed.push(Box::new(move || once(t)));
+        }
+        // ripgrepx answers greps only: its `--find` matches a name or path
+        // substring, a page at a time, which is not a glob.
+        let peer_grep = match (&peer, &call) {
+            (Some(p), Call::Grep(pattern)) => Some((p, *pattern)),
+            _ => None,
+        };
+        if let Some((p, pattern)) = peer_grep {
+            timed.push(Box::new(move || {
+                drop(std::hint::black_box(p.grep_raw(pattern)));
+            }));
+        }
+        let refs: Vec<&dyn Fn()> = timed.iter().map(|f| f.as_ref()).collect();
+        let t = round_robin::<dyn Fn() + '_>(iterations, &refs, &|f| f());
         let (ti, ts, tr) = (t[0], t[1], t[2]);
         let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
         let (vs_scan, vs_rg) = (ratio(ti, ts), ratio(ti, tr));
@@ -224,15 +258,30 @@ pub(crate) fn run(
             Target::Rg(b) => (format!("≤ {b}× rg"), vs_rg, b),
             Target::Scan(b) => (format!("≤ {b}× scan"), vs_scan, b),
         };
+        let (peer_time, peer_ratio, peer_note) = match (&peer, peer_grep) {
+            (None, _) => (String::new(), String::new(), String::new()),
+            (Some(_), None) => (
+                " n/a |".into(),
+                " n/a |".into(),
+                " n/a: rgx has no glob (`rgx --find` matches a name or path substring, a page at a time) |".into(),
+            ),
+            (Some(p), Some((_, pattern))) => (
+                format!(" {} |", human(t[3])),
+                format!(" {:.3} |", ratio(ti, t[3])),
+                format!(" {} |", against_rg(p, &rg_exe, tree, pattern)?),
+            ),
+        };
         let _ = writeln!(
             rows,
-            "| {name} | {} | {} | {} | {vs_scan:.3} | {vs_rg:.3} | {label} | {} | {note} |",
+            "| {name} | {} | {} | {} |{peer_time} {vs_scan:.3} | {vs_rg:.3} |{peer_ratio} {label} | {} | {note} |{peer_note}",
             human(ti),
             human(ts),
             human(tr),
             verdict(got, bound),
         );
     }
+    let peer_build = peer.as_ref().map(|p| (p.built, p.status.clone()));
+    drop(peer);
 
     eprintln!("dsh-search bench --index: freshness, {writes} writes");
     let fresh = freshness(tree, &indexed, writes)?;
@@ -308,6 +357,13 @@ pub(crate) fn run(
         human(restart.ready),
         verdict(restart.ready.as_secs_f64(), 1.0)
     );
+    if let Some((built, status)) = peer_build {
+        let _ = writeln!(
+            md,
+            "| ripgrepx: `rgx --server start` to its status `ready` (its status: {status}) | {} | | |",
+            human(built)
+        );
+    }
     Ok(md)
 }
 
@@ -371,6 +427,53 @@ fn restart(tree: &Path) -> std::io::Result<Restart> {
     })();
     let _ = std::fs::remove_dir_all(&store);
     result
+}
+
+/// ripgrepx's answer to a grep of `pattern` against rg's whole answer (the
+/// tool's argv with `--count` for `--json`: no raw budget, so a row the
+/// other sides stop at the budget is compared whole), by matching lines
+/// and files.
+fn against_rg(peer: &Rgx, rg: &Path, tree: &Path, pattern: &str) -> std::io::Result<String> {
+    let got = peer.grep(pattern)?;
+    let out = Command::new(rg)
+        .current_dir(tree)
+        .arg("--no-config")
+        .arg("--count")
+        .arg(format!("--regexp={pattern}"))
+        .stdin(std::process::Stdio::null())
+        .output()?;
+    if out.status.code() == Some(2) || out.status.code().is_none() {
+        return Err(std::io::Error::other(format!(
+            "{} --count {pattern}: {}: {}",
+            rg.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    // `path:count` per file with a match.
+    let (mut lines, mut files) = (0, 0);
+    for l in out.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let n = l.rsplit(|&b| b == b':').next().unwrap_or_default();
+        lines += std::str::from_utf8(n)
+            .ok()
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0);
+        files += 1;
+    }
+    let code = |c: Option<i32>| c.map_or_else(|| "a signal".into(), |c| format!("exit {c}"));
+    Ok(
+        if (got.lines, got.files, got.code) == (lines, files, out.status.code()) {
+            format!("same as rg: {lines} lines in {files} files")
+        } else {
+            format!(
+                "**differs**: rgx {} lines in {} files ({}), rg {lines} lines in {files} files ({})",
+                got.lines,
+                got.files,
+                code(got.code),
+                code(out.status.code())
+            )
+        },
+    )
 }
 
 /// `met`, or how far from the bound (`got / bound`).

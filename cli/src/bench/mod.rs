@@ -6,6 +6,7 @@ pub(crate) mod corpus;
 pub(crate) mod index;
 pub(crate) mod measure;
 pub(crate) mod report;
+pub(crate) mod rgx;
 pub(crate) mod transport;
 pub(crate) mod workload;
 

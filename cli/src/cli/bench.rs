@@ -59,6 +59,13 @@ pub(crate) struct BenchArgs {
     /// with --out.
     #[arg(long)]
     pub(crate) index: bool,
+    /// With --index, also time ripgrepx (the `ripgrepx` package's `rgx`,
+    /// at this path) on the same tree and greps: its daemon started with
+    /// a state directory of its own, its index built before timing, each
+    /// call `rgx -- PATTERN` round-robin with the other sides; its answer
+    /// compared with rg's. Globs are n/a for it.
+    #[arg(long, value_name = "RGX", requires = "index")]
+    pub(crate) peer_rgx: Option<PathBuf>,
     /// Writes by another process for --index's freshness figure.
     #[arg(long, default_value_t = 100, value_name = "N")]
     pub(crate) index_writes: usize,
@@ -224,6 +231,7 @@ fn index(args: &BenchArgs) -> Result<(), String> {
             &bench::index::run(
                 tree,
                 rg.as_deref(),
+                args.peer_rgx.as_deref(),
                 args.iterations.max(1),
                 args.index_writes.max(1),
             )
