@@ -94,6 +94,50 @@ impl Rgx {
         self.command().arg("--").arg(pattern).output()
     }
 
+    /// Wait until the daemon has used no CPU for a second (at most
+    /// `limit`): a read of the tree by another process (rg, the scan) sets
+    /// it re-checking what was opened for tens of seconds (it watches
+    /// `IN_OPEN`), and its calls meanwhile take 0.1-1.5 s on the Linux
+    /// tree. Whether it settled.
+    pub(crate) fn settle(&self, limit: Duration) -> bool {
+        let Some(pid) = self.daemon() else {
+            return false;
+        };
+        let started = Instant::now();
+        let mut last = cpu_ticks(pid);
+        let mut still = 0;
+        while started.elapsed() < limit {
+            std::thread::sleep(Duration::from_millis(250));
+            let now = cpu_ticks(pid);
+            still = if now == last { still + 1 } else { 0 };
+            last = now;
+            if still >= 4 {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The daemon's pid: the `rgx --server` process with this peer's state
+    /// directory in its environment.
+    fn daemon(&self) -> Option<u32> {
+        let mut want = b"RGX_CACHE_DIR=".to_vec();
+        want.extend_from_slice(self.cache.as_os_str().as_encoded_bytes());
+        std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            if args.get(1) != Some(&&b"--server"[..]) || args.len() > 3 {
+                return None;
+            }
+            let environ = std::fs::read(e.path().join("environ")).ok()?;
+            environ
+                .split(|&b| b == 0)
+                .any(|v| v == want.as_slice())
+                .then_some(pid)
+        })
+    }
+
     /// One search, its output counted.
     pub(crate) fn grep(&self, pattern: &str) -> std::io::Result<Answer> {
         let out = self.grep_raw(pattern)?;
@@ -119,6 +163,22 @@ impl Drop for Rgx {
             .status();
         let _ = std::fs::remove_dir_all(&self.cache);
     }
+}
+
+/// utime + stime of `pid`, in clock ticks (0 when unreadable).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name, which is in parentheses.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let at = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 of stat(5); 12 and 13 here.
+    at(11) + at(12)
 }
 
 fn failed(what: &str, out: &Output) -> std::io::Error {

@@ -33,6 +33,7 @@ use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -46,8 +47,16 @@ use super::command::RgCommand;
 use crate::cancel::CancelToken;
 use crate::outcome::Status;
 
-/// How often the cancel token, the budget flag and the child are checked.
+/// How often the cancel token, the budget flag and the child are checked
+/// while rg runs with its stdout open. The end of stdout (rg's exit, or the
+/// budget) wakes the wait at once: a plain sleep of this length between
+/// checks made every run last a multiple of it (a 100-file search, rg's
+/// 5 ms, took 5.4 or 10.6 ms, whichever side of the first tick it ended).
 const POLL: Duration = Duration::from_millis(5);
+
+/// The check interval once stdout has ended: rg is exiting, and is reaped
+/// within microseconds.
+const REAP_POLL: Duration = Duration::from_micros(50);
 
 /// The read size of the stdout and stderr drains.
 const DRAIN_READ_SIZE: usize = 64 * 1024;
@@ -104,10 +113,12 @@ pub(crate) fn run(
     let over = Arc::new(AtomicBool::new(false));
     let out = child.stdout.take().expect("stdout is piped");
     let err = child.stderr.take().expect("stderr is piped");
-    let out_thread = drain_stdout(out, budget, Arc::clone(&over));
+    let (ended, stdout_ended) = mpsc::channel();
+    let out_thread = drain_stdout(out, budget, Arc::clone(&over), ended);
     let err_thread = drain(err);
 
     let mut stopped = None;
+    let mut stdout_open = true;
     let exit = loop {
         if cancel.is_cancelled() {
             stopped = Some(Stop::Cancelled);
@@ -119,7 +130,17 @@ pub(crate) fn run(
         }
         match child.try_wait() {
             Ok(Some(status)) => break Ok(status),
-            Ok(None) => thread::sleep(POLL),
+            Ok(None) if stdout_open => {
+                // Woken by the end of stdout (a message, or the drain gone),
+                // else after POLL to look at the token again.
+                if !matches!(
+                    stdout_ended.recv_timeout(POLL),
+                    Err(RecvTimeoutError::Timeout)
+                ) {
+                    stdout_open = false;
+                }
+            }
+            Ok(None) => thread::sleep(REAP_POLL),
             Err(e) => break Err(e),
         }
     };
@@ -214,11 +235,13 @@ fn keep_env(name: &OsStr) -> bool {
 
 /// Read stdout until EOF or until more than `budget` bytes arrived; then
 /// raise `over` and return, closing the pipe (rg then dies of EPIPE/SIGPIPE
-/// if our signal has not reached it yet).
+/// if our signal has not reached it yet). Either way `ended` is told (or
+/// dropped), which wakes [`run`]'s wait.
 fn drain_stdout(
     mut pipe: impl Read + Send + 'static,
     budget: Option<u64>,
     over: Arc<AtomicBool>,
+    ended: mpsc::Sender<()>,
 ) -> JoinHandle<Vec<u8>> {
     thread::spawn(move || {
         let mut buf = Vec::new();
@@ -235,6 +258,8 @@ fn drain_stdout(
                 break;
             }
         }
+        // The receiver may be gone (the wait ended first): nothing to wake.
+        let _ = ended.send(());
         buf
     })
 }
