@@ -174,14 +174,19 @@ def test_a_keyboard_interrupt_stops_a_grep_and_other_threads_run_meanwhile(tree:
             ticks += 1
             time.sleep(0.01)
 
-    counter = threading.Thread(target=count)
-    counter.start()
-    threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    # Daemon threads, started inside the `try`: a failed check must never
+    # leave a thread the interpreter waits for at exit.
+    counter = threading.Thread(target=count, daemon=True)
+    interrupt = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    interrupt.daemon = True
     start = time.monotonic()
     try:
+        counter.start()
+        interrupt.start()
         with pytest.raises(KeyboardInterrupt):
             dsh_search.rg(grep_argv("x", "pipe"), tree)
     finally:
+        interrupt.cancel()
         stop.set()
         counter.join()
     assert time.monotonic() - start < 10
