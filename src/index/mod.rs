@@ -623,6 +623,7 @@ impl SearchBackend for IndexedBackend {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+    use crate::outcome::Status;
 
     #[test]
     fn grep_opens_only_the_candidates() {
@@ -690,5 +691,15 @@ mod tests {
         let (changed, _) = b.glob_answered(&req);
         assert_eq!(files(&changed), ["a.txt", "sub/b.txt", "sub/c.txt"]);
         assert_eq!(index.status().walks_reused, 1);
+        // One stopped at its budget (the Linux tree at eight copies: glob
+        // `*` is over the default budget) is kept too, under its budget.
+        let mut small = req.clone();
+        small.raw_budget = Some(8);
+        let (cut, _) = b.glob_answered(&small);
+        assert_eq!(cut.status, Status::OverBudget);
+        assert_eq!(b.glob_answered(&small).0, cut);
+        assert_eq!(index.status().walks_reused, 2);
+        assert_eq!(b.glob_answered(&req).0, changed);
+        assert_eq!(index.status().walks_reused, 3);
     }
 }

@@ -428,13 +428,16 @@ impl<S: Source> View<S> {
     }
 
     /// Keep glob's answer `outcome` for `req`: a whole one (rg exited 0
-    /// or 1), over reads of the mirror and few others.
+    /// or 1) or one stopped at the request's budget (part of the key),
+    /// over reads of the mirror and few others. A stopped answer depends
+    /// on nothing but what its walk read, all of it checked again at use,
+    /// so a replay gives one of the answers a new walk could give.
     pub(crate) fn keep_glob(&self, req: &GlobRequest, outcome: &Outcome<GlobResults>) {
         let Some(walks) = &self.walks else {
             return;
         };
         let log = std::mem::take(&mut *self.log.lock().recover_poison());
-        let whole = matches!(outcome.status, Status::Exited(0 | 1));
+        let whole = matches!(outcome.status, Status::Exited(0 | 1) | Status::OverBudget);
         if log.unkept || !whole || req.cancel.is_cancelled() {
             return;
         }
