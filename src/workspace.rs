@@ -663,6 +663,17 @@ impl Workspace {
         }
     }
 
+    /// A remote workspace's traffic so far ([`SftpStats`](crate::fs::SftpStats): requests, round
+    /// trips, bytes read), its index's listings included; `None` for the
+    /// others.
+    #[cfg(feature = "sftp")]
+    pub fn sftp_stats(&self) -> Option<crate::fs::SftpStats> {
+        match &self.fs {
+            Fs::Sftp(fs) => Some(fs.stats()),
+            _ => None,
+        }
+    }
+
     /// The tree in memory of a `mem` workspace (under an overlay, its
     /// lower layer), to change through the library: [`MemFs`]'s methods
     /// change it in place, and the workspace's index, if any, follows each

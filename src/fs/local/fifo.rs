@@ -6,10 +6,8 @@
 //! does not report `POLLHUP`, so the poll keeps waiting like rg's open does;
 //! once the last writer leaves, `read` returns 0 (end of file), as for rg.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
 
 use rustix::event::{poll, PollFd, PollFlags};
 
@@ -26,12 +24,9 @@ pub(super) struct FifoReader {
 }
 
 impl FifoReader {
-    pub(super) fn open(path: &Path, cancel: CancelToken) -> io::Result<FifoReader> {
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-            .open(path)?;
-        Ok(FifoReader { file, cancel })
+    /// A reader of `file`, a FIFO opened `O_NONBLOCK`.
+    pub(super) fn of(file: File, cancel: CancelToken) -> FifoReader {
+        FifoReader { file, cancel }
     }
 }
 

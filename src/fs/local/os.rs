@@ -480,17 +480,33 @@ impl FileSystem for LocalFs {
         Ok(LocalFile(file))
     }
 
+    /// Opened `O_NONBLOCK` and its kind asked of the open file (one path
+    /// lookup, where a `stat` of the path then an `open` made two: a third
+    /// of a candidate's cost when the index hands files by path): a FIFO
+    /// is read without blocking (`fifo.rs`), anything else but a regular
+    /// file has the flag cleared, so that it reads as rg's blocking open
+    /// would (the flag changes nothing for a regular file).
     fn open(&self, path: &Path, cancel: &CancelToken) -> io::Result<LocalFile> {
         #[cfg(unix)]
         {
             use std::os::unix::fs::FileTypeExt;
-            if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) {
-                return super::fifo::FifoReader::open(path, cancel.clone())
-                    .map(|f| LocalFile(OpenFile::Fifo(f)));
+            let file = open_nonblocking(path)?;
+            let kind = file.metadata()?.file_type();
+            if kind.is_fifo() {
+                let fifo = super::fifo::FifoReader::of(file, cancel.clone());
+                return Ok(LocalFile(OpenFile::Fifo(fifo)));
             }
+            if !kind.is_file() {
+                let flags = rustix::fs::fcntl_getfl(&file)?;
+                rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
+            }
+            Ok(LocalFile(OpenFile::File(file)))
         }
-        let _ = cancel;
-        File::open(path).map(|f| LocalFile(OpenFile::File(f)))
+        #[cfg(not(unix))]
+        {
+            let _ = cancel;
+            File::open(path).map(|f| LocalFile(OpenFile::File(f)))
+        }
     }
 
     fn read_control(&self, path: &Path) -> io::Result<Vec<u8>> {
