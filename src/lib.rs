@@ -156,6 +156,9 @@ mod index;
 mod invocation;
 mod js;
 mod outcome;
+// Directories private to the user, checked before anything is read from
+// them or written to them (the index's store, the spill's sessions).
+mod private;
 mod quoting;
 mod request;
 mod session;

@@ -21,12 +21,12 @@
 //! default permissions, the ACL inherited from the parent directory (the
 //! default root is in the user's temp directory, under the user's profile).
 
-use std::fs::{DirBuilder, OpenOptions};
 use std::io::{self, Write};
-#[cfg(unix)]
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::Mutex;
+
+use crate::private::{dir_builder, random_hex, PrivateDir};
+use crate::sync::RecoverPoison;
 
 use sha2::{Digest, Sha256};
 
@@ -145,7 +145,7 @@ impl LocalSpillStore {
     fn existing_root(&self) -> Option<PathBuf> {
         match &self.root {
             Some(r) => Some(r.clone()),
-            None => PRIVATE_ROOT.get()?.as_ref().ok().cloned(),
+            None => PRIVATE_ROOT.lock().recover_poison().clone(),
         }
     }
 }
@@ -158,15 +158,13 @@ impl SpillStore for LocalSpillStore {
         suggested_name: &str,
         content: &str,
     ) -> io::Result<SpillRef> {
-        let dir = self.root()?.join(session_dir(owner));
-        private_dirs(true).create(&dir)?;
-        let name = format!("{}-{}", random_hex(6)?, encode_segment(suggested_name));
-        let path = dir.join(name);
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        options.mode(0o600);
-        let mut file = options.open(&path)?;
+        // A session's directory is the user's alone, or nothing is written
+        // in it (`private.rs`): a directory another user made, or a link
+        // planted there, is refused, and the result is not saved.
+        let dir = PrivateDir::open(&self.root()?.join(session_dir(owner)), false)?;
+        let suffix = format!("-{}", encode_segment(suggested_name));
+        let (name, mut file) = dir.create_new("", &suffix)?;
+        let path = dir.path().join(name);
         file.write_all(content.as_bytes())?;
         file.sync_all()?;
         Ok(SpillRef {
@@ -239,25 +237,26 @@ pub(crate) fn encode_segment(name: &str) -> String {
     out
 }
 
-fn random_hex(bytes: usize) -> io::Result<String> {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).map_err(|e| io::Error::other(e.to_string()))?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// The per-process private root, once created.
-static PRIVATE_ROOT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+/// The per-process private root, once created. A failure is not kept:
+/// the next save tries again (a temp directory missing for a while must
+/// not stop a long-running server's spill for the rest of its life).
+static PRIVATE_ROOT: Mutex<Option<PathBuf>> = Mutex::new(None);
 
 /// The per-process private root, created on first use.
 fn private_root() -> io::Result<PathBuf> {
-    PRIVATE_ROOT
-        .get_or_init(|| create_private_dir(&std::env::temp_dir()).map_err(|e| e.to_string()))
-        .clone()
-        .map_err(io::Error::other)
+    let mut root = PRIVATE_ROOT.lock().recover_poison();
+    if let Some(dir) = &*root {
+        return Ok(dir.clone());
+    }
+    let dir = create_private_dir(&std::env::temp_dir())?;
+    *root = Some(dir.clone());
+    Ok(dir)
 }
 
+/// A new directory `dsh-spill-<random>` of `parent`, created exclusively
+/// (0700).
 fn create_private_dir(parent: &Path) -> io::Result<PathBuf> {
-    let builder = private_dirs(false);
+    let builder = dir_builder(false);
     loop {
         let dir = parent.join(format!("dsh-spill-{}", random_hex(6)?));
         match builder.create(&dir) {
@@ -266,15 +265,6 @@ fn create_private_dir(parent: &Path) -> io::Result<PathBuf> {
             Err(e) => return Err(e),
         }
     }
-}
-
-/// Creates the store's directories: 0700 on Unix, the defaults elsewhere.
-fn private_dirs(recursive: bool) -> DirBuilder {
-    let mut builder = DirBuilder::new();
-    builder.recursive(recursive);
-    #[cfg(unix)]
-    builder.mode(0o700);
-    builder
 }
 
 /// The first at most `max` bytes of `s`, cut on a character boundary.
@@ -419,6 +409,67 @@ mod tests {
         // Traversal-shaped names stay inside the session directory.
         let c = store.save_text("s1", &src, "../../x", "t").unwrap();
         assert_eq!(Path::new(&c.locator).parent().unwrap(), dir);
+    }
+
+    /// A session directory that is not the user's alone is refused and
+    /// nothing is written in it (`private.rs`): another user's, one
+    /// writable by others, a link to elsewhere. Another user's is made
+    /// with `chown`, as root (the suite runs as root in CI).
+    #[cfg(unix)]
+    #[test]
+    fn a_session_directory_not_private_is_refused() {
+        use std::os::unix::fs::{chown, symlink};
+        assert!(
+            rustix::process::geteuid().is_root(),
+            "this test makes a directory of uid 65534 with chown: run it as root"
+        );
+        let src = SpillSource {
+            tool_name: "glob".into(),
+            call_id: None,
+            label: "result".into(),
+        };
+        type Spoil = fn(&Path, &Path);
+        let cases: [(&str, Spoil, &str); 3] = [
+            (
+                "another user's",
+                |dir, _| chown(dir, Some(65534), Some(65534)).unwrap(),
+                "owned by uid 65534, not by this user",
+            ),
+            (
+                "writable by others",
+                |dir, _| {
+                    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap()
+                },
+                "writable by group or others (mode 777)",
+            ),
+            (
+                "a link",
+                |dir, elsewhere| {
+                    std::fs::remove_dir(dir).unwrap();
+                    symlink(elsewhere, dir).unwrap();
+                },
+                "a symbolic link, not a directory",
+            ),
+        ];
+        for (name, spoil, why) in cases {
+            let tmp = tempfile::tempdir().unwrap();
+            let root = tmp.path().join("spill");
+            let dir = root.join(session_dir("s1"));
+            let elsewhere = tmp.path().join("elsewhere");
+            for d in [&dir, &elsewhere] {
+                dir_builder(true).create(d).unwrap();
+            }
+            spoil(&dir, &elsewhere);
+            let store = LocalSpillStore::new(Some(root)).unwrap();
+            let e = store
+                .save_text("s1", &src, "glob-results.txt", "a\nb")
+                .expect_err(name);
+            assert!(e.to_string().contains(why), "{name}: {e}");
+            for d in [&dir, &elsewhere] {
+                let written = std::fs::read_dir(d).map_or(0, |r| r.count());
+                assert_eq!(written, 0, "{name}: {}", d.display());
+            }
+        }
     }
 
     #[test]

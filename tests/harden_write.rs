@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use rustix::fs::FlockOperation;
 
 use crate::util::ws::Ws;
+use crate::util::{as_nobody, require_root};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dsh-search");
 
@@ -48,32 +49,6 @@ fn text(o: Output) -> (String, i32) {
     let mut s = String::from_utf8_lossy(&o.stdout).into_owned();
     s.push_str(&String::from_utf8_lossy(&o.stderr));
     (s, o.status.code().unwrap_or(-1))
-}
-
-/// `cmd` as uid/gid 65534 with no supplementary groups.
-fn as_nobody(cmd: &Command) -> Command {
-    let mut c = Command::new("setpriv");
-    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        };
-    }
-    c.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
-}
-
-fn require_root() {
-    assert!(
-        rustix::process::geteuid().is_root(),
-        "these cases check ownership as root (the issue's reproduction); run the suite as root \
-         (scripts/test does in CI)"
-    );
 }
 
 /// Wait for `child` to exit; a hang (the defect these cases reproduce) fails

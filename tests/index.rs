@@ -1049,6 +1049,180 @@ fn open_saved(root: &Path, store: &Path) -> Indexed {
     }
 }
 
+/// The saved index is read and written only in a private store
+/// (`docs/index.md`, "Restart without a rebuild"): a state directory or
+/// store that is a link, another user's or writable by others is refused,
+/// the index built from the tree and nothing written there; a saved file
+/// that is a link, a FIFO or another user's is refused before it is read;
+/// a link planted at the name the save used to write through is never
+/// followed. Every case is answered from the mirror, as rg answers.
+#[test]
+fn a_saved_index_is_read_and_written_only_in_a_private_store() {
+    use std::os::unix::fs::{chown, symlink};
+    crate::util::require_root();
+    let Some(env) = rg::env() else { return };
+    let mut report = Report::new("private store");
+    let tree = small_tree();
+    let root = tree.root().to_path_buf();
+    // The name of the saved file for this root, from a good save.
+    let name = {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = tmp.path().join("state/index");
+        let ix = open_saved(&root, &store);
+        assert!(
+            ix.index.wait_saved(Duration::from_secs(60)),
+            "{:?}",
+            ix.index.status()
+        );
+        crate::util::saved_index(&store)
+            .file_name()
+            .unwrap()
+            .to_owned()
+    };
+    let nobody = Some(65534);
+    /// Spoils `<state>` and `<state>/index` (both exist, 0700); the third
+    /// path is a file of root's that must stay as it is.
+    type Spoil<'a> = Box<dyn Fn(&Path, &Path, &Path) + 'a>;
+    struct Case<'a> {
+        name: &'static str,
+        spoil: Spoil<'a>,
+        /// What `IndexStatus::saved` starts with, and holds.
+        saved: (&'static str, &'static str),
+        /// The build saves its mirror in the store afterwards.
+        saves: bool,
+    }
+    let file_of = |store: &Path| store.join(&name);
+    let cases = vec![
+        Case {
+            name: "a link planted at the old temporary name",
+            spoil: Box::new(|_, store, victim| {
+                let tmp = format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id());
+                symlink(victim, store.join(tmp)).unwrap();
+            }),
+            saved: ("none", ""),
+            saves: true,
+        },
+        Case {
+            name: "a state directory of another user",
+            spoil: Box::new(|state, store, victim| {
+                let tmp = format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id());
+                symlink(victim, store.join(tmp)).unwrap();
+                chown(state, nobody, nobody).unwrap();
+            }),
+            saved: ("refused: ", "owned by uid 65534, not by this user"),
+            saves: false,
+        },
+        Case {
+            name: "a state directory writable by others",
+            spoil: Box::new(|state, _, _| {
+                fs::set_permissions(state, fs::Permissions::from_mode(0o777)).unwrap()
+            }),
+            saved: ("refused: ", "writable by group or others (mode 777)"),
+            saves: false,
+        },
+        Case {
+            name: "a store of another user",
+            spoil: Box::new(|_, store, _| chown(store, nobody, nobody).unwrap()),
+            saved: ("refused: ", "owned by uid 65534"),
+            saves: false,
+        },
+        Case {
+            name: "a store that is a link",
+            spoil: Box::new(|state, store, _| {
+                let elsewhere = state.join("elsewhere");
+                fs::rename(store, &elsewhere).unwrap();
+                symlink(&elsewhere, store).unwrap();
+            }),
+            saved: ("refused: ", "a symbolic link, not a directory"),
+            saves: false,
+        },
+        Case {
+            name: "a FIFO for the saved file",
+            spoil: Box::new(|_, store, _| {
+                rustix::fs::mknodat(
+                    rustix::fs::CWD,
+                    file_of(store),
+                    rustix::fs::FileType::Fifo,
+                    rustix::fs::Mode::from_raw_mode(0o600),
+                    0,
+                )
+                .unwrap()
+            }),
+            saved: ("ignored: ", "not a regular file (a FIFO)"),
+            saves: true,
+        },
+        Case {
+            name: "a link to /dev/zero for the saved file",
+            spoil: Box::new(|_, store, _| symlink("/dev/zero", file_of(store)).unwrap()),
+            saved: ("ignored: ", "a symbolic link, not a regular file"),
+            saves: true,
+        },
+        Case {
+            name: "a saved file of another user",
+            spoil: Box::new(|_, store, _| {
+                let file = file_of(store);
+                fs::write(&file, b"DSHIDX\0\x01 of someone else").unwrap();
+                fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
+                chown(&file, nobody, nobody).unwrap();
+            }),
+            saved: ("ignored: ", "owned by uid 65534"),
+            saves: true,
+        },
+    ];
+    for case in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let (state, store) = (tmp.path().join("state"), tmp.path().join("state/index"));
+        fs::create_dir_all(&store).unwrap();
+        for d in [&state, &store] {
+            fs::set_permissions(d, fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        let victim = tmp.path().join("victim");
+        fs::write(&victim, "root's own file\n").unwrap();
+        (case.spoil)(&state, &store, &victim);
+        let ws = WorkspaceOptions::new(FsSpec::Local)
+            .root(&root)
+            .index(true)
+            .index_store(Some(store.clone()))
+            .open()
+            .expect("an indexed workspace opens");
+        let index = ws.index().unwrap().clone();
+        // A FIFO read whole blocks the build for ever.
+        assert!(
+            index.wait_ready(Duration::from_secs(60)),
+            "{}: {:?}",
+            case.name,
+            index.status()
+        );
+        let saved_ok = index.wait_saved(Duration::from_secs(60));
+        let s = index.status();
+        let (prefix, holds) = case.saved;
+        assert!(
+            s.saved.starts_with(prefix) && s.saved.contains(holds),
+            "{}: {s:?}",
+            case.name
+        );
+        assert_eq!(
+            fs::read(&victim).unwrap(),
+            b"root's own file\n",
+            "{}",
+            case.name
+        );
+        assert!(saved_ok, "{}: {s:?}", case.name);
+        let file = file_of(&store);
+        let written = fs::symlink_metadata(&file).is_ok_and(|m| m.is_file() && m.len() > 100)
+            && fs::read(&file).unwrap().starts_with(b"DSHIDX");
+        assert_eq!(written, case.saves, "{}: {s:?}", case.name);
+        let ix = Indexed {
+            backend: ws.backend(&Config::default()),
+            tools: ws.tools(Config::default(), None).expect("tools"),
+            index,
+        };
+        check_all(env, &mut report, &ix, &root, case.name);
+        assert_eq!(answer(&ix, &root), Answer::Index, "{}", case.name);
+    }
+    report.finish();
+}
+
 /// Restart without a rebuild (issue 31): a workspace opened again on a
 /// tree whose index was saved reads only the files that changed while
 /// nothing watched (a rewrite that keeps the size and the mtime among
@@ -1145,7 +1319,7 @@ fn a_saved_index_restarts_reading_only_what_changed() {
                 fs::write(p, &good).unwrap();
                 fs::set_permissions(p, fs::Permissions::from_mode(0o666)).unwrap();
             }),
-            "writable by others",
+            "writable by group or others",
         ),
     ];
     let files_now = 4;

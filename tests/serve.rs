@@ -937,3 +937,92 @@ fn an_indexed_server_saves_its_index_in_the_state_directory() {
         "{err}"
     );
 }
+
+/// A save of the index that fails (here a store the server's user cannot
+/// write: `EACCES`) is said once on stderr, naming the file and the
+/// system's error; the index still answers from its mirror
+/// (`docs/index.md`, "Restart without a rebuild").
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_save_of_the_index_is_said_once_on_stderr() {
+    use std::os::unix::fs::chown;
+    crate::util::require_root();
+    let ws = Ws::needles(5);
+    // uid 65534 reads the tree and owns the state directory, but its store
+    // is read-only to it.
+    ws.chmod(&ws.base, 0o755);
+    let store = ws.state.join("index");
+    std::fs::create_dir_all(&store).unwrap();
+    for dir in [&ws.state, &store] {
+        chown(dir, Some(65534), Some(65534)).unwrap();
+    }
+    ws.chmod(&ws.state, 0o700);
+    ws.chmod(&store, 0o500);
+    let mut s = Served::spawn(&mut crate::util::as_nobody(
+        ws.bin().args(["--index", "serve"]),
+    ));
+    let said = format!(
+        "dsh-search index: cannot save the index: {}/index-",
+        store.display()
+    );
+    let err = s.wait_stderr(&said);
+    assert!(
+        err.contains(": Permission denied (os error 13); the next start builds it from the tree\n"),
+        "{err}"
+    );
+    s.send(&json!({"id": 1, "tool": "grep", "arguments": {"pattern": "needle3"}}));
+    let a = s.recv();
+    assert_eq!(
+        content(&a),
+        "Found 1 match\n\nf3.txt\nLine 1: needle3",
+        "{a}"
+    );
+    assert_eq!(a["result"]["meta"]["index"], "mirror", "{a}");
+    s.close();
+    assert!(s.wait().success());
+    let err = s.stderr();
+    assert_eq!(err.matches("cannot save the index").count(), 1, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// A long-running server whose temp directory is missing when a result
+/// first spills says the result could not be saved, and the next call
+/// tries again: once the directory exists the result spills there
+/// (`docs/tools.md`, "Spill"); nothing is remembered of the failure.
+#[test]
+fn a_spill_that_failed_is_tried_again_at_the_next_call() {
+    let ws = Ws::new();
+    ws.file("big.txt", format!("{}\n", "x".repeat(400)));
+    let config = ws.base.join("config.json");
+    std::fs::write(&config, json!({ "maxInlineBytes": 300 }).to_string()).unwrap();
+    let tmp = ws.base.join("tmp");
+    let mut s = Served::spawn(ws.bin().env("TMPDIR", &tmp).args([
+        "--config",
+        config.to_str().unwrap(),
+        "serve",
+    ]));
+    let grep = |id: u32| json!({"id": id, "tool": "grep", "arguments": {"pattern": "x"}});
+    s.send(&grep(1));
+    let first = s.recv();
+    let text = content(&first);
+    assert!(
+        text.starts_with("Found 1 match\n\nbig.txt\nLine 1: xxx"),
+        "{first}"
+    );
+    assert!(!text.contains("(Omitted "), "{first}");
+    std::fs::create_dir(&tmp).unwrap();
+    s.send(&grep(2));
+    let second = s.recv();
+    let text = content(&second);
+    assert!(text.len() <= 300, "{second}");
+    let at = format!(
+        "Full formatted result stored at: {}/dsh-spill-",
+        tmp.display()
+    );
+    assert!(
+        text.contains("\n\n(Omitted ") && text.contains(&at),
+        "{second}"
+    );
+    s.close();
+    assert!(s.wait().success());
+}

@@ -56,6 +56,7 @@ trait Live: Send + Sync {
     fn rescan(&self);
     fn simulate_overflow(&self);
     fn wait_ready(&self, timeout: Duration) -> bool;
+    fn wait_saved(&self, timeout: Duration) -> bool;
     fn status(&self) -> IndexStatus;
     fn glob(&self, req: &GlobRequest) -> (Outcome<GlobResults>, Answer);
     fn grep(&self, req: &GrepRequest) -> (Outcome<GrepResults>, Answer);
@@ -71,7 +72,7 @@ struct Inner<S: Source> {
     watch_limit: Option<usize>,
     /// Where the mirror is saved between processes (`saved.rs`), for a
     /// filesystem that can check it (`Source::SAVES`).
-    store: Option<PathBuf>,
+    store: Option<saved::Store>,
     state: Mutex<State<S>>,
     changed: Condvar,
     by_index: AtomicU64,
@@ -103,6 +104,8 @@ struct State<S: Source> {
     saved: String,
     /// Why the last save failed, if it did.
     save_error: Option<String>,
+    /// The mirror of the last build is being saved.
+    saving: bool,
     /// Regular files the last build read.
     build_reads: u64,
 }
@@ -188,10 +191,14 @@ pub struct IndexStatus {
     /// (`docs/index.md`, "Restart without a rebuild"): `off` (not saved:
     /// no store, or a filesystem it cannot be checked against), `none`
     /// (nothing saved yet), `loaded` (checked against the tree; only the
-    /// files whose metadata changed were read), or `ignored: <why>`
-    /// (truncated, corrupt, of another format or root: built from the tree).
+    /// files whose metadata changed were read), `ignored: <why>`
+    /// (truncated, corrupt, of another format or root, not a regular file
+    /// of the user's: built from the tree), or `refused: <why>` (the store
+    /// or the directory holding it is a link, another user's or writable
+    /// by others: built from the tree, and not saved).
     pub saved: String,
-    /// Why the last save of the mirror failed, if it did.
+    /// Why the last save of the mirror failed, if it did: `cannot save the
+    /// index: <file>: <error>`.
     pub save_error: Option<String>,
     /// Regular files the last build read for their trigrams (the others
     /// were the saved mirror's).
@@ -235,7 +242,7 @@ impl Index {
         let root = fs.index_root(root)?;
         let store = store
             .filter(|_| S::SAVES)
-            .map(|dir| saved::file_for(dir, &root));
+            .map(|dir| saved::Store::new(dir, &root));
         let inner = Arc::new_cyclic(|me| Inner {
             me: me.clone(),
             root,
@@ -247,6 +254,7 @@ impl Index {
                 generation: 0,
                 saved: if store.is_some() { "none" } else { "off" }.into(),
                 save_error: None,
+                saving: false,
                 build_reads: 0,
             }),
             store,
@@ -288,6 +296,14 @@ impl Index {
     /// index is then live.
     pub fn wait_ready(&self, timeout: Duration) -> bool {
         self.inner.wait_ready(timeout)
+    }
+
+    /// Wait until no build is running and the mirror the last one made is
+    /// saved, or its save has failed (`IndexStatus::save_error`), at most
+    /// `timeout`; whether it ended in time without a failed save. Without
+    /// a store there is nothing to wait for once the build is done.
+    pub fn wait_saved(&self, timeout: Duration) -> bool {
+        self.inner.wait_saved(timeout)
     }
 
     /// What it holds and has done.
@@ -433,6 +449,17 @@ impl<S: Source> Live for Inner<S> {
         matches!(state.phase, Phase::Live { .. })
     }
 
+    fn wait_saved(&self, timeout: Duration) -> bool {
+        let state = self.state.lock().recover_poison();
+        let (state, timed_out) = self
+            .changed
+            .wait_timeout_while(state, timeout, |s| {
+                s.saving || matches!(s.phase, Phase::Building)
+            })
+            .recover_poison();
+        !timed_out.timed_out() && state.save_error.is_none()
+    }
+
     fn status(&self) -> IndexStatus {
         let state = self.state.lock().recover_poison();
         let mut totals = mirror::Totals::default();
@@ -503,12 +530,20 @@ impl<S: Source> Live for Inner<S> {
 /// mirror, where there is one: only what changed is read), then the mirror
 /// installed unless another build started meanwhile, and saved.
 fn build<S: Source>(inner: &Inner<S>, generation: u64) {
-    let (loaded, hint) = match &inner.store {
-        None => ("off".to_string(), None),
-        Some(file) => match saved::load(file, &inner.root) {
-            Ok(tree) => ("loaded".to_string(), Some(Arc::new(tree))),
-            Err(saved::Refused::Missing) => ("none".to_string(), None),
-            Err(saved::Refused::Ignored(why)) => (format!("ignored: {why}"), None),
+    // The store is opened (and checked: `private.rs`) at each build; one
+    // that cannot be trusted is neither read nor written.
+    let (loaded, hint, store) = match &inner.store {
+        None => ("off".to_string(), None, None),
+        Some(store) => match store.open() {
+            Err(e) => (format!("refused: {e}"), None, None),
+            Ok(dir) => {
+                let (loaded, hint) = match saved::load(&dir, store, &inner.root) {
+                    Ok(tree) => ("loaded".to_string(), Some(Arc::new(tree))),
+                    Err(saved::Refused::Missing) => ("none".to_string(), None),
+                    Err(saved::Refused::Ignored(why)) => (format!("ignored: {why}"), None),
+                };
+                (loaded, hint, Some((dir, store)))
+            }
         },
     };
     let mut reads = 0;
@@ -535,8 +570,8 @@ fn build<S: Source>(inner: &Inner<S>, generation: u64) {
             }
         }
     };
-    let to_save = match (&inner.store, &phase) {
-        (Some(file), Phase::Live { tree, .. }) => Some((file, tree.clone())),
+    let to_save = match (store, &phase) {
+        (Some(store), Phase::Live { tree, .. }) => Some((store, tree.clone())),
         _ => None,
     };
     {
@@ -547,12 +582,16 @@ fn build<S: Source>(inner: &Inner<S>, generation: u64) {
         state.phase = phase;
         state.saved = loaded;
         state.build_reads = reads;
+        state.saving = to_save.is_some();
         inner.changed.notify_all();
     }
     // After the mirror is live: calls need not wait for the write.
-    if let Some((file, tree)) = to_save {
-        let saved = saved::save(file, &inner.root, &tree);
-        inner.state.lock().recover_poison().save_error = saved.err().map(|e| e.to_string());
+    if let Some(((dir, store), tree)) = to_save {
+        let saved = saved::save(&dir, store, &inner.root, &tree);
+        let mut state = inner.state.lock().recover_poison();
+        state.save_error = saved.err().map(|e| format!("cannot save the index: {e}"));
+        state.saving = false;
+        inner.changed.notify_all();
     }
 }
 

@@ -25,7 +25,8 @@
 //! then a directory).
 
 use std::collections::HashMap;
-use std::io::{self, Write};
+use std::ffi::OsString;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -33,6 +34,7 @@ use super::grams::Grams;
 use super::mirror::{Content, DirNode, Entry};
 use crate::fs::names::path_bytes;
 use crate::fs::{FileType, Metadata, Timestamp};
+use crate::private::{PrivateDir, PrivateError};
 
 const MAGIC: &[u8; 8] = b"DSHIDX\0\x01";
 
@@ -46,14 +48,45 @@ const FORMAT: u32 = 2;
 /// components, and the decoder recurses once per level.
 const MAX_DEPTH: usize = 2048;
 
-/// The file that holds the mirror of `root` in the store `dir`: named by a
-/// hash of the root's bytes (the root itself is inside, and checked).
-pub(crate) fn file_for(dir: &Path, root: &Path) -> PathBuf {
-    use sha2::{Digest, Sha256};
-    let hash = Sha256::digest(path_bytes(root));
-    let hex: String = hash[..12].iter().map(|b| format!("{b:02x}")).collect();
-    dir.join(format!("index-{hex}"))
+/// Where the mirror of one root is saved: the file `index-<hash>` (a
+/// hash of the root's bytes; the root itself is inside, and checked) of
+/// the store directory, a private directory (`private.rs`: it and the
+/// state directory holding it are the user's alone, or nothing is read
+/// from it or written to it).
+pub(crate) struct Store {
+    dir: PathBuf,
+    name: OsString,
 }
+
+impl Store {
+    /// The file for `root` in the store `dir`.
+    pub(crate) fn new(dir: &Path, root: &Path) -> Store {
+        use sha2::{Digest, Sha256};
+        let hash = Sha256::digest(path_bytes(root));
+        let hex: String = hash[..12].iter().map(|b| format!("{b:02x}")).collect();
+        Store {
+            dir: dir.to_path_buf(),
+            name: format!("index-{hex}").into(),
+        }
+    }
+
+    /// The store directory, created when missing, opened and checked
+    /// with the state directory that holds it.
+    pub(crate) fn open(&self) -> Result<PrivateDir, PrivateError> {
+        PrivateDir::open(&self.dir, true)
+    }
+
+    /// The saved file's path.
+    pub(crate) fn file(&self) -> PathBuf {
+        self.dir.join(&self.name)
+    }
+}
+
+/// The largest saved mirror read back: its size is checked on the open
+/// file before anything is read, and no more than that size is read.
+/// A mirror takes about a tenth of its tree (BENCHMARKS.md, "Live index"),
+/// so this is the mirror of a tree of some 160 GB.
+const MAX_SAVED: u64 = 16 << 30;
 
 /// Why a saved mirror was not used.
 #[derive(Debug, PartialEq, Eq)]
@@ -64,58 +97,32 @@ pub(crate) enum Refused {
     Ignored(String),
 }
 
-/// The mirror of `root` saved in `file`.
-pub(crate) fn load(file: &Path, root: &Path) -> Result<DirNode, Refused> {
-    let ignored = |why: String| Refused::Ignored(format!("{}: {why}", file.display()));
-    let bytes = match std::fs::read(file) {
+/// The mirror of `root` saved in `store`, whose directory is `dir`: read
+/// only when it is a regular file of this user's, writable by no one
+/// else, of at most [`MAX_SAVED`] bytes (checked on the open file, which
+/// is opened without following a link and without waiting on a FIFO).
+pub(crate) fn load(dir: &PrivateDir, store: &Store, root: &Path) -> Result<DirNode, Refused> {
+    let bytes = match dir.read(&store.name, MAX_SAVED) {
         Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Refused::Missing),
-        Err(e) => return Err(ignored(e.to_string())),
+        Err(e) if e.is_missing() => return Err(Refused::Missing),
+        Err(e) => return Err(Refused::Ignored(e.to_string())),
     };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        // Another user's file in our store is not ours to trust.
-        let mine = std::fs::metadata(file)
-            .is_ok_and(|m| rustix::process::geteuid().as_raw() == m.uid() && m.mode() & 0o022 == 0);
-        if !mine {
-            return Err(ignored(
-                "not owned by this user, or writable by others".into(),
-            ));
-        }
-    }
-    decode(&bytes, root).map_err(|why| ignored(why.into()))
+    decode(&bytes, root)
+        .map_err(|why| Refused::Ignored(format!("{}: {why}", store.file().display())))
 }
 
-/// Write the mirror of `root` to `file`, atomically.
-pub(crate) fn save(file: &Path, root: &Path, tree: &DirNode) -> io::Result<()> {
+/// Write the mirror of `root` to `store` in `dir`, atomically (a new file
+/// of an unpredictable name, created exclusively, synced, then renamed
+/// over the old one).
+pub(crate) fn save(
+    dir: &PrivateDir,
+    store: &Store,
+    root: &Path,
+    tree: &DirNode,
+) -> Result<(), PrivateError> {
     let mut bytes = Vec::new();
-    encode(&mut bytes, root, tree)?;
-    let dir = file.parent().unwrap_or(Path::new("."));
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        file.file_name().and_then(|n| n.to_str()).unwrap_or("index"),
-        std::process::id()
-    ));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let written = (|| {
-        let mut f = options.open(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, file)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
+    encode(&mut bytes, root, tree).map_err(|e| PrivateError::Io(store.file(), e))?;
+    dir.write_atomically(&store.name, &bytes)
 }
 
 /// A checksum of `bytes` against truncation and corruption (not against

@@ -710,3 +710,38 @@ pub fn saved_index(store: &std::path::Path) -> std::path::PathBuf {
     }
     panic!("no saved index in {}", store.display());
 }
+
+/// `cmd` as uid/gid 65534 with no supplementary groups (`setpriv`, from
+/// util-linux): its program, arguments, environment and directory.
+#[cfg(unix)]
+pub fn as_nobody(cmd: &std::process::Command) -> std::process::Command {
+    use std::process::Stdio;
+    let mut c = std::process::Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        c.current_dir(dir);
+    }
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// Cases that check ownership as root (another user's files are made with
+/// `chown`, and run as uid 65534): the suite runs as root in CI.
+#[cfg(unix)]
+pub fn require_root() {
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "these cases check ownership as root (files of uid 65534 are made with chown); run the \
+         suite as root (scripts/test does in CI)"
+    );
+}

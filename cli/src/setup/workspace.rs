@@ -75,19 +75,35 @@ pub(crate) fn open(common: &Common, config: &Config) -> Result<Workspace, String
 }
 
 /// Say on stderr, once the first build ends, that a saved index could not
-/// be used and was rebuilt from the tree: from a thread of its own,
-/// through the servers' log queue, so that nothing waits for it.
+/// be used and was rebuilt from the tree, or that the state directory was
+/// not trusted, and once its mirror is saved, that the save failed: one
+/// line each, once per process, from a thread of its own, through the servers'
+/// log queue, so that nothing waits for it (`docs/index.md`, "Restart
+/// without a rebuild").
 fn log_saved_index(index: dsh_search::Index) {
     let _ = std::thread::Builder::new()
         .name("dsh-index-log".to_string())
         .spawn(move || {
-            index.wait_ready(std::time::Duration::from_secs(24 * 3600));
+            let day = std::time::Duration::from_secs(24 * 3600);
+            let log = |msg: std::fmt::Arguments<'_>| crate::server::log::line("index", msg);
+            index.wait_ready(day);
             let status = index.status();
             if let Some(why) = status.saved.strip_prefix("ignored: ") {
-                crate::server::log::line(
-                    "index",
-                    format_args!("the saved index was ignored ({why}); built from the tree"),
-                );
+                log(format_args!(
+                    "the saved index was ignored ({why}); built from the tree"
+                ));
+            }
+            if let Some(why) = status.saved.strip_prefix("refused: ") {
+                log(format_args!(
+                    "the state directory is not private ({why}); the index is built from the tree and not saved"
+                ));
+            }
+            index.wait_saved(day);
+            let status = index.status();
+            if let Some(error) = &status.save_error {
+                log(format_args!(
+                    "{error}; the next start builds it from the tree"
+                ));
             }
         });
 }
