@@ -218,6 +218,12 @@ pub mod fuzzing {
         crate::fs::fuzz_sftp_reply(data)
     }
 
+    /// A session channel's data: a seed for the chunks' sizes, then the
+    /// stream of packets.
+    pub fn sftp_stream(data: &[u8]) {
+        crate::fs::fuzz_sftp_stream(data)
+    }
+
     /// A saved index, as a whole file and as a tree.
     pub fn index_load(data: &[u8]) {
         crate::index::fuzz_saved(data)

@@ -37,6 +37,7 @@ pub(crate) const OVER_SFTP: &[(&str, fn())] = &[
     ("repositories", repositories),
     ("vcs_dirs", vcs_dirs),
     ("encodings_and_binaries", encodings_and_binaries),
+    ("nul_after_the_bom_peek", nul_after_the_bom_peek),
     ("haystack_edges", haystack_edges),
     ("odd_names", odd_names),
     ("special_files", special_files),
@@ -69,6 +70,10 @@ pub(crate) const LOCAL_ONLY: &[(&str, &str)] = &[
         "a FIFO on the local disk; SFTP reads no FIFO",
     ),
     ("harness_normalizes_grep_output", "the harness itself"),
+    (
+        "nul_after_the_bom_peek_literal",
+        "one answer written out; its files are in the table `nul_after_the_bom_peek`, which runs over SFTP",
+    ),
     (
         "relative_excludes_file",
         "the global excludes found through the local HOME, by the command line",
@@ -534,6 +539,88 @@ fn encodings_and_binaries() {
         }
     }
     check("big_line", &specs, &cases, Mode::InProcess);
+}
+
+/// Walked files whose NUL comes after a line that ends within their first
+/// three bytes (`rg-semantics.md` §9.3; issue 37, item 11). The searcher's
+/// BOM peek (`encoding_rs_io: BomPeeker::peek_bom`) reads the first three
+/// bytes on their own, and grep-searcher 0.1.17's `LineBuffer::fill` hands
+/// the searcher what one read gave once it holds a line end: the lines in
+/// those three bytes are searched before the NUL is seen. rg 15.2.0 so
+/// reports `fn\n\0` as a match; 15.0.0 (grep-searcher 0.1.15, which read
+/// until its buffer was full) found the NUL in the same fill and searched
+/// nothing. Around it: no line end in the three bytes, a line end in them
+/// and the match after it, a UTF-8 BOM (the peek is the BOM), the NUL
+/// after text on the second line, a 20-byte file of a random tree's kind.
+#[test]
+fn nul_after_the_bom_peek() {
+    let specs = vec![
+        file("fn_nl_nul.rs", "fn\n\0"),
+        file("two_lines.rs", "fn\nfn\n\0"),
+        file("no_line_end.rs", "fn\0"),
+        file("match_after.rs", "a\nfn\n\0"),
+        file("short_line.rs", "f\nfn\0"),
+        file("bom.rs", "\u{feff}fn\n\0"),
+        file("text_then_nul.rs", "fn\nx\0"),
+        file("random_ish.rs", "fn\nmod m;\0fn x() {}\n"),
+    ];
+    let names = [
+        "fn_nl_nul.rs",
+        "two_lines.rs",
+        "no_line_end.rs",
+        "match_after.rs",
+        "short_line.rs",
+        "bom.rs",
+        "text_then_nul.rs",
+        "random_ish.rs",
+    ];
+    let mut cases = Vec::new();
+    for p in ["^fn", "fn", "^", "$", "a", "x", "mod"] {
+        cases.push(grep(p, None, None));
+        cases.push(grep(p, Some("."), Some("*.rs")));
+        for n in names {
+            cases.push(grep(p, Some(n), None));
+        }
+    }
+    check("nul_after_the_bom_peek", &specs, &cases, Mode::InProcess);
+}
+
+/// The issue's file, `fn\n\0`, found by a recursive grep for `^fn`: one
+/// match event for its first line, `binary_offset` 3 and 3 bytes searched,
+/// as rg 15.2.0 prints it (written out by hand from its output; 15.0.0
+/// printed the summary alone, with no match and exit 1). The native engine,
+/// the rg backend and the reference rg all print exactly this.
+#[test]
+fn nul_after_the_bom_peek_literal() {
+    let Some(env) = rg::env() else { return };
+    let tree = Tree::build(&[file("a.rs", "fn\n\0")]);
+    let want = concat!(
+        r#"{"type":"begin","data":{"path":{"text":"a.rs"}}}"#,
+        "\n",
+        r#"{"type":"match","data":{"path":{"text":"a.rs"},"lines":{"text":"fn\n"},"line_number":1,"absolute_offset":0,"submatches":[{"match":{"text":"fn"},"start":0,"end":2}]}}"#,
+        "\n",
+        r#"{"type":"end","data":{"path":{"text":"a.rs"},"binary_offset":3,"stats":{"elapsed":"MASKED","searches":1,"searches_with_match":1,"bytes_searched":3,"bytes_printed":215,"matched_lines":1,"matches":1}}}"#,
+        "\n",
+        r#"{"data":{"elapsed_total":"MASKED","stats":{"bytes_printed":215,"bytes_searched":3,"elapsed":"MASKED","matched_lines":1,"matches":1,"searches":1,"searches_with_match":1}},"type":"summary"}"#,
+        "\n",
+    );
+    let call = grep("^fn", None, None).call;
+    let runs = [
+        ("native", rg::run_backend(&env.native(), &call, tree.root())),
+        (
+            "rg backend",
+            rg::run_backend(&rg::reference_backend(), &call, tree.root()),
+        ),
+        ("rg", rg::run_rg(env, &call, tree.root())),
+    ];
+    for (name, raw) in runs {
+        let got = String::from_utf8_lossy(&rg::normalize_grep(&raw.stdout)).into_owned();
+        assert_eq!(
+            (got.as_str(), raw.stderr.as_slice(), raw.status.as_str()),
+            (want, &[][..], "exit 0"),
+            "{name}"
+        );
+    }
 }
 
 /// Patterns tied to the haystack's edges against files of every size

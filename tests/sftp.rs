@@ -223,6 +223,60 @@ fn sftp_connection_faults() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// A server whose packet announces more than OpenSSH's 256 KiB
+/// (`SFTP_MAX_MSG_LENGTH`) ends the session at its header, with one line
+/// naming the length and the limit: neither buffered without bound nor
+/// waited on until a timeout. The first case is the common one, text a
+/// shell startup file prints before the server starts ("Welc" as a
+/// length); the second a server that answers the handshake, then sends a
+/// length of 2^32-1 with a few bytes and nothing more.
+#[test]
+fn sftp_packet_over_openssh_limit() {
+    let shell_text = sshd::Sshd::start_subsystem(
+        "printf 'Welcome to the host\\n'\nexec /usr/lib/openssh/sftp-server",
+    );
+    // INIT is 9 bytes, VERSION (3, no extensions) too; the huge length
+    // goes to the first request, once one comes.
+    let huge_reply = sshd::Sshd::start_subsystem(
+        "head -c 9 >/dev/null\nprintf '\\0\\0\\0\\5\\2\\0\\0\\0\\3'\n\
+         head -c 1 >/dev/null\nprintf '\\377\\377\\377\\377partial'\nexec cat >/dev/null",
+    );
+    let cases = [
+        (
+            "shell text",
+            &shell_text,
+            "the server sent an SFTP packet of 1466264675 bytes, over the limit of 262144 \
+             (OpenSSH's SFTP_MAX_MSG_LENGTH): its first bytes read \"Welc\"; does a shell \
+             startup file on the host print text?",
+        ),
+        (
+            "huge reply",
+            &huge_reply,
+            "the server sent an SFTP packet of 4294967295 bytes, over the limit of 262144 \
+             (OpenSSH's SFTP_MAX_MSG_LENGTH)",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, server, expected) in cases {
+        let fs = server.fs();
+        for call in ["metadata", "a later metadata"] {
+            match fs.metadata(Path::new("/")) {
+                Ok(_) => failures.push(format!("{name}: {call} succeeded")),
+                Err(e) => {
+                    let msg = e.to_string();
+                    let url = format!("sftp://root@127.0.0.1:{}: ", server.port);
+                    if !msg.starts_with(&url) || !msg.contains(expected) || msg.contains('\n') {
+                        failures.push(format!(
+                            "{name}: {call}: {msg:?} (expected one line with {expected:?})"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// A tree of many files for the searches that a fault interrupts.
 fn many_files(root: &Path, n: usize) {
     for i in 0..n {

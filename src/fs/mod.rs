@@ -15,7 +15,7 @@
 
 pub(crate) mod names;
 #[cfg(all(fuzzing, feature = "sftp"))]
-pub(crate) use sftp::{fuzz_known_hosts, fuzz_sftp_reply};
+pub(crate) use sftp::{fuzz_known_hosts, fuzz_sftp_reply, fuzz_sftp_stream};
 mod decode;
 mod dynfs;
 mod error;

@@ -104,10 +104,30 @@ fn free_port() -> u16 {
 impl Sshd {
     /// Start a server of its own on a free port, with `host_key`.
     pub fn start_with(host_key: &Path) -> Sshd {
+        Sshd::start_config(host_key, None)
+    }
+
+    /// Start a server of its own whose `sftp` subsystem is the shell
+    /// `script` (run as root's login shell runs a subsystem command):
+    /// a server that breaks the protocol.
+    pub fn start_subsystem(script: &str) -> Sshd {
+        Sshd::start_config(&keys().host_key, Some(script))
+    }
+
+    fn start_config(host_key: &Path, script: Option<&str>) -> Sshd {
         let keys = keys();
         let port = free_port();
         let dir = keys.dir.path();
         let config = dir.join(format!("sshd_config.{port}"));
+        let subsystem = match script {
+            None => "internal-sftp".to_string(),
+            Some(body) => {
+                let path = dir.join(format!("subsystem.{port}"));
+                std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+                set_mode(&path, 0o755);
+                path.display().to_string()
+            }
+        };
         std::fs::write(
             &config,
             format!(
@@ -115,7 +135,7 @@ impl Sshd {
                  AuthorizedKeysFile {dir}/authorized_keys\nPubkeyAuthentication yes\n\
                  PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
                  PermitRootLogin yes\nStrictModes no\nMaxStartups 64\nMaxSessions 64\n\
-                 Subsystem sftp internal-sftp\nLogLevel ERROR\n",
+                 Subsystem sftp {subsystem}\nLogLevel ERROR\n",
                 host = host_key.display(),
                 dir = dir.display()
             ),

@@ -25,6 +25,8 @@
 //!   [`known_hosts`], the login, and the sessions opened on it;
 //! - [`session`]: one SFTP session, its requests multiplexed by id so that
 //!   any number are in flight at once;
+//! - [`frame`]: the channel's data cut into packets, each at most OpenSSH's
+//!   limit long;
 //! - [`proto`]: packets built and parsed, replies read as what their
 //!   requests expect;
 //! - [`ops`]: the operations (stat, read, list) as requests on a session;
@@ -40,6 +42,7 @@
 //!   read ahead or wait on their own requests).
 
 mod connect;
+mod frame;
 mod known_hosts;
 mod ops;
 mod proto;
@@ -619,6 +622,13 @@ impl FsWrite for SftpFs {
 #[cfg(fuzzing)]
 pub(crate) fn fuzz_known_hosts(data: &[u8]) {
     known_hosts::fuzz(data)
+}
+
+/// The fuzz target's entry into the cutting of a session's data into
+/// packets.
+#[cfg(fuzzing)]
+pub(crate) fn fuzz_sftp_stream(data: &[u8]) {
+    frame::fuzz(data)
 }
 
 /// The fuzz target's entry into the reply decoder: the type byte, then

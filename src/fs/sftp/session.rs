@@ -16,6 +16,7 @@ use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
 use tokio::sync::{oneshot, Notify};
 
 use super::connect::Ssh;
+use super::frame::{Framer, TooLong};
 use super::proto::{self, Out, Reply};
 use crate::sync::RecoverPoison;
 
@@ -129,20 +130,29 @@ impl Session {
             .data_bytes(init)
             .await
             .map_err(|e| fail(format!("cannot start the sftp subsystem: {e}")))?;
-        let mut buf = Vec::new();
-        let version = loop {
-            if let Some(p) = take_packet(&mut buf) {
-                break p;
-            }
+        let mut framer = Framer::default();
+        let mut packets = Vec::new();
+        while packets.is_empty() {
             match read.wait().await {
-                Some(ChannelMsg::Data { data }) => buf.extend_from_slice(&data),
+                Some(ChannelMsg::Data { data }) => {
+                    framer.push(data, &mut packets).map_err(|e| {
+                        fail(if packets.is_empty() {
+                            first_too_long(e)
+                        } else {
+                            e.to_string()
+                        })
+                    })?;
+                }
                 Some(ChannelMsg::ExitStatus { .. })
                 | Some(ChannelMsg::Eof)
                 | Some(ChannelMsg::Close)
                 | None => return Err(fail("the server has no sftp subsystem".into())),
                 Some(_) => {}
             }
-        };
+        }
+        // The server speaks only when spoken to: nothing follows its
+        // VERSION before the first request, but what does is read on.
+        let version = packets.remove(0);
         if version.first() != Some(&proto::FXP_VERSION) {
             return Err(fail("the server did not answer the SFTP handshake".into()));
         }
@@ -179,7 +189,7 @@ impl Session {
             counters,
             url: url.to_string(),
         });
-        tokio::spawn(reader(read, buf, session.clone()));
+        tokio::spawn(reader(read, framer, packets, session.clone()));
         tokio::spawn(writer(write, session.clone()));
         if ext.limits {
             // limits@openssh.com: max-packet, max-read, max-write, max-open.
@@ -327,15 +337,17 @@ impl Drop for Abandon<'_> {
     }
 }
 
-/// One whole packet (type byte onwards) off the front of `buf`.
-fn take_packet(buf: &mut Vec<u8>) -> Option<Vec<u8>> {
-    let len = u32::from_be_bytes(buf.get(..4)?.try_into().unwrap()) as usize;
-    if buf.len() < 4 + len {
-        return None;
-    }
-    let packet = buf[4..4 + len].to_vec();
-    buf.drain(..4 + len);
-    Some(packet)
+/// The handshake's first packet too long: most often no packet at all but
+/// text that a shell startup file on the host printed before the server
+/// started (OpenSSH's `sftp` fails so too, and says to make the shell
+/// quiet for non-interactive sessions).
+fn first_too_long(e: TooLong) -> String {
+    let head = e.len.to_be_bytes();
+    format!(
+        "{e}: its first bytes read {:?}; does a shell startup file on the host print text? \
+         It must print nothing for non-interactive sessions",
+        String::from_utf8_lossy(&head)
+    )
 }
 
 /// Send what the outbox holds, as it accumulates, until the session ends.
@@ -358,72 +370,67 @@ async fn writer(write: ChannelWriteHalf<Msg>, session: Arc<Session>) {
     }
 }
 
-/// The whole packets (type byte onwards) at the front of `chunk`, as
-/// slices of it, and how many bytes they take.
-fn packets(chunk: &Bytes) -> (Vec<Bytes>, usize) {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while let Some(head) = chunk.get(at..at + 4) {
-        let len = u32::from_be_bytes(head.try_into().unwrap()) as usize;
-        if chunk.len() - at - 4 < len {
-            break;
-        }
-        out.push(chunk.slice(at + 4..at + 4 + len));
-        at += 4 + len;
-    }
-    (out, at)
-}
-
-/// Dispatch replies to their waiters until the channel ends; then fail
-/// every waiter, and every later request, with the reason. A reply's bytes
-/// stay in the buffer the channel delivered them in: a `DATA` reply is a
-/// slice of it, not a copy.
-async fn reader(mut read: ChannelReadHalf, mut partial: Vec<u8>, session: Arc<Session>) {
-    let mut chunk = Bytes::from(std::mem::take(&mut partial));
+/// Dispatch replies to their waiters until the channel ends or its data
+/// cannot be read on; then fail every waiter, and every later request,
+/// with the reason. A reply's bytes stay in the buffer the channel
+/// delivered them in, when they came whole in one: a `DATA` reply is a
+/// slice of it, not a copy (`frame`).
+async fn reader(
+    mut read: ChannelReadHalf,
+    mut framer: Framer,
+    first: Vec<Bytes>,
+    session: Arc<Session>,
+) {
+    dispatch(&session, first);
     let why = loop {
-        let (replies, used) = packets(&chunk);
-        partial.extend_from_slice(&chunk[used..]);
-        if !replies.is_empty() {
-            // Every reply in the chunk came in together: none of their
-            // requests is waiting any more, whatever the dispatch sends.
-            let mut p = session.pending.lock().recover_poison();
-            let answered = p.in_flight.min(replies.len());
-            p.in_flight -= answered;
-            session
-                .counters
-                .in_flight
-                .fetch_sub(answered as u64, Ordering::Relaxed);
-        }
-        for packet in replies {
-            if packet.len() < 5 {
-                continue;
-            }
-            let id = u32::from_be_bytes(packet[1..5].try_into().unwrap());
-            let reply = Reply::parse(packet[0], packet.slice(5..));
-            let waiter = session.pending.lock().recover_poison().waiters.remove(&id);
-            match (waiter, reply) {
-                (Some(w), reply) => w.answer(&session, reply),
-                // A handle opened for a request that was abandoned: close
-                // it, or the server keeps it open for the session's life.
-                (None, Ok(Reply::Handle(h))) => session.close_later(h),
-                (None, _) => {}
-            }
-        }
         match read.wait().await {
             Some(ChannelMsg::Data { data }) => {
-                chunk = if partial.is_empty() {
-                    // Whole packets in a chunk of their own (the usual
-                    // case): sliced where they are.
-                    data
-                } else {
-                    partial.extend_from_slice(&data);
-                    Bytes::from(std::mem::take(&mut partial))
-                };
+                let mut replies = Vec::new();
+                let cut = framer.push(data, &mut replies);
+                dispatch(&session, replies);
+                if let Err(e) = cut {
+                    break e.to_string();
+                }
             }
-            Some(ChannelMsg::Eof) | Some(ChannelMsg::Close) | None => break "connection lost",
-            Some(ChannelMsg::ExitStatus { .. }) => break "the sftp server exited",
-            Some(_) => chunk = Bytes::new(),
+            Some(ChannelMsg::Eof) | Some(ChannelMsg::Close) | None => {
+                break "connection lost".to_string()
+            }
+            Some(ChannelMsg::ExitStatus { .. }) => break "the sftp server exited".to_string(),
+            Some(_) => {}
         }
     };
-    session.kill(why);
+    session.kill(&why);
+}
+
+/// Hand the replies of one chunk of the channel's data to their waiters.
+fn dispatch(session: &Arc<Session>, replies: Vec<Bytes>) {
+    if replies.is_empty() {
+        return;
+    }
+    {
+        // Every reply in the chunk came in together: none of their
+        // requests is waiting any more, whatever the dispatch sends.
+        let mut p = session.pending.lock().recover_poison();
+        let answered = p.in_flight.min(replies.len());
+        p.in_flight -= answered;
+        session
+            .counters
+            .in_flight
+            .fetch_sub(answered as u64, Ordering::Relaxed);
+    }
+    for packet in replies {
+        if packet.len() < 5 {
+            continue;
+        }
+        let id = u32::from_be_bytes(packet[1..5].try_into().unwrap());
+        let reply = Reply::parse(packet[0], packet.slice(5..));
+        let waiter = session.pending.lock().recover_poison().waiters.remove(&id);
+        match (waiter, reply) {
+            (Some(w), reply) => w.answer(session, reply),
+            // A handle opened for a request that was abandoned: close
+            // it, or the server keeps it open for the session's life.
+            (None, Ok(Reply::Handle(h))) => session.close_later(h),
+            (None, _) => {}
+        }
+    }
 }
