@@ -197,9 +197,10 @@ fn results_carry_the_text_the_error_code_and_the_meta() {
     assert_eq!(ok["isError"], false);
     assert_eq!(ok["content"], json!([{"type": "text", "text": "f1.txt"}]));
     assert!(ok.get("structuredContent").is_none(), "{ok}");
+    // The presentation meta's counts; its page with --meta-page.
     assert_eq!(
         ok["_meta"]["dsh-search/meta"],
-        json!({"shape": "paths", "paths": ["f1.txt"], "truncated": false, "total": 1})
+        json!({"shape": "paths", "truncated": false, "total": 1})
     );
     s.send(&call(2, "read", json!({"file_path": "missing.txt"})));
     let err = s.recv()["result"].clone();
@@ -227,9 +228,10 @@ const READ_CAP: usize = 51_200 + 2_048;
 
 /// Issue 37 item 6, the bound `contract.md` §12 states: a `tools/call`
 /// result's JSON, every field serialized, is at most its text's JSON plus
-/// `searchMetaMaxBytes` plus 1,024 bytes; the text is within its tool's
-/// caps (a search's at most `maxInlineBytes`, the spill's).
-fn assert_bounded(what: &str, result: &Value) {
+/// 1,024 bytes, plus `page` (`searchMetaMaxBytes` with `--meta-page`);
+/// the text is within its tool's caps (a search's at most
+/// `maxInlineBytes`, the spill's).
+fn assert_bounded(what: &str, result: &Value, page: usize) {
     let text = result["content"][0]["text"]
         .as_str()
         .unwrap_or_else(|| panic!("{what}: no text"));
@@ -249,53 +251,100 @@ fn assert_bounded(what: &str, result: &Value) {
         .map(|(k, v)| format!("{k}: {} bytes", size(v)))
         .collect();
     assert!(
-        whole <= text_json + META_CAP + 1_024,
+        whole <= text_json + page + 1_024,
         "{what}: a result of {whole} bytes for a text of {text_json}; {}",
         fields.join(", ")
     );
 }
 
 /// Calls whose canonical values are megabytes (20,001 paths; 60,000
-/// matches; one file's 250 lines of 1,000 bytes), each answer within the
-/// bound.
-fn large_calls() -> Vec<(&'static str, Value)> {
+/// matches; one file's 250 lines of 1,000 bytes), with the counts of their
+/// presentation meta (read has none).
+fn large_calls() -> Vec<(&'static str, Value, Value)> {
     vec![
-        ("glob *", call(1, "glob", json!({"pattern": "*"}))),
-        ("grep needle", call(2, "grep", json!({"pattern": "needle"}))),
-        ("grep wide", call(3, "grep", json!({"pattern": "wide"}))),
+        (
+            "glob *",
+            call(1, "glob", json!({"pattern": "*"})),
+            json!({"shape": "paths", "total": LARGE_FILES + 1, "truncated": true}),
+        ),
+        (
+            "grep needle",
+            call(2, "grep", json!({"pattern": "needle"})),
+            json!({"shape": "matches", "total": 3 * LARGE_FILES, "truncated": true}),
+        ),
+        (
+            // The page holds all 250, but not within the meta's cap.
+            "grep wide",
+            call(3, "grep", json!({"pattern": "wide"})),
+            json!({"shape": "matches", "total": WIDE_LINES, "truncated": true}),
+        ),
         (
             "read wide.txt",
             call(4, "read", json!({"file_path": "wide.txt"})),
+            Value::Null,
         ),
     ]
 }
 
-/// By default a result is its text, `isError` and a bounded `_meta`;
-/// `--structured-content meta` adds glob's and grep's counts, `full` the
-/// whole value.
+/// By default a result is its text, `isError` and the counts in `_meta`;
+/// `--structured-content meta` adds the counts as `structuredContent`,
+/// `--meta-page` the bounded page to `_meta`, `--structured-content full`
+/// the whole value.
 #[test]
 fn a_result_carries_its_text_and_little_else_whatever_the_tree() {
     let dir = Ws::large();
     let mut s = mcp(&dir, &[]);
     initialize(&mut s, json!({}));
-    for (what, request) in large_calls() {
+    for (what, request, counts) in large_calls() {
         s.send(&request);
         let result = s.recv()["result"].clone();
         assert_eq!(result["isError"], false, "{what}: {result}");
-        assert_bounded(what, &result);
+        assert_bounded(what, &result, 0);
         assert!(
             result.get("structuredContent").is_none(),
             "{what}: structuredContent by default"
         );
+        assert_eq!(result["_meta"]["dsh-search/meta"], counts, "{what}");
     }
-    // The meta holds the counts of the whole result, and a page of it.
+    s.close();
+    assert!(s.wait().success());
+    // Made once for all: 20,000 files take seconds.
+    structured_content_meta_is_the_counts(&dir);
+    meta_page_is_the_page_within_its_cap(&dir);
+    structured_content_full_is_the_whole_value(&dir);
+}
+
+fn structured_content_meta_is_the_counts(dir: &Ws) {
+    let mut s = mcp(dir, &["mcp", "--structured-content", "meta"]);
+    initialize(&mut s, json!({}));
+    for (what, request, counts) in large_calls() {
+        s.send(&request);
+        let result = s.recv()["result"].clone();
+        assert_bounded(what, &result, 0);
+        assert_eq!(result["structuredContent"], counts, "{what}");
+    }
+    s.close();
+    assert!(s.wait().success());
+}
+
+fn meta_page_is_the_page_within_its_cap(dir: &Ws) {
+    let mut s = mcp(dir, &["mcp", "--meta-page"]);
+    initialize(&mut s, json!({}));
+    for (what, request, _) in large_calls() {
+        s.send(&request);
+        assert_bounded(what, &s.recv()["result"], META_CAP);
+    }
     s.send(&call(5, "glob", json!({"pattern": "*"})));
     let meta = s.recv()["result"]["_meta"]["dsh-search/meta"].clone();
     assert_eq!(
         (&meta["total"], &meta["truncated"]),
         (&json!(LARGE_FILES + 1), &json!(true))
     );
-    assert_eq!(meta["paths"].as_array().unwrap().len(), 100);
+    assert_eq!(
+        meta["paths"].as_array().unwrap().len(),
+        100,
+        "the text's page"
+    );
     // wide.txt's group alone is over the meta's cap, which drops whole
     // groups only (never the last one): its trailing matches go instead.
     s.send(&call(6, "grep", json!({"pattern": "wide"})));
@@ -312,30 +361,9 @@ fn a_result_carries_its_text_and_little_else_whatever_the_tree() {
     assert!(serde_json::to_vec(&meta).unwrap().len() <= META_CAP);
     s.close();
     assert!(s.wait().success());
-    structured_content_meta_is_the_counts_and_full_the_whole_value(&dir);
 }
 
-/// On [`Ws::large`] (made once for both: 20,000 files take seconds).
-fn structured_content_meta_is_the_counts_and_full_the_whole_value(dir: &Ws) {
-    let mut s = mcp(dir, &["mcp", "--structured-content", "meta"]);
-    initialize(&mut s, json!({}));
-    for (what, request) in large_calls() {
-        s.send(&request);
-        let result = s.recv()["result"].clone();
-        assert_bounded(what, &result);
-        let want = match what {
-            "glob *" => json!({"shape": "paths", "total": LARGE_FILES + 1, "truncated": true}),
-            "grep needle" => {
-                json!({"shape": "matches", "total": 3 * LARGE_FILES, "truncated": true})
-            }
-            "grep wide" => json!({"shape": "matches", "total": WIDE_LINES, "truncated": true}),
-            // read has no presentation meta: no counts either.
-            _ => Value::Null,
-        };
-        assert_eq!(result["structuredContent"], want, "{what}");
-    }
-    s.close();
-    assert!(s.wait().success());
+fn structured_content_full_is_the_whole_value(dir: &Ws) {
     let mut s = mcp(dir, &["mcp", "--structured-content", "full"]);
     initialize(&mut s, json!({}));
     s.send(&call(1, "glob", json!({"pattern": "*"})));

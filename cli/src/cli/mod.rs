@@ -66,13 +66,18 @@ pub(crate) enum Command {
 /// `dsh-search mcp`.
 #[derive(Debug, Args)]
 pub(crate) struct McpArgs {
-    /// What a tools/call result carries beside its text, as
-    /// `structuredContent`: none (the text alone; clients that show the
-    /// model `structuredContent` would show it instead of the text), meta
-    /// (glob's and grep's counts), or full (the tool's whole value,
-    /// unbounded: every path, every match).
+    /// What a tools/call result carries beside its text as
+    /// `structuredContent` (some clients show the model
+    /// `structuredContent` instead of the text, some both).
     #[arg(long, value_enum, value_name = "MODE", default_value_t = StructuredContent::None)]
     pub(crate) structured_content: StructuredContent,
+    /// Put glob's and grep's presentation meta whole in `_meta`
+    /// (`dsh-search/meta`): the page of paths or matches the text shows,
+    /// within searchMetaMaxBytes, for hosts that draw a search card.
+    /// Without it `_meta` has the counts alone (some clients show `_meta`
+    /// to the model).
+    #[arg(long)]
+    pub(crate) meta_page: bool,
 }
 
 /// `dsh-search --overlay DIR changes`.
@@ -216,7 +221,7 @@ fn cancel_on_signals(cancel: &CancelToken) {
 
 #[cfg(feature = "mcp")]
 fn mcp(common: &Common, args: &McpArgs) -> u8 {
-    crate::server::mcp::run(common, args.structured_content)
+    crate::server::mcp::run(common, args.structured_content, args.meta_page)
 }
 
 #[cfg(not(feature = "mcp"))]

@@ -7,8 +7,9 @@
 //! - `tools/call` runs [`Tools::call`] as a direct call of the
 //!   connection's session and answers with the tool's content as one text
 //!   block, `isError`, in `_meta` the error's name and code
-//!   (`dsh-search/error`) and the presentation meta (`dsh-search/meta`,
-//!   held to `searchMetaMaxBytes`), and `structuredContent` only as
+//!   (`dsh-search/error`) and the presentation meta's counts
+//!   (`dsh-search/meta`; its page too with `--meta-page`, held to
+//!   `searchMetaMaxBytes`), and `structuredContent` only as
 //!   `--structured-content` asks (`mcp_result`: by default none, so that
 //!   every client shows the model the text, and the result is bounded by
 //!   the text's caps). An unknown tool is a JSON-RPC error (`-32602`), as
@@ -77,9 +78,10 @@ fn log(msg: std::fmt::Arguments<'_>) {
 }
 
 /// `dsh-search mcp`: serve stdin and stdout until EOF or a signal, with
-/// `structured` as `structuredContent` (`--structured-content`).
-pub(crate) fn run(common: &Common, structured: StructuredContent) -> u8 {
-    let handler = match Handler::new(common, structured) {
+/// `structured` as `structuredContent` (`--structured-content`) and the
+/// presentation meta's page in `_meta` when `page` (`--meta-page`).
+pub(crate) fn run(common: &Common, structured: StructuredContent, page: bool) -> u8 {
+    let handler = match Handler::new(common, structured, page) {
         Ok(h) => h,
         Err(e) => return crate::setup::fail(e),
     };
@@ -154,7 +156,7 @@ struct Handler {
 }
 
 impl Handler {
-    fn new(common: &Common, structured: StructuredContent) -> Result<Handler, String> {
+    fn new(common: &Common, structured: StructuredContent, page: bool) -> Result<Handler, String> {
         let tools = super::tools_for(common)?;
         let base = super::base_workdir(common)?;
         let workdir = match common.cwd {
@@ -171,6 +173,7 @@ impl Handler {
             .collect::<Result<Vec<_>, _>>()?;
         let shape = ResultShape {
             structured,
+            page,
             meta_cap: tools.config().search.search_meta_max_bytes,
         };
         Ok(Handler {

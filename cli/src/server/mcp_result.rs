@@ -2,9 +2,10 @@
 //! `docs/servers.md`, "What a result carries").
 //!
 //! The text is the tool's, within its caps (a search's spill keeps it
-//! within `maxInlineBytes`). Everything else is bounded whatever the tree,
-//! because a client may show the model any of it: some show
-//! `structuredContent` instead of the text, others append it. So:
+//! within `maxInlineBytes`). Everything else is small by default whatever
+//! the tree, because a client may show the model any of it: some show
+//! `structuredContent` instead of the text, some append it, some append
+//! `_meta`. So:
 //!
 //! - `structuredContent` is absent by default; `--structured-content
 //!   meta` gives glob's and grep's counts ([`counts`]), `full` the tool's
@@ -12,11 +13,12 @@
 //!   tree), for hosts that keep it out of the model's context;
 //! - `_meta["dsh-search/error"]` is the error's name and code, never its
 //!   message (the text has it);
-//! - `_meta["dsh-search/meta"]` is the presentation meta held to
-//!   `searchMetaMaxBytes` ([`bounded_meta`]).
+//! - `_meta["dsh-search/meta"]` is the presentation meta's counts, or with
+//!   `--meta-page` the whole presentation meta, its page of paths or
+//!   matches held to `searchMetaMaxBytes` ([`bounded_meta`]).
 //!
-//! So a result's JSON is at most its text's, plus `searchMetaMaxBytes`,
-//! plus 1 KiB (`contract.md` §12), except with `full`.
+//! So a result's JSON is at most its text's plus 1 KiB, plus
+//! `searchMetaMaxBytes` with `--meta-page`, unbounded with `full`.
 
 use dsh_search::tool::ToolResult;
 use rmcp::model::{CallToolResult, ContentBlock, MetaObject};
@@ -25,11 +27,12 @@ use serde_json::{json, Map, Value};
 use crate::setup::StructuredContent;
 
 /// How the server turns a [`ToolResult`] into a [`CallToolResult`]: what
-/// `structuredContent` carries, and the cap on the presentation meta
-/// (`searchMetaMaxBytes`).
+/// `structuredContent` carries, whether `_meta` carries the presentation
+/// meta's page, and the cap on it (`searchMetaMaxBytes`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ResultShape {
     pub(crate) structured: StructuredContent,
+    pub(crate) page: bool,
     pub(crate) meta_cap: u64,
 }
 
@@ -44,11 +47,15 @@ impl ResultShape {
         } else {
             CallToolResult::success(block)
         };
+        // The counts are the page's, whether the page goes or not: the
+        // same `truncated` in every mode.
         let page = result.meta.map(|m| bounded_meta(m, self.meta_cap));
+        let counts = page.as_ref().map(counts);
         if !result.is_error {
             out.structured_content = match self.structured {
                 StructuredContent::None => None,
-                StructuredContent::Meta => page.as_ref().and_then(counts),
+                // glob's and grep's (a meta with a shape) only.
+                StructuredContent::Meta => counts.clone().filter(|c| c.get("shape").is_some()),
                 // MCP's structuredContent is an object; every tool's value
                 // is one.
                 StructuredContent::Full => result.value.filter(Value::is_object),
@@ -58,8 +65,8 @@ impl ResultShape {
         if let Some(info) = result.error.and_then(|e| e.info) {
             meta.insert("dsh-search/error".into(), json!({ "info": info }));
         }
-        if let Some(page) = page {
-            meta.insert("dsh-search/meta".into(), page);
+        if let Some(m) = if self.page { page } else { counts } {
+            meta.insert("dsh-search/meta".into(), m);
         }
         if !meta.is_empty() {
             out.meta = Some(MetaObject(meta));
@@ -68,20 +75,20 @@ impl ResultShape {
     }
 }
 
-/// The counts of glob's and grep's presentation meta (`seed-reference.md`
-/// §3.8), as `_meta` carries it ([`bounded_meta`]): `shape`, `total`
-/// (every result, before any cap), `truncated` (its page does not hold
-/// them all), and `index` where the workspace has one (`docs/index.md`).
-/// `None` for any other meta: the other tools have none.
-fn counts(meta: &Value) -> Option<Value> {
-    let meta = meta.as_object()?;
-    meta.get("shape")?;
+/// The presentation meta without its page (`seed-reference.md` §3.8):
+/// `shape`, `total` (every result, before any cap), `truncated` (the page
+/// does not hold them all), and `index` where the workspace has one
+/// (`docs/index.md`), those of them it has. Scalars and a short phrase: a
+/// few dozen bytes.
+fn counts(meta: &Value) -> Value {
     let kept = meta
-        .iter()
+        .as_object()
+        .into_iter()
+        .flatten()
         .filter(|(k, _)| matches!(k.as_str(), "shape" | "total" | "truncated" | "index"))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    Some(Value::Object(kept))
+    Value::Object(kept)
 }
 
 /// The presentation meta with its JSON within `cap` bytes, the `index` key
@@ -252,28 +259,39 @@ mod tests {
         meta["index"] = json!("mirror");
         assert_eq!(
             counts(&meta),
-            Some(json!({"shape": "matches", "total": 2, "truncated": true, "index": "mirror"}))
+            json!({"shape": "matches", "total": 2, "truncated": true, "index": "mirror"})
         );
-        assert_eq!(counts(&json!({"index": "none"})), None);
+        assert_eq!(counts(&json!({"index": "none"})), json!({"index": "none"}));
     }
 
     #[test]
-    fn structured_content_by_mode() {
+    fn structured_content_and_meta_by_mode() {
+        let page = json!({"shape": "paths", "paths": ["f1"], "truncated": false, "total": 1});
+        let counted = json!({"shape": "paths", "truncated": false, "total": 1});
         let mut ok = ToolResult::ok("f1".into(), json!({"root": ".", "paths": ["f1"]}));
-        ok.meta = Some(json!({"shape": "paths", "paths": ["f1"], "truncated": false, "total": 1}));
-        let shape = |structured| ResultShape {
+        ok.meta = Some(page.clone());
+        let shape = |structured, page| ResultShape {
             structured,
+            page,
             meta_cap: 65_536,
         };
-        let of = |mode| shape(mode).result(ok.clone()).structured_content;
-        assert_eq!(of(StructuredContent::None), None);
+        let of = |mode, page| {
+            let out = shape(mode, page).result(ok.clone());
+            let meta = serde_json::to_value(out.meta.unwrap()).unwrap();
+            (out.structured_content, meta["dsh-search/meta"].clone())
+        };
+        assert_eq!(of(StructuredContent::None, false), (None, counted.clone()));
         assert_eq!(
-            of(StructuredContent::Meta),
-            Some(json!({"shape": "paths", "total": 1, "truncated": false}))
+            of(StructuredContent::Meta, false),
+            (Some(counted.clone()), counted.clone())
         );
-        assert_eq!(of(StructuredContent::Full), ok.value.clone());
+        assert_eq!(of(StructuredContent::Full, true), (ok.value.clone(), page));
+        // read's result has no meta: no counts either.
+        let read = ToolResult::ok("1: a".into(), json!({"path": "/a", "lines": []}));
+        let out = shape(StructuredContent::Meta, true).result(read);
+        assert_eq!((out.structured_content, out.meta), (None, None));
         let err = ToolResult::error(ToolError::coded("SearchError", "SEARCH_FAILED", "boom"));
-        let out = shape(StructuredContent::Full).result(err);
+        let out = shape(StructuredContent::Full, true).result(err);
         assert_eq!(out.structured_content, None);
         let meta = serde_json::to_value(out.meta.unwrap()).unwrap();
         assert_eq!(
@@ -281,7 +299,7 @@ mod tests {
             json!({"dsh-search/error": {"info": {"name": "SearchError", "code": "SEARCH_FAILED"}}})
         );
         let plain =
-            shape(StructuredContent::None).result(ToolResult::error(ToolError::plain("no")));
+            shape(StructuredContent::None, false).result(ToolResult::error(ToolError::plain("no")));
         assert!(plain.meta.is_none(), "a plain error has no name or code");
     }
 }

@@ -101,11 +101,11 @@ pub(crate) enum Format {
 /// every client's model the text, with its caps, previews and spill.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub(crate) enum StructuredContent {
-    /// None: the text is all a client can show the model.
+    /// Nothing: the text is all a client can show the model.
     #[default]
     None,
-    /// glob's and grep's counts from their presentation meta: `{shape,
-    /// total, truncated}`, a few dozen bytes (none for the other tools).
+    /// glob's and grep's counts from their presentation meta, `{shape,
+    /// total, truncated}`: a few dozen bytes (nothing for the other tools).
     Meta,
     /// The tool's whole canonical value, unbounded (every path, every
     /// match): for hosts that keep it out of the model's context.

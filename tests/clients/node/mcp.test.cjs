@@ -234,11 +234,12 @@ const largeCalls = [
 ];
 
 /** Issue 37 item 6, the bound of contract.md §12: beside its text, a result
- * carries at most searchMetaMaxBytes and 1 KiB (every field serialized). */
-function assertBounded(tool, result) {
+ * carries at most 1 KiB (every field serialized), plus `page` bytes
+ * (searchMetaMaxBytes with --meta-page). */
+function assertBounded(tool, result, page = 0) {
   assert.ok(Buffer.byteLength(text(result)) <= TEXT_CAP, tool);
   const whole = bytes(result);
-  assert.ok(whole <= bytes(text(result)) + META_CAP + 1024, `${tool}: a result of ${whole} bytes`);
+  assert.ok(whole <= bytes(text(result)) + page + 1024, `${tool}: a result of ${whole} bytes`);
 }
 
 test("a result is its text and little else", async () => {
@@ -249,19 +250,28 @@ test("a result is its text and little else", async () => {
     assert.equal(result.isError, false);
     assertBounded(tool, result);
     assert.equal(result.structuredContent, undefined, tool);
-    const meta = result._meta["dsh-search/meta"];
-    assert.deepEqual({ shape: meta.shape, total: meta.total, truncated: meta.truncated }, counts);
+    assert.deepEqual(result._meta["dsh-search/meta"], counts, tool);
   }
   await conn.close();
 });
 
-test("--structured-content meta gives the counts, full the whole value", async () => {
+test("--structured-content meta gives the counts, full the whole value; --meta-page the page", async () => {
   const root = large();
   let conn = await connect(["--cwd", root], { mcpArgs: ["--structured-content", "meta"] });
   for (const [tool, args, counts] of largeCalls) {
     const result = await conn.call(tool, args);
     assertBounded(tool, result);
     assert.deepEqual(result.structuredContent, counts, tool);
+  }
+  await conn.close();
+  conn = await connect(["--cwd", root], { mcpArgs: ["--meta-page"] });
+  for (const [tool, args, counts] of largeCalls) {
+    const result = await conn.call(tool, args);
+    assertBounded(tool, result, META_CAP);
+    assert.equal(result.structuredContent, undefined, tool);
+    const page = result._meta["dsh-search/meta"];
+    assert.deepEqual({ shape: page.shape, total: page.total, truncated: page.truncated }, counts);
+    assert.ok(page[tool === "glob" ? "paths" : "files"].length > 0, tool);
   }
   await conn.close();
   conn = await connect(["--cwd", root], { mcpArgs: ["--structured-content", "full"] });

@@ -234,25 +234,33 @@ LARGE_CALLS = [
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_result_is_its_text_and_little_else(large: pathlib.Path, mode: str) -> None:
     """Issue 37 item 6, the bound of contract.md §12: beside its text, a
-    result carries at most searchMetaMaxBytes and 1 KiB."""
+    result carries at most 1 KiB (every field counted); its `_meta` has the
+    presentation meta's counts."""
     async with connect(mode, ["--cwd", str(large)], large) as conn:
         for tool, arguments, counts in LARGE_CALLS:
             result = await conn.call(tool, arguments)
             assert not result.is_error, result
             assert len(text(result).encode()) <= TEXT_CAP, tool
-            assert result_bytes(result) <= text_bytes(result) + META_CAP + 1_024, (tool, result_bytes(result))
+            assert result_bytes(result) <= text_bytes(result) + 1_024, (tool, result_bytes(result))
             assert result.structured_content is None, tool
-            meta = result.meta["dsh-search/meta"]
-            assert {k: meta[k] for k in counts} == counts, tool
+            assert result.meta["dsh-search/meta"] == counts, tool
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_structured_content_meta_and_full(large: pathlib.Path, mode: str) -> None:
+async def test_structured_content_meta_and_full_and_the_meta_page(large: pathlib.Path, mode: str) -> None:
     async with connect(mode, ["--cwd", str(large)], large, mcp_args=("--structured-content", "meta")) as conn:
         for tool, arguments, counts in LARGE_CALLS:
             result = await conn.call(tool, arguments)
             assert result.structured_content == counts, tool
+            assert result_bytes(result) <= text_bytes(result) + 1_024, (tool, result_bytes(result))
+    async with connect(mode, ["--cwd", str(large)], large, mcp_args=("--meta-page",)) as conn:
+        for tool, arguments, counts in LARGE_CALLS:
+            result = await conn.call(tool, arguments)
+            assert result.structured_content is None, tool
             assert result_bytes(result) <= text_bytes(result) + META_CAP + 1_024, (tool, result_bytes(result))
+            page = result.meta["dsh-search/meta"]
+            assert {k: page[k] for k in counts} == counts, tool
+            assert len(page["paths" if tool == "glob" else "files"]) > 0, tool
     async with connect(mode, ["--cwd", str(large)], large, mcp_args=("--structured-content", "full")) as conn:
         result = await conn.call("glob", {"pattern": "*"})
         assert len(result.structured_content["paths"]) == LARGE_FILES
