@@ -9,11 +9,17 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::util::served::Served;
-use crate::util::ws::Ws;
+use crate::util::ws::{Ws, LARGE_FILES, WIDE_LINES};
 
-/// The server on `ws`: `--cwd <workdir> <extra…> mcp`.
+/// The server on `ws`: `--cwd <workdir> <extra…> mcp`, or `--cwd
+/// <workdir> <extra…>` when `extra` names `mcp` itself (followed by its
+/// own options).
 fn mcp(ws: &Ws, extra: &[&str]) -> Served {
-    Served::spawn(ws.cmd(extra).arg("mcp"))
+    let mut cmd = ws.cmd(extra);
+    if !extra.contains(&"mcp") {
+        cmd.arg("mcp");
+    }
+    Served::spawn(&mut cmd)
 }
 
 /// The legacy handshake, with `capabilities`.
@@ -180,7 +186,7 @@ fn a_message_split_around_a_response_is_read_whole() {
 }
 
 #[test]
-fn results_carry_the_value_the_error_code_and_the_meta() {
+fn results_carry_the_text_the_error_code_and_the_meta() {
     let dir = Ws::needles(3)
         .with("sub/s.txt", "needle9\n")
         .with_fifo("pipe");
@@ -190,18 +196,200 @@ fn results_carry_the_value_the_error_code_and_the_meta() {
     let ok = s.recv()["result"].clone();
     assert_eq!(ok["isError"], false);
     assert_eq!(ok["content"], json!([{"type": "text", "text": "f1.txt"}]));
-    assert_eq!(ok["structuredContent"]["paths"], json!(["f1.txt"]), "{ok}");
-    assert!(ok["_meta"]["dsh-search/meta"].is_object(), "{ok}");
+    assert!(ok.get("structuredContent").is_none(), "{ok}");
+    // The presentation meta's counts; its page with --meta-page.
+    assert_eq!(
+        ok["_meta"]["dsh-search/meta"],
+        json!({"shape": "paths", "truncated": false, "total": 1})
+    );
     s.send(&call(2, "read", json!({"file_path": "missing.txt"})));
     let err = s.recv()["result"].clone();
     assert_eq!(err["isError"], true);
     assert!(err.get("structuredContent").is_none(), "{err}");
     s.send(&call(3, "grep", json!({"pattern": "("})));
     let err = s.recv()["result"].clone();
+    // Name and code only: the message is the text's.
     assert_eq!(
-        err["_meta"]["dsh-search/error"]["info"]["code"], "SEARCH_INVALID_PATTERN",
+        err["_meta"]["dsh-search/error"],
+        json!({"info": {"name": "SearchError", "code": "SEARCH_INVALID_PATTERN"}}),
         "{err}"
     );
+}
+
+/// The presentation meta's cap (`searchMetaMaxBytes`, default 65,536).
+const META_CAP: usize = 65_536;
+
+/// The text cap (`maxInlineBytes`, default 50,000).
+const TEXT_CAP: usize = 50_000;
+
+/// read's text: `readMaxBytes` (51,200) of lines, their numbers and the
+/// frame around them.
+const READ_CAP: usize = 51_200 + 2_048;
+
+/// Issue 37 item 6, the bound `contract.md` §12 states: a `tools/call`
+/// result's JSON, every field serialized, is at most its text's JSON plus
+/// 1,024 bytes, plus `page` (`searchMetaMaxBytes` with `--meta-page`);
+/// the text is within its tool's caps (a search's at most
+/// `maxInlineBytes`, the spill's).
+fn assert_bounded(what: &str, result: &Value, page: usize) {
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{what}: no text"));
+    let cap = if what.starts_with("read") {
+        READ_CAP
+    } else {
+        TEXT_CAP
+    };
+    assert!(text.len() <= cap, "{what}: a text of {} bytes", text.len());
+    let size = |v: &Value| serde_json::to_vec(v).unwrap().len();
+    let text_json = size(&json!(text));
+    let whole = size(result);
+    let fields: Vec<String> = result
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| format!("{k}: {} bytes", size(v)))
+        .collect();
+    assert!(
+        whole <= text_json + page + 1_024,
+        "{what}: a result of {whole} bytes for a text of {text_json}; {}",
+        fields.join(", ")
+    );
+}
+
+/// Calls whose canonical values are megabytes (20,001 paths; 60,000
+/// matches; one file's 250 lines of 1,000 bytes), with the counts of their
+/// presentation meta (read has none).
+fn large_calls() -> Vec<(&'static str, Value, Value)> {
+    vec![
+        (
+            "glob *",
+            call(1, "glob", json!({"pattern": "*"})),
+            json!({"shape": "paths", "total": LARGE_FILES + 1, "truncated": true}),
+        ),
+        (
+            "grep needle",
+            call(2, "grep", json!({"pattern": "needle"})),
+            json!({"shape": "matches", "total": 3 * LARGE_FILES, "truncated": true}),
+        ),
+        (
+            // The page holds all 250, but not within the meta's cap.
+            "grep wide",
+            call(3, "grep", json!({"pattern": "wide"})),
+            json!({"shape": "matches", "total": WIDE_LINES, "truncated": true}),
+        ),
+        (
+            "read wide.txt",
+            call(4, "read", json!({"file_path": "wide.txt"})),
+            Value::Null,
+        ),
+    ]
+}
+
+/// By default a result is its text, `isError` and the counts in `_meta`;
+/// `--structured-content meta` adds the counts as `structuredContent`,
+/// `--meta-page` the bounded page to `_meta`, `--structured-content full`
+/// the whole value.
+#[test]
+fn a_result_carries_its_text_and_little_else_whatever_the_tree() {
+    let dir = Ws::large();
+    let mut s = mcp(&dir, &[]);
+    initialize(&mut s, json!({}));
+    for (what, request, counts) in large_calls() {
+        s.send(&request);
+        let result = s.recv()["result"].clone();
+        assert_eq!(result["isError"], false, "{what}: {result}");
+        assert_bounded(what, &result, 0);
+        assert!(
+            result.get("structuredContent").is_none(),
+            "{what}: structuredContent by default"
+        );
+        assert_eq!(result["_meta"]["dsh-search/meta"], counts, "{what}");
+    }
+    s.close();
+    assert!(s.wait().success());
+    // Made once for all: 20,000 files take seconds.
+    structured_content_meta_is_the_counts(&dir);
+    meta_page_is_the_page_within_its_cap(&dir);
+    structured_content_full_is_the_whole_value(&dir);
+}
+
+fn structured_content_meta_is_the_counts(dir: &Ws) {
+    let mut s = mcp(dir, &["mcp", "--structured-content", "meta"]);
+    initialize(&mut s, json!({}));
+    for (what, request, counts) in large_calls() {
+        s.send(&request);
+        let result = s.recv()["result"].clone();
+        assert_bounded(what, &result, 0);
+        assert_eq!(result["structuredContent"], counts, "{what}");
+    }
+    s.close();
+    assert!(s.wait().success());
+}
+
+fn meta_page_is_the_page_within_its_cap(dir: &Ws) {
+    let mut s = mcp(dir, &["mcp", "--meta-page"]);
+    initialize(&mut s, json!({}));
+    for (what, request, _) in large_calls() {
+        s.send(&request);
+        assert_bounded(what, &s.recv()["result"], META_CAP);
+    }
+    s.send(&call(5, "glob", json!({"pattern": "*"})));
+    let meta = s.recv()["result"]["_meta"]["dsh-search/meta"].clone();
+    assert_eq!(
+        (&meta["total"], &meta["truncated"]),
+        (&json!(LARGE_FILES + 1), &json!(true))
+    );
+    assert_eq!(
+        meta["paths"].as_array().unwrap().len(),
+        100,
+        "the text's page"
+    );
+    // wide.txt's group alone is over the meta's cap, which drops whole
+    // groups only (never the last one): its trailing matches go instead.
+    s.send(&call(6, "grep", json!({"pattern": "wide"})));
+    let meta = s.recv()["result"]["_meta"]["dsh-search/meta"].clone();
+    assert_eq!(
+        (&meta["total"], &meta["truncated"]),
+        (&json!(WIDE_LINES), &json!(true))
+    );
+    let files = meta["files"].as_array().unwrap();
+    assert_eq!(files.len(), 1, "{meta}");
+    assert_eq!(files[0]["path"], "wide.txt");
+    let kept = files[0]["matches"].as_array().unwrap().len();
+    assert!((1..WIDE_LINES).contains(&kept), "{kept} matches kept");
+    assert!(serde_json::to_vec(&meta).unwrap().len() <= META_CAP);
+    s.close();
+    assert!(s.wait().success());
+}
+
+fn structured_content_full_is_the_whole_value(dir: &Ws) {
+    let mut s = mcp(dir, &["mcp", "--structured-content", "full"]);
+    initialize(&mut s, json!({}));
+    s.send(&call(1, "glob", json!({"pattern": "*"})));
+    let result = s.recv()["result"].clone();
+    let paths = result["structuredContent"]["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), LARGE_FILES + 1, "the whole value, on request");
+    s.send(&call(2, "grep", json!({"pattern": "("})));
+    let err = s.recv()["result"].clone();
+    assert!(err.get("structuredContent").is_none(), "{err}");
+}
+
+#[test]
+fn an_unknown_structured_content_mode_is_refused() {
+    let dir = Ws::needles(1);
+    let out = dir
+        .cmd(&["mcp", "--structured-content", "all"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("invalid value 'all' for '--structured-content <MODE>'")
+            && stderr.contains("[possible values: none, meta, full]"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
 }
 
 #[test]

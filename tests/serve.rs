@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::util::served::Served;
-use crate::util::ws::Ws;
+use crate::util::ws::{Ws, LARGE_FILES};
 
 /// The server on `ws`, started in its workdir.
 fn serve(ws: &Ws) -> Served {
@@ -171,7 +171,8 @@ fn malformed_lines_get_an_error_line_and_the_server_goes_on() {
         (r#"{"id":{"a":1},"tool":"grep"}"#, json!({"a":1}), "\"id\" must be a string or a number, not an object"),
         (r#"{"id":1}"#, json!(1), "the request has none of \"tool\" (a call), \"cancel\" or \"definitions\""),
         (r#"{"id":2,"tool":5}"#, json!(2), "\"tool\" must be a string, not a number"),
-        (r#"{"id":3,"tool":"grep","argumets":{}}"#, json!(3), "unknown key \"argumets\" in a tool request; its keys are id, tool, arguments, cwd, session"),
+        (r#"{"id":3,"tool":"grep","argumets":{}}"#, json!(3), "unknown key \"argumets\" in a tool request; its keys are id, tool, arguments, cwd, session, value"),
+        (r#"{"id":4,"tool":"grep","value":"no"}"#, json!(4), "\"value\" must be a boolean, not a string"),
         (r#"{"id":4,"tool":"grep","cwd":7}"#, json!(4), "\"cwd\" must be a string, not a number"),
         (r#"{"id":5,"tool":"grep","session":""}"#, json!(5), "\"session\" must not be empty"),
         (r#"{"id":6,"cancel":"yes"}"#, json!(6), "\"cancel\" must be true, not \"yes\""),
@@ -209,6 +210,48 @@ fn malformed_lines_get_an_error_line_and_the_server_goes_on() {
         (last["id"].clone(), content(&last)),
         (json!(13), "Found 1 match\n\nf4.txt\nLine 1: needle4")
     );
+}
+
+/// Issue 37 item 6: `"value": false` leaves the canonical value out of a
+/// call's answer, which is then its text, its meta and little else (glob
+/// `*` on 20,001 files: 3 MB with the value); without the key, or with
+/// `true`, the value is whole.
+#[test]
+fn a_call_may_leave_the_value_out() {
+    let dir = Ws::large();
+    let mut s = serve(&dir);
+    let call = |id: &str, tool: &str, pattern: &str, value: Option<bool>| {
+        let mut r = json!({"id": id, "tool": tool, "arguments": {"pattern": pattern}});
+        if let Some(v) = value {
+            r["value"] = json!(v);
+        }
+        r
+    };
+    let size = |v: &Value| serde_json::to_vec(v).unwrap().len();
+    for (tool, pattern, total) in [
+        ("glob", "*", LARGE_FILES + 1),
+        ("grep", "needle", 3 * LARGE_FILES),
+    ] {
+        s.send(&call("lean", tool, pattern, Some(false)));
+        let lean = s.recv();
+        let result = &lean["result"];
+        assert!(result.get("value").is_none(), "{tool}: a value");
+        assert_eq!(result["meta"]["total"], total, "{tool}");
+        // The bound of contract.md §12: the text, the meta's cap, 1 KiB.
+        assert!(
+            size(&lean) <= size(&result["content"]) + 65_536 + 1_024,
+            "{tool}: an answer of {} bytes",
+            size(&lean)
+        );
+        for value in [None, Some(true)] {
+            s.send(&call("whole", tool, pattern, value));
+            let whole = s.recv();
+            let key = if tool == "glob" { "paths" } else { "matches" };
+            let items = whole["result"]["value"][key].as_array().unwrap();
+            assert_eq!(items.len(), total, "{tool} with value {value:?}");
+            assert_eq!(whole["result"]["content"], result["content"]);
+        }
+    }
 }
 
 #[test]

@@ -18,6 +18,12 @@ use std::time::{Duration, SystemTime};
 
 use dsh_search::tool::CallContext;
 
+/// The files of [`Ws::large`] besides `wide.txt`.
+pub const LARGE_FILES: usize = 20_000;
+
+/// The lines of [`Ws::large`]'s `wide.txt`.
+pub const WIDE_LINES: usize = 250;
+
 /// A workdir and a state directory in a temp dir.
 pub struct Ws {
     _tmp: tempfile::TempDir,
@@ -61,6 +67,27 @@ impl Ws {
         for k in 0..count {
             ws.file(&format!("f{k}.txt"), format!("needle{k}\n"));
         }
+        ws
+    }
+
+    /// A workdir far past every cap of the tools (issue 37 item 6, the
+    /// servers' bounded results): [`LARGE_FILES`] files
+    /// `d<dd>/file-<fff>.txt` in 100 directories, each holding three lines
+    /// with `needle`, and `wide.txt`, [`WIDE_LINES`] lines of 1,000 bytes
+    /// holding `wide`: one file whose grep group alone is over
+    /// `searchMetaMaxBytes` (65,536), which the seed's meta cap never drops
+    /// (`seed-reference.md` §3.8).
+    pub fn large() -> Ws {
+        let ws = Ws::new();
+        for d in 0..100 {
+            let dir = ws.dir(&format!("d{d:02}"));
+            for f in 0..LARGE_FILES / 100 {
+                let body = format!("needle {d} {f}\nsecond needle\nthird needle, the last\n");
+                std::fs::write(dir.join(format!("file-{f:03}.txt")), body).unwrap();
+            }
+        }
+        let line = format!("wide {}\n", "w".repeat(994));
+        ws.file("wide.txt", line.repeat(WIDE_LINES));
         ws
     }
 

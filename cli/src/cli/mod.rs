@@ -21,7 +21,7 @@ use clap::{Args, Parser, Subcommand};
 
 use dsh_search::CancelToken;
 
-use crate::setup::{Common, Format};
+use crate::setup::{Common, Format, StructuredContent};
 
 /// dsh-search: the glob and grep tools of a coding agent, in-process.
 #[derive(Debug, Parser)]
@@ -56,11 +56,28 @@ pub(crate) enum Command {
     Bench(bench::BenchArgs),
     /// Serve the tools over MCP on stdin and stdout (one connection, one
     /// session).
-    Mcp,
+    Mcp(McpArgs),
     /// Serve the tools over JSON lines on stdin and stdout.
     Serve,
     /// List the changes kept in `--overlay DIR` (`A path` / `M path`).
     Changes(ChangesArgs),
+}
+
+/// `dsh-search mcp`.
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// What a tools/call result carries beside its text as
+    /// `structuredContent` (some clients show the model
+    /// `structuredContent` instead of the text, some both).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = StructuredContent::None)]
+    pub(crate) structured_content: StructuredContent,
+    /// Put glob's and grep's presentation meta whole in `_meta`
+    /// (`dsh-search/meta`): the page of paths or matches the text shows,
+    /// within searchMetaMaxBytes, for hosts that draw a search card.
+    /// Without it `_meta` has the counts alone (some clients show `_meta`
+    /// to the model).
+    #[arg(long)]
+    pub(crate) meta_page: bool,
 }
 
 /// `dsh-search --overlay DIR changes`.
@@ -169,7 +186,7 @@ pub(crate) fn run() -> ExitCode {
         Command::Edit(a) => files::edit(&cli.common, a),
         Command::Bench(a) => bench::run(&cli.common, a),
         Command::Changes(a) => changes::run(&cli.common, a),
-        Command::Mcp => mcp(&cli.common),
+        Command::Mcp(a) => mcp(&cli.common, a),
         Command::Serve => crate::server::jsonl::run(&cli.common),
     };
     ExitCode::from(code)
@@ -203,11 +220,11 @@ fn cancel_on_signals(cancel: &CancelToken) {
 }
 
 #[cfg(feature = "mcp")]
-fn mcp(common: &Common) -> u8 {
-    crate::server::mcp::run(common)
+fn mcp(common: &Common, args: &McpArgs) -> u8 {
+    crate::server::mcp::run(common, args.structured_content, args.meta_page)
 }
 
 #[cfg(not(feature = "mcp"))]
-fn mcp(_common: &Common) -> u8 {
+fn mcp(_common: &Common, _args: &McpArgs) -> u8 {
     crate::setup::fail("this dsh-search was built without the `mcp` feature")
 }

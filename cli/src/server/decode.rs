@@ -107,13 +107,16 @@ pub(crate) fn raw_id(line: &[u8]) -> Option<String> {
 /// A JSON-lines request (`serve`), decoded; ids are their JSON text.
 #[derive(Debug)]
 pub(crate) enum Request {
-    /// `{"id", "tool", "arguments"?, "cwd"?, "session"?}`.
+    /// `{"id", "tool", "arguments"?, "cwd"?, "session"?, "value"?}`.
     Call {
         id: String,
         tool: String,
         arguments: Value,
         cwd: Option<String>,
         session: Option<String>,
+        /// Whether the answer carries the canonical value (`"value"`,
+        /// default true).
+        value: bool,
     },
     /// `{"id", "cancel": true}`.
     Cancel { id: String },
@@ -194,7 +197,7 @@ fn route(id: &str, mut request: Map<String, Value>) -> Result<Request, String> {
         .filter(|k| request.contains_key(*k))
         .collect();
     let allowed: &[&str] = match kinds.as_slice() {
-        ["tool"] => &["id", "tool", "arguments", "cwd", "session"],
+        ["tool"] => &["id", "tool", "arguments", "cwd", "session", "value"],
         ["cancel"] | ["definitions"] => &["id", kinds[0]],
         [] => {
             return Err(
@@ -242,12 +245,20 @@ fn route(id: &str, mut request: Map<String, Value>) -> Result<Request, String> {
             if session.as_deref() == Some("") {
                 return Err("\"session\" must not be empty".into());
             }
+            let value = match request.get("value") {
+                None => true,
+                Some(Value::Bool(b)) => *b,
+                Some(other) => {
+                    return Err(format!("\"value\" must be a boolean, not {}", kind(other)))
+                }
+            };
             Ok(Request::Call {
                 id,
                 tool,
                 arguments,
                 cwd,
                 session,
+                value,
             })
         }
     }

@@ -10,13 +10,17 @@
 //! ## Requests
 //!
 //! - A call: `{"id": ID, "tool": NAME, "arguments": {…}, "cwd": DIR,
-//!   "session": S}`. `arguments` defaults to `{}`; `cwd` (a string,
-//!   relative to the server's workdir, which is `--cwd` or the current
-//!   directory) defaults to that workdir; `session` defaults to the
-//!   connection's session (`--session`, else an id drawn at start).
+//!   "session": S, "value": B}`. `arguments` defaults to `{}`; `cwd` (a
+//!   string, relative to the server's workdir, which is `--cwd` or the
+//!   current directory) defaults to that workdir; `session` defaults to
+//!   the connection's session (`--session`, else an id drawn at start);
+//!   `value` (a boolean) defaults to true.
 //!   Answer: `{"id": ID, "result": {content, isError, error?, value?,
-//!   meta?}}`, the object `dsh-search call … --format json` prints. Every
-//!   call is a direct call (it spills over-cap results and carries meta).
+//!   meta?}}`, the object `dsh-search call … --format json` prints, without
+//!   `value` when the request said `"value": false`: the canonical value
+//!   holds every path or match (3 MB for glob `*` on the Linux tree),
+//!   which a client that only shows the text need not read. Every call is
+//!   a direct call (it spills over-cap results and carries meta).
 //! - A cancellation: `{"id": ID, "cancel": true}` cancels the call `ID`,
 //!   whose answer is then the aborted error. It has no answer of its own;
 //!   the cancellation of a call that already answered is ignored.
@@ -144,6 +148,8 @@ struct Job {
     tool: String,
     arguments: Value,
     ctx: CallContext,
+    /// Whether the answer carries the canonical value.
+    value: bool,
     /// The request line's bytes, counted in flight until the answer.
     cost: usize,
 }
@@ -274,6 +280,7 @@ impl Server {
                 arguments,
                 cwd,
                 session,
+                value,
             } => {
                 let cost = line.len();
                 let Some(token) = self.inflight.start(id.clone(), cost) else {
@@ -292,6 +299,7 @@ impl Server {
                     tool,
                     arguments,
                     ctx,
+                    value,
                     cost,
                 });
             }
@@ -365,7 +373,11 @@ impl Server {
         // what lets `serve` return at EOF.
         let _finish = Finish(&self.inflight, job.cost);
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            self.tools.call(&job.tool, &job.arguments, &job.ctx)
+            let mut result = self.tools.call(&job.tool, &job.arguments, &job.ctx);
+            if !job.value {
+                result.value = None;
+            }
+            result
         }));
         self.inflight.settle(&job.id);
         match outcome.map(|r| serde_json::to_string(&r)) {

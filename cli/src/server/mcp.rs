@@ -6,11 +6,14 @@
 //!   searches and read are read-only, write and edit are not).
 //! - `tools/call` runs [`Tools::call`] as a direct call of the
 //!   connection's session and answers with the tool's content as one text
-//!   block, `isError`, the value as `structuredContent` (when it is an
-//!   object), and in `_meta` the error's name and code
-//!   (`dsh-search/error`) and the presentation meta (`dsh-search/meta`).
-//!   An unknown tool is a JSON-RPC error (`-32602`), as the MCP
-//!   specification asks; everything else is a tool result.
+//!   block, `isError`, in `_meta` the error's name and code
+//!   (`dsh-search/error`) and the presentation meta's counts
+//!   (`dsh-search/meta`; its page too with `--meta-page`, held to
+//!   `searchMetaMaxBytes`), and `structuredContent` only as
+//!   `--structured-content` asks (`mcp_result`: by default none, so that
+//!   every client shows the model the text, and the result is bounded by
+//!   the text's caps). An unknown tool is a JSON-RPC error (`-32602`), as
+//!   the MCP specification asks; everything else is a tool result.
 //! - The workdir is `--cwd`, else the client's first `file://` root (asked
 //!   once with `roots/list` when the client declares roots, again after
 //!   `notifications/roots/list_changed`), else the current directory.
@@ -40,18 +43,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dsh_search::tool::{definitions, CallContext, ToolResult, Tools};
+use dsh_search::tool::{definitions, CallContext, Tools};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientNotification, ContentBlock,
-    ErrorCode, Implementation, JsonObject, JsonRpcMessage, ListToolsResult, MetaObject,
-    PaginatedRequestParams, RequestId, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, ClientNotification, ErrorCode, Implementation,
+    JsonObject, JsonRpcMessage, ListToolsResult, PaginatedRequestParams, RequestId,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{
     NotificationContext, RequestContext, RoleServer, RxJsonRpcMessage, TxJsonRpcMessage,
 };
 use rmcp::transport::{StdioReader, StdioWriter, Transport};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{watch, Mutex as AsyncMutex, Semaphore};
 
@@ -61,10 +64,11 @@ use super::decode::MAX_VALUES;
 use super::jsonl::MAX_WORKERS;
 use super::lines::{CappedLine, Step};
 use super::mcp_decode::{error_line, mcp_line, McpLine};
+use super::mcp_result::ResultShape;
 use super::{InFlight, MAX_BACKLOG};
 #[cfg(doc)]
 use super::{MAX_BYTES_IN_FLIGHT, MAX_CALLS_IN_FLIGHT};
-use crate::setup::Common;
+use crate::setup::{Common, StructuredContent};
 
 /// How long the server waits for the client's answer to `roots/list`.
 const ROOTS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -73,9 +77,11 @@ fn log(msg: std::fmt::Arguments<'_>) {
     super::log::line("mcp", msg);
 }
 
-/// `dsh-search mcp`: serve stdin and stdout until EOF or a signal.
-pub(crate) fn run(common: &Common) -> u8 {
-    let handler = match Handler::new(common) {
+/// `dsh-search mcp`: serve stdin and stdout until EOF or a signal, with
+/// `structured` as `structuredContent` (`--structured-content`) and the
+/// presentation meta's page in `_meta` when `page` (`--meta-page`).
+pub(crate) fn run(common: &Common, structured: StructuredContent, page: bool) -> u8 {
+    let handler = match Handler::new(common, structured, page) {
         Ok(h) => h,
         Err(e) => return crate::setup::fail(e),
     };
@@ -141,6 +147,8 @@ struct Handler {
     instructions: String,
     session: String,
     workdir: Workdir,
+    /// What a result carries beside its text.
+    shape: ResultShape,
     inflight: Arc<InFlight<u64>>,
     next_call: AtomicU64,
     /// [`MAX_WORKERS`] permits: a call runs holding one.
@@ -148,7 +156,7 @@ struct Handler {
 }
 
 impl Handler {
-    fn new(common: &Common) -> Result<Handler, String> {
+    fn new(common: &Common, structured: StructuredContent, page: bool) -> Result<Handler, String> {
         let tools = super::tools_for(common)?;
         let base = super::base_workdir(common)?;
         let workdir = match common.cwd {
@@ -163,8 +171,14 @@ impl Handler {
             .iter()
             .map(mcp_tool)
             .collect::<Result<Vec<_>, _>>()?;
+        let shape = ResultShape {
+            structured,
+            page,
+            meta_cap: tools.config().search.search_meta_max_bytes,
+        };
         Ok(Handler {
             instructions: definitions::system_prompt(tools.config()),
+            shape,
             tools,
             listed: Arc::new(listed),
             session: super::connection_session(common, "mcp"),
@@ -288,30 +302,6 @@ fn mcp_tool(def: &definitions::ToolDefinition) -> Result<Tool, String> {
     Ok(tool)
 }
 
-/// A [`ToolResult`] as an MCP tool result.
-fn mcp_result(result: ToolResult) -> CallToolResult {
-    let mut out = if result.is_error {
-        CallToolResult::error(vec![ContentBlock::text(result.content)])
-    } else {
-        CallToolResult::success(vec![ContentBlock::text(result.content)])
-    };
-    // MCP's structuredContent is an object; every tool's value is one.
-    out.structured_content = result.value.filter(Value::is_object);
-    let mut meta = Map::new();
-    if let Some(error) = result.error {
-        if let Ok(error) = serde_json::to_value(error) {
-            meta.insert("dsh-search/error".to_string(), error);
-        }
-    }
-    if let Some(m) = result.meta {
-        meta.insert("dsh-search/meta".to_string(), m);
-    }
-    if !meta.is_empty() {
-        out.meta = Some(MetaObject(meta));
-    }
-    out
-}
-
 /// A call registered in flight until it is dropped: then its token is
 /// cancelled (a no-op once it has finished; it stops the work if the
 /// service dropped the request) and it leaves the registry.
@@ -387,9 +377,18 @@ impl ServerHandler for Handler {
         ctx.cancel = token;
         let tools = self.tools.clone();
         let tool = name.clone();
+        let shape = self.shape;
+        // The MCP result is made here too, off the runtime's thread: a
+        // value of megabytes is dropped, a meta measured.
         let mut job = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            tools.call(&tool, &args, &ctx)
+            let result = tools.call(&tool, &args, &ctx);
+            let code = result
+                .error
+                .as_ref()
+                .and_then(|e| e.code())
+                .map(str::to_string);
+            (code, shape.result(result))
         });
         let outcome = tokio::select! {
             outcome = &mut job => outcome,
@@ -398,7 +397,7 @@ impl ServerHandler for Handler {
                 registered.token.cancel();
                 let outcome = job.await;
                 let how = match &outcome {
-                    Ok(r) => r.error.as_ref().and_then(|e| e.code()).unwrap_or("a result").to_string(),
+                    Ok((code, _)) => code.as_deref().unwrap_or("a result").to_string(),
                     Err(_) => "a panic".to_string(),
                 };
                 log(format_args!(
@@ -411,7 +410,7 @@ impl ServerHandler for Handler {
         };
         drop(registered);
         match outcome {
-            Ok(result) => Ok(mcp_result(result).into()),
+            Ok((_, result)) => Ok(result.into()),
             Err(_) => Err(McpError::internal_error(
                 "the call panicked; the server goes on",
                 None,

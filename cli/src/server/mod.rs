@@ -31,6 +31,8 @@ pub(crate) mod log;
 pub(crate) mod mcp;
 #[cfg(feature = "mcp")]
 pub(crate) mod mcp_decode;
+#[cfg(feature = "mcp")]
+mod mcp_result;
 
 use dsh_search::sync::RecoverPoison;
 use std::collections::HashMap;

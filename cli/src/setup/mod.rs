@@ -13,7 +13,7 @@
 mod options;
 pub(crate) mod workspace;
 
-pub(crate) use options::{Common, Format};
+pub(crate) use options::{Common, Format, StructuredContent};
 
 use std::io::Write;
 use std::path::PathBuf;

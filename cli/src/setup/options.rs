@@ -92,6 +92,26 @@ pub(crate) enum Format {
     Raw,
 }
 
+/// `mcp --structured-content` values: what a `tools/call` result carries
+/// beside its text (`docs/servers.md`, "What a result carries").
+///
+/// Clients disagree on which field the model reads when a result has both
+/// a text and `structuredContent`: some show the model `structuredContent`
+/// alone, others append it to the text. Only a result without it shows
+/// every client's model the text, with its caps, previews and spill.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StructuredContent {
+    /// Nothing: the text is all a client can show the model.
+    #[default]
+    None,
+    /// glob's and grep's counts from their presentation meta, `{shape,
+    /// total, truncated}`: a few dozen bytes (nothing for the other tools).
+    Meta,
+    /// The tool's whole canonical value, unbounded (every path, every
+    /// match): for hosts that keep it out of the model's context.
+    Full,
+}
+
 impl Common {
     /// The workdir: `--cwd`, else the process's current directory.
     pub(crate) fn workdir(&self) -> std::io::Result<PathBuf> {

@@ -59,11 +59,11 @@ function cli(root, ...args) {
   }
 }
 
-/** A connected client on `dsh-search ARGS mcp`, and the server's stderr. */
-async function connect(args, { cwd, roots } = {}) {
+/** A connected client on `dsh-search ARGS mcp MCPARGS`, and the server's stderr. */
+async function connect(args, { cwd, roots, mcpArgs = [] } = {}) {
   const transport = new StdioClientTransport({
     command: BIN,
-    args: [...args, "mcp"],
+    args: [...args, "mcp", ...mcpArgs],
     cwd,
     stderr: "pipe",
   });
@@ -133,7 +133,9 @@ test("grep and glob print what the CLI prints", async () => {
     const result = await conn.call(tool, args);
     assert.equal(text(result) + "\n", cli(root, ...argv), `${tool} ${JSON.stringify(args)}`);
     assert.equal(result.isError, text(result).startsWith("Error: "));
-    if (!result.isError) assert.equal(typeof result.structuredContent, "object");
+    // The text alone: a client that shows the model structuredContent
+    // instead would show it nothing else.
+    assert.equal(result.structuredContent, undefined);
   }
   await conn.close();
 });
@@ -200,5 +202,82 @@ test("bad calls get clear errors and the connection goes on", async () => {
   await assert.rejects(conn.call("nope", {}), /unknown tool "nope"/);
   const ok = await conn.call("glob", { pattern: "lib.rs" });
   assert.equal(text(ok), "src/lib.rs");
+  await conn.close();
+});
+
+const LARGE_FILES = 10_000;
+const TEXT_CAP = 50_000; // maxInlineBytes
+const META_CAP = 65_536; // searchMetaMaxBytes
+
+/** 10,000 files in 100 directories, three lines with `needle` each:
+ * canonical values of hundreds of kilobytes, far past every cap. */
+let largeTree;
+function large() {
+  if (largeTree) return largeTree;
+  largeTree = tempdir("dsh-mcp-node-large-");
+  for (let k = 0; k < 100; k++) {
+    const sub = path.join(largeTree, `d${String(k).padStart(2, "0")}`);
+    fs.mkdirSync(sub);
+    for (let f = 0; f < LARGE_FILES / 100; f++) {
+      const name = `file-${String(f).padStart(3, "0")}.txt`;
+      fs.writeFileSync(path.join(sub, name), `needle ${k} ${f}\nsecond needle\nthird needle, the last\n`);
+    }
+  }
+  return largeTree;
+}
+
+const bytes = (value) => Buffer.byteLength(JSON.stringify(value));
+
+const largeCalls = [
+  ["glob", { pattern: "*" }, { shape: "paths", total: LARGE_FILES, truncated: true }],
+  ["grep", { pattern: "needle" }, { shape: "matches", total: 3 * LARGE_FILES, truncated: true }],
+];
+
+/** Issue 37 item 6, the bound of contract.md §12: beside its text, a result
+ * carries at most 1 KiB (every field serialized), plus `page` bytes
+ * (searchMetaMaxBytes with --meta-page). */
+function assertBounded(tool, result, page = 0) {
+  assert.ok(Buffer.byteLength(text(result)) <= TEXT_CAP, tool);
+  const whole = bytes(result);
+  assert.ok(whole <= bytes(text(result)) + page + 1024, `${tool}: a result of ${whole} bytes`);
+}
+
+test("a result is its text and little else", async () => {
+  const root = large();
+  const conn = await connect(["--cwd", root]);
+  for (const [tool, args, counts] of largeCalls) {
+    const result = await conn.call(tool, args);
+    assert.equal(result.isError, false);
+    assertBounded(tool, result);
+    assert.equal(result.structuredContent, undefined, tool);
+    assert.deepEqual(result._meta["dsh-search/meta"], counts, tool);
+  }
+  await conn.close();
+});
+
+test("--structured-content meta gives the counts, full the whole value; --meta-page the page", async () => {
+  const root = large();
+  let conn = await connect(["--cwd", root], { mcpArgs: ["--structured-content", "meta"] });
+  for (const [tool, args, counts] of largeCalls) {
+    const result = await conn.call(tool, args);
+    assertBounded(tool, result);
+    assert.deepEqual(result.structuredContent, counts, tool);
+  }
+  await conn.close();
+  conn = await connect(["--cwd", root], { mcpArgs: ["--meta-page"] });
+  for (const [tool, args, counts] of largeCalls) {
+    const result = await conn.call(tool, args);
+    assertBounded(tool, result, META_CAP);
+    assert.equal(result.structuredContent, undefined, tool);
+    const page = result._meta["dsh-search/meta"];
+    assert.deepEqual({ shape: page.shape, total: page.total, truncated: page.truncated }, counts);
+    assert.ok(page[tool === "glob" ? "paths" : "files"].length > 0, tool);
+  }
+  await conn.close();
+  conn = await connect(["--cwd", root], { mcpArgs: ["--structured-content", "full"] });
+  const glob = await conn.call("glob", { pattern: "*" });
+  assert.equal(glob.structuredContent.paths.length, LARGE_FILES);
+  const grep = await conn.call("grep", { pattern: "needle" });
+  assert.equal(grep.structuredContent.matches.length, 3 * LARGE_FILES);
   await conn.close();
 });

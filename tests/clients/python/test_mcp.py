@@ -76,9 +76,11 @@ class Connection:
 
 
 @asynccontextmanager
-async def connect(mode: str, args: list[str], cwd: pathlib.Path, roots=None) -> AsyncIterator[Connection]:
-    """A `Client` in `mode` on `dsh-search ARGS mcp`, its stderr in a file."""
-    params = StdioServerParameters(command=BIN, args=[*args, "mcp"], cwd=str(cwd))
+async def connect(
+    mode: str, args: list[str], cwd: pathlib.Path, roots=None, mcp_args: tuple[str, ...] = ()
+) -> AsyncIterator[Connection]:
+    """A `Client` in `mode` on `dsh-search ARGS mcp MCP_ARGS`, its stderr in a file."""
+    params = StdioServerParameters(command=BIN, args=[*args, "mcp", *mcp_args], cwd=str(cwd))
     with tempfile.NamedTemporaryFile("w+", suffix=".log") as log:
         transport = stdio_client(params, errlog=log)
         async with Client(server=transport, mode=mode, list_roots_callback=roots) as client:
@@ -120,8 +122,9 @@ async def test_grep_and_glob_print_what_the_cli_prints(tree: pathlib.Path, mode:
             result = await conn.call(tool, arguments)
             assert text(result) + "\n" == cli(tree, *argv), (tool, arguments)
             assert result.is_error == text(result).startswith("Error: ")
-            if not result.is_error:
-                assert isinstance(result.structured_content, dict), result
+            # The text alone: a client that shows the model structuredContent
+            # instead would show it nothing else.
+            assert result.structured_content is None, result
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -191,3 +194,75 @@ async def test_bad_calls_get_clear_errors_and_the_connection_goes_on(tree: pathl
             await conn.call("nope", {})
         ok = await conn.call("glob", {"pattern": "lib.rs"})
         assert text(ok) == "src/lib.rs"
+
+
+LARGE_FILES = 10_000
+TEXT_CAP = 50_000  # maxInlineBytes
+META_CAP = 65_536  # searchMetaMaxBytes
+
+
+@pytest.fixture(scope="module")
+def large() -> Iterator[pathlib.Path]:
+    """10,000 files in 100 directories, three lines with `needle` each:
+    canonical values of hundreds of kilobytes, far past every cap."""
+    with tempfile.TemporaryDirectory() as d:
+        root = pathlib.Path(d)
+        for k in range(100):
+            sub = root / f"d{k:02}"
+            sub.mkdir()
+            for f in range(LARGE_FILES // 100):
+                (sub / f"file-{f:03}.txt").write_text(f"needle {k} {f}\nsecond needle\nthird needle, the last\n")
+        yield root
+
+
+def result_bytes(result: types.CallToolResult) -> int:
+    """The JSON of every field of a result, as the SDK holds it."""
+    return len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
+
+
+def text_bytes(result: types.CallToolResult) -> int:
+    """The JSON of the result's text alone."""
+    return len(json.dumps(text(result), ensure_ascii=False).encode())
+
+
+LARGE_CALLS = [
+    ("glob", {"pattern": "*"}, {"shape": "paths", "total": LARGE_FILES, "truncated": True}),
+    ("grep", {"pattern": "needle"}, {"shape": "matches", "total": 3 * LARGE_FILES, "truncated": True}),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_result_is_its_text_and_little_else(large: pathlib.Path, mode: str) -> None:
+    """Issue 37 item 6, the bound of contract.md §12: beside its text, a
+    result carries at most 1 KiB (every field counted); its `_meta` has the
+    presentation meta's counts."""
+    async with connect(mode, ["--cwd", str(large)], large) as conn:
+        for tool, arguments, counts in LARGE_CALLS:
+            result = await conn.call(tool, arguments)
+            assert not result.is_error, result
+            assert len(text(result).encode()) <= TEXT_CAP, tool
+            assert result_bytes(result) <= text_bytes(result) + 1_024, (tool, result_bytes(result))
+            assert result.structured_content is None, tool
+            assert result.meta["dsh-search/meta"] == counts, tool
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_structured_content_meta_and_full_and_the_meta_page(large: pathlib.Path, mode: str) -> None:
+    async with connect(mode, ["--cwd", str(large)], large, mcp_args=("--structured-content", "meta")) as conn:
+        for tool, arguments, counts in LARGE_CALLS:
+            result = await conn.call(tool, arguments)
+            assert result.structured_content == counts, tool
+            assert result_bytes(result) <= text_bytes(result) + 1_024, (tool, result_bytes(result))
+    async with connect(mode, ["--cwd", str(large)], large, mcp_args=("--meta-page",)) as conn:
+        for tool, arguments, counts in LARGE_CALLS:
+            result = await conn.call(tool, arguments)
+            assert result.structured_content is None, tool
+            assert result_bytes(result) <= text_bytes(result) + META_CAP + 1_024, (tool, result_bytes(result))
+            page = result.meta["dsh-search/meta"]
+            assert {k: page[k] for k in counts} == counts, tool
+            assert len(page["paths" if tool == "glob" else "files"]) > 0, tool
+    async with connect(mode, ["--cwd", str(large)], large, mcp_args=("--structured-content", "full")) as conn:
+        result = await conn.call("glob", {"pattern": "*"})
+        assert len(result.structured_content["paths"]) == LARGE_FILES
+        result = await conn.call("grep", {"pattern": "needle"})
+        assert len(result.structured_content["matches"]) == 3 * LARGE_FILES
