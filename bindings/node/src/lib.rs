@@ -493,7 +493,8 @@ impl NativeTools {
         let args: Value = serde_json::from_str(&args_json)
             .map_err(|e| Error::from_reason(format!("Tools.call: args are not JSON: {e}")))?;
         let workdir = if self.workspace.is_remote() {
-            remote_dir_path(Path::new(&cwd)).map_err(|e| Error::from_reason(format!("Tools.call: cwd {e}")))?
+            remote_dir_path(Path::new(&cwd))
+                .map_err(|e| Error::from_reason(format!("Tools.call: cwd {e}")))?
         } else {
             existing_dir(&cwd, "Tools.call")?
         };

@@ -223,11 +223,17 @@ impl Tools {
                 .map_err(|e| PyValueError::new_err(format!("Tools: {key} {:?}: {e}", p.0)))
         };
         // A remote root is a path on the host, never resolved here.
-        let root = if remote { root.0 } else { absolute(root, "root")? };
+        let root = if remote {
+            root.0
+        } else {
+            absolute(root, "root")?
+        };
         // The paths go to the workspace as paths, never through text: a
         // name that is not UTF-8 is the directory it names.
         let options = options::ToolsOptions {
-            config: config.map(|c| to_json(py, &c, "Tools: config")).transpose()?,
+            config: config
+                .map(|c| to_json(py, &c, "Tools: config"))
+                .transpose()?,
             backend,
             fs,
             // Without the index, an sftp:// workspace has no root of its
@@ -236,7 +242,9 @@ impl Tools {
             root: (!remote || index).then(|| root.clone()),
             overlay: overlay.map(|p| absolute(p, "overlay")).transpose()?,
             identity: identity.map(|p| absolute(p, "identity")).transpose()?,
-            known_hosts: known_hosts.map(|p| absolute(p, "known_hosts")).transpose()?,
+            known_hosts: known_hosts
+                .map(|p| absolute(p, "known_hosts"))
+                .transpose()?,
             index,
         };
         let (workspace, tools) = py
