@@ -13,75 +13,73 @@ use dsh_search::tool::Tools;
 use dsh_search::{BackendKind, FsSpec, Sessions, Workspace, WorkspaceError, WorkspaceOptions};
 use serde_json::Value;
 
-/// The workspace and its tools for the options object (see
-/// [`NativeTools`]): built the way `dsh-search serve` builds them for its
-/// options, with the sessions (read observations, guard counters) in
-/// memory for the life of the object.
-pub(crate) fn make_tools(options: &Value) -> std::result::Result<(Workspace, Tools), String> {
-    const KEYS: [&str; 8] = [
-        "config",
-        "backend",
-        "fs",
-        "overlay",
-        "root",
-        "identity",
-        "knownHosts",
-        "index",
-    ];
-    let Value::Object(obj) = options else {
-        return Err("Tools: options must be an object".into());
-    };
-    for key in obj.keys() {
-        if !KEYS.contains(&key.as_str()) {
-            return Err(format!(
-                "Tools: unknown option {key:?}: use {}",
-                KEYS.join(", ")
-            ));
-        }
-    }
-    let config = match obj.get("config") {
-        None | Some(Value::Null) => Config::default(),
+/// The options of a binding's `Tools`, typed: Node's come from its options
+/// object (JSON), Python's keyword arguments go in directly, so that a path
+/// never passes through text on the way (a Python path need not be UTF-8;
+/// docs/packaging.md).
+#[derive(Debug)]
+pub(crate) struct ToolsOptions {
+    /// The configuration keys, as JSON.
+    pub(crate) config: Option<Value>,
+    /// `native` or `rg`.
+    pub(crate) backend: Option<String>,
+    /// `local`, `mem`, `mem:ROOT` or `sftp://[USER@]HOST[:PORT]`.
+    pub(crate) fs: Option<String>,
+    /// The directory mem loads, the overlay covers and the index mirrors
+    /// (with sftp:// and the index: the remote directory).
+    pub(crate) root: Option<PathBuf>,
+    /// The overlay's directory.
+    pub(crate) overlay: Option<PathBuf>,
+    /// sftp://: the private key.
+    pub(crate) identity: Option<PathBuf>,
+    /// sftp://: the known-hosts file.
+    pub(crate) known_hosts: Option<PathBuf>,
+    /// A live index of the root.
+    pub(crate) index: bool,
+}
+
+/// The workspace and its tools for `options`: built the way `dsh-search
+/// serve` builds them for its options, with the sessions (read
+/// observations, guard counters) in memory for the life of the object.
+pub(crate) fn make_tools(options: ToolsOptions) -> std::result::Result<(Workspace, Tools), String> {
+    let config = match &options.config {
+        None => Config::default(),
         Some(v) => Config::from_json(v).map_err(|e| e.to_string())?,
     };
-    let backend = match obj.get("backend").and_then(Value::as_str) {
+    let backend = match options.backend.as_deref() {
         None | Some("native") => BackendKind::Native,
         Some("rg") => BackendKind::Rg,
         Some(other) => return Err(format!("Tools: backend {other:?}: use native or rg")),
     };
-    let fs = match obj.get("fs").and_then(Value::as_str) {
+    let fs = match options.fs.as_deref() {
         None => FsSpec::Local,
         Some(s) => s.parse::<FsSpec>().map_err(|e| format!("Tools: fs: {e}"))?,
     };
-    let text = |key: &str| obj.get(key).and_then(Value::as_str).map(PathBuf::from);
     let remote = matches!(fs, FsSpec::Sftp(_));
-    let index = match obj.get("index") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(on)) => *on,
-        Some(_) => return Err("Tools: index must be a boolean".into()),
-    };
+    let index = options.index;
     let mut o = WorkspaceOptions::new(fs);
     o.backend(backend).rg_path(rg_from_env()).index(index);
-    if remote && !index && obj.contains_key("root") {
+    if remote && !index && options.root.is_some() {
         return Err("Tools: root names a local directory (for mem and an overlay), or with index the remote directory the index mirrors: an sftp:// workspace without index has none; a call's cwd is the remote directory".into());
     }
-    if remote && index && !obj.contains_key("root") {
+    if remote && index && options.root.is_none() {
         return Err("Tools: index over sftp:// needs root: the remote directory to mirror (an absolute path on the host)".into());
     }
-    if let Some(root) = text("root") {
+    if let Some(root) = &options.root {
         let root = if remote {
-            remote_dir_path(&root.to_string_lossy())
+            remote_dir_path(root)
         } else {
-            existing_dir_path(&root)
+            existing_dir_path(root)
         };
         o.root(root.map_err(|e| format!("Tools: root: {e}"))?);
     }
-    if let Some(dir) = text("overlay") {
+    if let Some(dir) = options.overlay {
         o.overlay(dir);
     }
-    if let Some(key) = text("identity") {
+    if let Some(key) = options.identity {
         o.identity(key);
     }
-    if let Some(file) = text("knownHosts") {
+    if let Some(file) = options.known_hosts {
         o.known_hosts(file);
     }
     // The SSH defaults, as the command line takes them.
@@ -114,17 +112,16 @@ pub(crate) fn check_remote_cwd(
 }
 
 /// A remote workdir: an absolute path (checked on the host by the call).
-pub(crate) fn remote_dir_path(dir: &str) -> std::result::Result<PathBuf, String> {
-    if dir.is_empty() {
+pub(crate) fn remote_dir_path(dir: &Path) -> std::result::Result<PathBuf, String> {
+    if dir.as_os_str().is_empty() {
         return Err("is empty: pass an absolute directory on the remote host".into());
     }
-    let path = PathBuf::from(dir);
-    if !path.is_absolute() {
+    if !dir.is_absolute() {
         return Err(format!(
             "{dir:?} is relative: pass an absolute directory on the remote host"
         ));
     }
-    Ok(path)
+    Ok(dir.to_path_buf())
 }
 
 /// `dir` as a path, when it names an existing absolute directory.

@@ -35,7 +35,7 @@ use serde_json::Value;
 
 #[path = "../../common/options.rs"]
 mod options;
-use options::{check_remote_cwd, existing_dir_path, make_tools, remote_dir_path};
+use options::{check_remote_cwd, existing_dir_path, make_tools, remote_dir_path, ToolsOptions};
 
 /// A cancellation flag JavaScript sets (from an `AbortSignal`'s `abort`
 /// event) and a running search or call checks.
@@ -460,7 +460,8 @@ impl NativeTools {
         dsh_search::set_search_threads_from_env();
         let options: Value = serde_json::from_str(&options_json)
             .map_err(|e| Error::from_reason(format!("Tools: options are not JSON: {e}")))?;
-        let (workspace, tools) = guarded(|| make_tools(&options))?.map_err(Error::from_reason)?;
+        let options = tools_options(&options).map_err(Error::from_reason)?;
+        let (workspace, tools) = guarded(|| make_tools(options))?.map_err(Error::from_reason)?;
         Ok(NativeTools {
             tools: Arc::new(tools),
             workspace: Arc::new(workspace),
@@ -492,7 +493,8 @@ impl NativeTools {
         let args: Value = serde_json::from_str(&args_json)
             .map_err(|e| Error::from_reason(format!("Tools.call: args are not JSON: {e}")))?;
         let workdir = if self.workspace.is_remote() {
-            remote_dir_path(&cwd).map_err(|e| Error::from_reason(format!("Tools.call: cwd {e}")))?
+            remote_dir_path(Path::new(&cwd))
+                .map_err(|e| Error::from_reason(format!("Tools.call: cwd {e}")))?
         } else {
             existing_dir(&cwd, "Tools.call")?
         };
@@ -517,6 +519,48 @@ impl NativeTools {
             Ok,
         )
     }
+}
+
+/// The options object of `new Tools(options)` (which has checked each
+/// key's type and resolved the local paths), typed.
+fn tools_options(options: &Value) -> std::result::Result<ToolsOptions, String> {
+    const KEYS: [&str; 8] = [
+        "config",
+        "backend",
+        "fs",
+        "overlay",
+        "root",
+        "identity",
+        "knownHosts",
+        "index",
+    ];
+    let Value::Object(obj) = options else {
+        return Err("Tools: options must be an object".into());
+    };
+    for key in obj.keys() {
+        if !KEYS.contains(&key.as_str()) {
+            return Err(format!(
+                "Tools: unknown option {key:?}: use {}",
+                KEYS.join(", ")
+            ));
+        }
+    }
+    let text = |key: &str| obj.get(key).and_then(Value::as_str).map(str::to_owned);
+    let index = match obj.get("index") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(on)) => *on,
+        Some(_) => return Err("Tools: index must be a boolean".into()),
+    };
+    Ok(ToolsOptions {
+        config: obj.get("config").filter(|v| !v.is_null()).cloned(),
+        backend: text("backend"),
+        fs: text("fs"),
+        root: text("root").map(PathBuf::from),
+        overlay: text("overlay").map(PathBuf::from),
+        identity: text("identity").map(PathBuf::from),
+        known_hosts: text("knownHosts").map(PathBuf::from),
+        index,
+    })
 }
 
 /// `dir` as a path, when it names an existing directory.

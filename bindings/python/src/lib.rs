@@ -17,6 +17,11 @@
 //! handlers, and an exception one raises (`KeyboardInterrupt` at Ctrl-C)
 //! cancels the call, which stops at its next check, and is raised once
 //! the call has stopped.
+//!
+//! Every path parameter takes `str`, `bytes` or `os.PathLike` ([`FsPath`]),
+//! without loss: a directory whose name is not UTF-8 is the directory
+//! named. The tools' own `path` and `file_path` are text, as a model gives
+//! them ([`text_path`]).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -30,7 +35,8 @@ use dsh_search::{CancelToken, Invocation, NativeBackend, Workspace};
 use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use serde_json::{json, Map, Value};
+use pyo3::Borrowed;
+use serde_json::{json, Value};
 
 #[path = "../../common/options.rs"]
 mod options;
@@ -95,6 +101,43 @@ fn off_thread<T: Send + 'static>(
     }
 }
 
+/// A path parameter: `str`, `bytes` or `os.PathLike` of either, as
+/// `os.fspath` gives it (whose `TypeError` names the three), without loss.
+///
+/// A `str` is encoded as Python encodes file names (`os.fsencode`): on
+/// Unix its `surrogateescape` gives back the bytes of a name that is not
+/// UTF-8, which `os.fsdecode` made the `str`. `bytes` are decoded with
+/// `os.fsdecode` first, which makes the same bytes of them again on Unix
+/// and is Python's own reading of a `bytes` path on Windows. (pyo3's
+/// `PathBuf` takes the `str` the same way, but refuses `bytes`.)
+struct FsPath(PathBuf);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for FsPath {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<FsPath> {
+        let os = obj.py().import("os")?;
+        let path = os.call_method1("fspath", (obj,))?;
+        let path = if path.is_instance_of::<PyBytes>() {
+            os.call_method1("fsdecode", (path,))?
+        } else {
+            path
+        };
+        Ok(FsPath(path.extract()?))
+    }
+}
+
+/// A tool's `path` or `file_path` as the text the tool takes (a model's
+/// arguments are JSON strings; the command line refuses such a path too):
+/// one that is not UTF-8 is refused, never changed.
+fn text_path(path: FsPath, what: &str) -> PyResult<String> {
+    path.0.into_os_string().into_string().map_err(|p| {
+        PyValueError::new_err(format!(
+            "{what} {p:?} is not UTF-8: the tools take text paths (a directory whose name is not, as the root or a call's cwd, is taken as it is)"
+        ))
+    })
+}
+
 /// `dir` made absolute against the current directory (as `os.path.abspath`
 /// would: the call runs on another thread, which must not depend on it),
 /// and checked to be an existing directory.
@@ -111,10 +154,10 @@ fn local_dir(dir: &Path, who: &str) -> PyResult<PathBuf> {
 fn rg<'py>(
     py: Python<'py>,
     args: Vec<String>,
-    cwd: PathBuf,
+    cwd: FsPath,
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, i32)> {
     dsh_search::set_search_threads_from_env();
-    let workdir = local_dir(&cwd, "rg")?;
+    let workdir = local_dir(&cwd.0, "rg")?;
     let cancel = CancelToken::new();
     let invocation = Invocation::parse(&args, workdir)
         .map_err(|e| PyValueError::new_err(format!("rg: {e}")))?
@@ -163,56 +206,49 @@ impl Tools {
     #[allow(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn new(
         py: Python<'_>,
-        root: PathBuf,
+        root: FsPath,
         index: bool,
         fs: Option<String>,
         backend: Option<String>,
-        overlay: Option<PathBuf>,
+        overlay: Option<FsPath>,
         config: Option<Bound<'_, PyAny>>,
-        identity: Option<PathBuf>,
-        known_hosts: Option<PathBuf>,
+        identity: Option<FsPath>,
+        known_hosts: Option<FsPath>,
         session: Option<String>,
     ) -> PyResult<Tools> {
         dsh_search::set_search_threads_from_env();
         let remote = fs.as_deref().is_some_and(|f| f.starts_with("sftp://"));
+        let absolute = |p: FsPath, key: &str| {
+            std::path::absolute(&p.0)
+                .map_err(|e| PyValueError::new_err(format!("Tools: {key} {:?}: {e}", p.0)))
+        };
         // A remote root is a path on the host, never resolved here.
         let root = if remote {
-            root
+            root.0
         } else {
-            std::path::absolute(&root)
-                .map_err(|e| PyValueError::new_err(format!("Tools: root {root:?}: {e}")))?
+            absolute(root, "root")?
         };
-        let path = |p: &Path| Value::String(p.to_string_lossy().into_owned());
-        let mut o = Map::new();
-        // Without the index, an sftp:// workspace has no root of its own:
-        // `root` is then only the calls' default directory on the host.
-        if !remote || index {
-            o.insert("root".into(), path(&root));
-        }
-        o.insert("index".into(), Value::Bool(index));
-        if let Some(fs) = fs {
-            o.insert("fs".into(), Value::String(fs));
-        }
-        if let Some(backend) = backend {
-            o.insert("backend".into(), Value::String(backend));
-        }
-        for (key, p) in [
-            ("overlay", &overlay),
-            ("identity", &identity),
-            ("knownHosts", &known_hosts),
-        ] {
-            if let Some(p) = p {
-                let p = std::path::absolute(p)
-                    .map_err(|e| PyValueError::new_err(format!("Tools: {key} {p:?}: {e}")))?;
-                o.insert(key.into(), path(&p));
-            }
-        }
-        if let Some(config) = config {
-            o.insert("config".into(), to_json(py, &config, "Tools: config")?);
-        }
-        let options = Value::Object(o);
+        // The paths go to the workspace as paths, never through text: a
+        // name that is not UTF-8 is the directory it names.
+        let options = options::ToolsOptions {
+            config: config
+                .map(|c| to_json(py, &c, "Tools: config"))
+                .transpose()?,
+            backend,
+            fs,
+            // Without the index, an sftp:// workspace has no root of its
+            // own: `root` is then only the calls' default directory on
+            // the host.
+            root: (!remote || index).then(|| root.clone()),
+            overlay: overlay.map(|p| absolute(p, "overlay")).transpose()?,
+            identity: identity.map(|p| absolute(p, "identity")).transpose()?,
+            known_hosts: known_hosts
+                .map(|p| absolute(p, "known_hosts"))
+                .transpose()?,
+            index,
+        };
         let (workspace, tools) = py
-            .detach(|| options::make_tools(&options))
+            .detach(|| options::make_tools(options))
             .map_err(PyValueError::new_err)?;
         Ok(Tools {
             tools: Arc::new(tools),
@@ -237,7 +273,7 @@ impl Tools {
         py: Python<'py>,
         name: String,
         args: Bound<'py, PyAny>,
-        cwd: Option<PathBuf>,
+        cwd: Option<FsPath>,
         session: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let args = to_json(py, &args, "Tools.call: args")?;
@@ -253,10 +289,11 @@ impl Tools {
         &self,
         py: Python<'_>,
         pattern: String,
-        path: Option<String>,
-        cwd: Option<PathBuf>,
+        path: Option<FsPath>,
+        cwd: Option<FsPath>,
         session: Option<String>,
     ) -> PyResult<String> {
+        let path = path.map(|p| text_path(p, "Tools.glob: path")).transpose()?;
         let args = json!({ "pattern": pattern, "path": path });
         self.text(py, "glob", args, cwd, session)
     }
@@ -268,11 +305,12 @@ impl Tools {
         &self,
         py: Python<'_>,
         pattern: String,
-        path: Option<String>,
+        path: Option<FsPath>,
         include: Option<String>,
-        cwd: Option<PathBuf>,
+        cwd: Option<FsPath>,
         session: Option<String>,
     ) -> PyResult<String> {
+        let path = path.map(|p| text_path(p, "Tools.grep: path")).transpose()?;
         let args = json!({ "pattern": pattern, "path": path, "include": include });
         self.text(py, "grep", args, cwd, session)
     }
@@ -283,12 +321,13 @@ impl Tools {
     fn read(
         &self,
         py: Python<'_>,
-        file_path: String,
+        file_path: FsPath,
         offset: Option<u64>,
         limit: Option<u64>,
-        cwd: Option<PathBuf>,
+        cwd: Option<FsPath>,
         session: Option<String>,
     ) -> PyResult<String> {
+        let file_path = text_path(file_path, "Tools.read: file_path")?;
         let args = json!({ "file_path": file_path, "offset": offset, "limit": limit });
         self.text(py, "read", args, cwd, session)
     }
@@ -299,11 +338,12 @@ impl Tools {
     fn write(
         &self,
         py: Python<'_>,
-        file_path: String,
+        file_path: FsPath,
         content: String,
-        cwd: Option<PathBuf>,
+        cwd: Option<FsPath>,
         session: Option<String>,
     ) -> PyResult<String> {
+        let file_path = text_path(file_path, "Tools.write: file_path")?;
         let args = json!({ "file_path": file_path, "content": content });
         self.text(py, "write", args, cwd, session)
     }
@@ -315,13 +355,14 @@ impl Tools {
     fn edit(
         &self,
         py: Python<'_>,
-        file_path: String,
+        file_path: FsPath,
         old_string: String,
         new_string: String,
         replace_all: bool,
-        cwd: Option<PathBuf>,
+        cwd: Option<FsPath>,
         session: Option<String>,
     ) -> PyResult<String> {
+        let file_path = text_path(file_path, "Tools.edit: file_path")?;
         let args = json!({
             "file_path": file_path,
             "old_string": old_string,
@@ -339,14 +380,12 @@ impl Tools {
         py: Python<'_>,
         name: String,
         args: Value,
-        cwd: Option<PathBuf>,
+        cwd: Option<FsPath>,
         session: Option<String>,
     ) -> PyResult<ToolResult> {
-        let workdir = match cwd {
-            Some(cwd) if self.workspace.is_remote() => {
-                options::remote_dir_path(&cwd.to_string_lossy())
-                    .map_err(|e| PyValueError::new_err(format!("Tools: cwd {e}")))?
-            }
+        let workdir = match cwd.map(|c| c.0) {
+            Some(cwd) if self.workspace.is_remote() => options::remote_dir_path(&cwd)
+                .map_err(|e| PyValueError::new_err(format!("Tools: cwd {e}")))?,
             Some(cwd) => local_dir(&cwd, "Tools")?,
             None if self.workspace.is_remote() => self.root.clone(),
             None => local_dir(&self.root, "Tools")?,
@@ -373,7 +412,7 @@ impl Tools {
         py: Python<'_>,
         name: &str,
         args: Value,
-        cwd: Option<PathBuf>,
+        cwd: Option<FsPath>,
         session: Option<String>,
     ) -> PyResult<String> {
         // Arguments left at None are left out, as a model leaves them out.

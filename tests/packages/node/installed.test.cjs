@@ -276,3 +276,80 @@ test("refused with a message: another platform, a missing, mismatched or corrupt
   }
   assert.equal(loadError(APP), "loaded");
 });
+
+/** The launcher started by node (under the emulator where there is one), with `env` added. */
+function launch(app, args, env = {}) {
+  const launcher = path.join(app, "node_modules", "dsh-search", "bin", "dsh-search.js");
+  const emulator = process.env.DSH_SEARCH_PKG_EMULATOR;
+  const [cmd, ...pre] = emulator ? emulator.split(" ") : [process.execPath];
+  const argv = [...pre, ...(emulator ? [process.execPath] : []), launcher, ...args];
+  return spawnSync(cmd, argv, { cwd: tempdir("dsh-pkg-cwd-"), env: { ...process.env, ...env }, encoding: "utf8" });
+}
+
+// See: issue 37 item 8 (a child killed by SIGUSR1 made node start its
+// inspector and exit 2). The platform binary is replaced by a script that
+// kills itself with the signal it is given.
+test(
+  "the launcher passes on a child's death by a signal: 128+n for those node keeps",
+  { skip: process.platform === "win32" && "Windows has no signals to die of" },
+  () => {
+    const dir = appCopy();
+    const bin = path.join(platformDir(dir).dir, "bin", "dsh-search");
+    fs.writeFileSync(bin, '#!/bin/sh\nkill -s "$1" $$\n');
+    fs.chmodSync(bin, 0o755);
+    const cases = [
+      // node starts its inspector at SIGUSR1 and ignores SIGPIPE and SIGXFSZ.
+      ["USR1", 128 + os.constants.signals.SIGUSR1, null],
+      ["PIPE", 128 + os.constants.signals.SIGPIPE, null],
+      ["XFSZ", 128 + os.constants.signals.SIGXFSZ, null],
+      // Any other: the launcher dies of it, as its child did.
+      ["TERM", null, "SIGTERM"],
+      ["USR2", null, "SIGUSR2"],
+    ];
+    for (const [signal, status, died] of cases) {
+      const r = launch(dir, [signal]);
+      assert.deepEqual([r.status, r.signal], [status, died], `SIG${signal}: ${r.stderr}`);
+      assert.doesNotMatch(r.stderr, /Debugger listening/, `SIG${signal}`);
+    }
+  },
+);
+
+/** `cmd` run with `args` given as bytes: sh builds each with printf, since spawn encodes its arguments as UTF-8. */
+function runBytes(cmd, args) {
+  const octal = (b) => [...b].map((c) => `\\${c.toString(8).padStart(3, "0")}`).join("");
+  const script = `exec "$0" ${args.map((a) => `"$(printf '${octal(a)}')"`).join(" ")}`;
+  const r = spawnSync("/bin/sh", ["-c", script, cmd]);
+  return { stdout: r.stdout.toString("latin1"), stderr: r.stderr.toString("latin1"), status: r.status };
+}
+
+// See: issue 37 item 7 (node decodes its arguments with U+FFFD in place of
+// bytes that are not UTF-8: `glob $'\xe9*'` answered "No files found"
+// where the binary refuses the argument).
+test(
+  "an argument that is not UTF-8 reaches the binary as its bytes; a genuine U+FFFD as text",
+  {
+    skip:
+      (process.platform === "win32" && "Windows gives node its arguments in UTF-16") ||
+      (process.env.DSH_SEARCH_PKG_EMULATOR && "the launcher cannot start the binary under the emulator (see command())"),
+  },
+  () => {
+    const root = tree();
+    const latin1 = Buffer.concat([Buffer.from(`${root}/`), Buffer.from([0xe9]), Buffer.from("dir")]);
+    fs.mkdirSync(latin1);
+    fs.writeFileSync(Buffer.concat([latin1, Buffer.from("/notes.txt")]), "hello from a latin-1 directory\n");
+    fs.writeFileSync(path.join(root, "replacement.txt"), "a \uFFFD here\n");
+    const [cmd, pre] = command([]);
+    const b = (...parts) => Buffer.concat(parts.map((p) => (typeof p === "string" ? Buffer.from(p) : p)));
+    const cases = [
+      ["a glob that is not UTF-8", [b("--cwd"), b(root), b("glob"), b(Buffer.from([0xe9]), "*")], 2],
+      ["a --cwd that is not UTF-8", [b("--cwd"), latin1, b("grep"), b("hello")], 0],
+      ["a pattern with a genuine U+FFFD", [b("--cwd"), b(root), b("grep"), b("a \uFFFD")], 0],
+    ];
+    for (const [name, args, status] of cases) {
+      const got = runBytes(cmd, [...pre.map((a) => Buffer.from(a)), ...args]);
+      const want = runBytes(CLI, args);
+      assert.deepEqual(got, want, name);
+      assert.equal(got.status, status, `${name}: ${got.stderr}`);
+    }
+  },
+);

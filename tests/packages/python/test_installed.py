@@ -139,6 +139,7 @@ BAD = [
     ("rg: not one of the two invocations", lambda d: dsh_search.rg(["--files"], d), ValueError, "rg: "),
     ("rg: a missing cwd", lambda d: dsh_search.rg(glob_argv("*"), d / "nope"), ValueError, "nope"),
     ("rg: args not a list", lambda d: dsh_search.rg("--files", d), TypeError, ""),
+    ("Tools: root None", lambda d: dsh_search.Tools(None), TypeError, "expected str, bytes or os.PathLike object"),
     ("Tools: an unknown backend", lambda d: dsh_search.Tools(d, backend="ripgrep"), ValueError, "ripgrep"),
     ("Tools: a bad fs", lambda d: dsh_search.Tools(d, fs="ftp://x"), ValueError, "fs"),
     ("Tools.call: args not JSON", lambda d: dsh_search.Tools(d).call("grep", {"pattern": object()}), ValueError, "JSON"),
@@ -207,3 +208,66 @@ def test_python_m_dsh_search_runs_the_cli(tree: pathlib.Path) -> None:
                           capture_output=True, text=True)
     theirs = subprocess.run([CLI, "--cwd", str(tree), "grep", "zzz_absent"], capture_output=True, text=True)
     assert (ours.stdout, ours.returncode) == (theirs.stdout, theirs.returncode) == ("No matches found\n", 1)
+
+
+
+# See: issue 37 item 9 (a root whose name is not UTF-8 was decoded lossily
+# and refused; a bytes path was refused).
+def path_forms(path: bytes) -> list[tuple[str, str | bytes | pathlib.Path]]:
+    """`path` as each kind of path a parameter takes: os.fsdecode's str
+    (surrogateescape), the bytes, a pathlib.Path."""
+    return [("str", os.fsdecode(path)), ("bytes", path), ("pathlib.Path", pathlib.Path(os.fsdecode(path)))]
+
+
+def test_a_directory_whose_name_is_not_utf8_is_taken_as_it_is() -> None:
+    with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as elsewhere:
+        root = os.path.join(os.fsencode(d), b"\xe9dir")
+        os.mkdir(root)
+        make_tree(pathlib.Path(os.fsdecode(root)))
+        steps = [
+            (lambda t, **kw: t.grep("hello", include="*.md", **kw), ["grep", "hello", "--include", "*.md"]),
+            (lambda t, **kw: t.glob("**/*.rs", **kw), ["glob", "**/*.rs"]),
+            (lambda t, **kw: t.read("src/lib.rs", **kw), ["read", "src/lib.rs"]),
+        ]
+        for form, path in path_forms(root):
+            for run, argv in steps:
+                # The command line's --cwd takes the bytes (subprocess
+                # encodes the str back to them).
+                want, code = cli(pathlib.Path(os.fsdecode(root)), "s", *argv)
+                assert code == 0, (argv, want)
+                # As the root, and as a call's cwd in a workspace elsewhere.
+                assert run(dsh_search.Tools(path, session="s")) == want, (form, argv)
+                assert run(dsh_search.Tools(elsewhere, session="s"), cwd=path) == want, (form, argv)
+            for name, argv in RG_CASES:
+                r = subprocess.run([RG, *argv], cwd=root, capture_output=True, stdin=subprocess.DEVNULL)
+                assert normalize(dsh_search.rg(argv, path)) == normalize((r.stdout, r.stderr, r.returncode)), (form, name)
+
+
+def test_an_overlay_whose_name_is_not_utf8_gets_the_edits(tree: pathlib.Path) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        for i in range(3):
+            # An overlay of its own for each form.
+            form, overlay = path_forms(os.path.join(os.fsencode(d), b"\xe9overlay%d" % i))[i]
+            tools = dsh_search.Tools(tree, overlay=overlay, session="o")
+            tools.read("README.md")
+            tools.edit("README.md", "# demo", f"# {form}")
+            assert (tree / "README.md").read_bytes().startswith(b"# demo\n")
+            kept = [os.path.join(top, f) for top, _, files in os.walk(os.fsencode(overlay)) for f in files]
+            assert any(open(f, "rb").read().startswith(f"# {form}\n".encode()) for f in kept), (form, kept)
+            assert f"# {form}\n" in tools.read("README.md"), form
+
+
+def test_a_tool_path_is_text_from_str_bytes_or_a_path(tree: pathlib.Path) -> None:
+    tools = dsh_search.Tools(tree, session="p")
+    assert tools.read(b"src/lib.rs") == tools.read(pathlib.Path("src/lib.rs")) == tools.read("src/lib.rs")
+    assert tools.glob("*.rs", b"src") == tools.glob("*.rs", pathlib.Path("src")) == tools.glob("*.rs", "src")
+    assert tools.grep("fn", b"src") == tools.grep("fn", pathlib.Path("src")) == tools.grep("fn", "src")
+    # A path that is not text is refused, as the command line refuses it,
+    # never changed into another.
+    for form, path in path_forms(b"\xe9.txt"):
+        with pytest.raises(ValueError, match=r"Tools\.read: file_path .* is not UTF-8"):
+            tools.read(path)
+        with pytest.raises(ValueError, match=r"Tools\.grep: path .* is not UTF-8"):
+            tools.grep("x", path)
+    with pytest.raises(TypeError, match="expected str, bytes or os.PathLike object"):
+        tools.read(None)  # type: ignore[arg-type]

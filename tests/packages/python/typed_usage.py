@@ -16,4 +16,8 @@ def use(root: pathlib.Path) -> str:
         tools.edit("a.py", "x", "y", replace_all=True)
     except dsh_search.ToolError as e:
         text += e.code or ""
+    # Every path parameter takes str, bytes or an os.PathLike of either.
+    raw = bytes(root) + b"/\xe9dir"
+    dsh_search.rg(["--no-config", "--files"], raw)
+    text += dsh_search.Tools(raw, overlay=raw).glob("*", b"src", cwd=raw) + tools.read(pathlib.Path("a.py"))
     return text + stdout.decode() + stderr.decode() + str(code) + str(result) + dsh_search.binary()

@@ -6,7 +6,11 @@ from typing import Any, Optional, Union
 
 __version__: str
 
-_Path = Union[str, "os.PathLike[str]"]
+# Every path parameter: str, bytes or an os.PathLike of either, taken
+# without loss (a name that is not UTF-8 is the file it names). A tool's
+# ``path`` and ``file_path`` must be text (UTF-8): one that is not raises
+# ValueError, as the command line refuses it.
+_Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 class ToolError(Exception):
     """A tool's error result; ``str(e)`` is the text the model reads."""
@@ -35,12 +39,12 @@ class Tools:
         self, name: str, args: dict[str, Any], *, cwd: Optional[_Path] = None, session: Optional[str] = None
     ) -> dict[str, Any]: ...
     def glob(
-        self, pattern: str, path: Optional[str] = None, *, cwd: Optional[_Path] = None, session: Optional[str] = None
+        self, pattern: str, path: Optional[_Path] = None, *, cwd: Optional[_Path] = None, session: Optional[str] = None
     ) -> str: ...
     def grep(
         self,
         pattern: str,
-        path: Optional[str] = None,
+        path: Optional[_Path] = None,
         include: Optional[str] = None,
         *,
         cwd: Optional[_Path] = None,
@@ -48,7 +52,7 @@ class Tools:
     ) -> str: ...
     def read(
         self,
-        file_path: str,
+        file_path: _Path,
         offset: Optional[int] = None,
         limit: Optional[int] = None,
         *,
@@ -56,11 +60,11 @@ class Tools:
         session: Optional[str] = None,
     ) -> str: ...
     def write(
-        self, file_path: str, content: str, *, cwd: Optional[_Path] = None, session: Optional[str] = None
+        self, file_path: _Path, content: str, *, cwd: Optional[_Path] = None, session: Optional[str] = None
     ) -> str: ...
     def edit(
         self,
-        file_path: str,
+        file_path: _Path,
         old_string: str,
         new_string: str,
         replace_all: bool = False,
