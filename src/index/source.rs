@@ -73,6 +73,15 @@ pub(crate) trait Source: FsHints + FsWrite {
     /// now on.
     fn feed(self: &Arc<Self>, root: &Path, watch_limit: Option<usize>) -> io::Result<Self::Feed>;
 
+    /// Why no feed can follow the changes below `root` though one can be
+    /// made, if none can: the index then validates its mirror at each call
+    /// (`validate.rs`). A network filesystem on the local disk: inotify
+    /// hears only this machine's writes.
+    fn unwatchable(&self, root: &Path) -> Option<String> {
+        let _ = root;
+        None
+    }
+
     /// `root` as the index names it: real (no symlink), so that the walks
     /// of calls that name it so meet the mirror.
     fn index_root(&self, root: &Path) -> io::Result<PathBuf> {
@@ -131,6 +140,10 @@ impl Source for LocalFs {
 
     fn feed(self: &Arc<Self>, _root: &Path, watch_limit: Option<usize>) -> io::Result<Watcher> {
         Watcher::new(watch_limit)
+    }
+
+    fn unwatchable(&self, root: &Path) -> Option<String> {
+        super::watch::network_fs(root).map(|kind| format!("a network filesystem ({kind})"))
     }
 
     fn index_root(&self, root: &Path) -> io::Result<PathBuf> {
@@ -324,6 +337,13 @@ impl<L: Source, U: Source> Source for OverlayFs<L, U> {
             upper: self.upper().feed(&upper_root, watch_limit)?,
             upper_root,
         })
+    }
+
+    fn unwatchable(&self, root: &Path) -> Option<String> {
+        let upper = self.upper_path_of(root)?;
+        self.lower()
+            .unwatchable(root)
+            .or_else(|| self.upper().unwatchable(&upper))
     }
 
     fn read_text<R>(
