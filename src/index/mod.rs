@@ -109,6 +109,7 @@ trait Live: Send + Sync {
     fn wait_ready(&self, timeout: Duration) -> bool;
     fn wait_saved(&self, timeout: Duration) -> bool;
     fn status(&self) -> IndexStatus;
+    fn settle(&self) -> bool;
     fn glob(&self, req: &GlobRequest) -> (Outcome<GlobResults>, Answer);
     fn grep(&self, req: &GrepRequest) -> (Outcome<GrepResults>, Answer);
 }
@@ -406,6 +407,15 @@ impl Index {
         self.inner.status()
     }
 
+    /// Settle the mirror as a call does before it is answered (the feed's
+    /// changes applied, or the tree validated), answering nothing; whether
+    /// the mirror can then answer. For the benchmark of that step alone
+    /// (`bench --index`: "validation alone").
+    #[doc(hidden)]
+    pub fn settle(&self) -> bool {
+        self.inner.settle()
+    }
+
     /// A search backend answering from the index where it can, by the
     /// scan of the filesystem otherwise.
     pub fn backend(&self) -> IndexedBackend {
@@ -604,6 +614,10 @@ impl<S: Source> Live for Inner<S> {
             validates,
             validation_reads: self.validation_reads.load(Ordering::Relaxed),
         }
+    }
+
+    fn settle(&self) -> bool {
+        self.snapshot().is_ok()
     }
 
     fn glob(&self, req: &GlobRequest) -> (Outcome<GlobResults>, Answer) {
