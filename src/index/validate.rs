@@ -88,7 +88,7 @@ impl<S: Source> Walk<'_, S> {
     /// leaves it).
     fn dir(&self, dir: &S::Dir, abs: &Path, old: Option<&Arc<DirNode>>) -> Option<Arc<DirNode>> {
         let mut listing = Listing::new();
-        self.fs.list(dir, &mut listing);
+        self.fs.list_for_index(dir, &mut listing);
         if listing.error().is_some() {
             return None;
         }
