@@ -384,8 +384,9 @@ impl WorkspaceOptions {
     /// compared with the mirror).
     /// It is built in the background when the workspace opens; until then,
     /// and whenever it cannot vouch for its mirror, calls are answered by
-    /// the scan. Off Linux the local disk has no watcher and the scan
-    /// answers every call there. By default, off.
+    /// the scan. Where the local disk has no watcher (off Linux, past the
+    /// watch limit, a network filesystem) the mirror is validated at each
+    /// call instead ([`WorkspaceOptions::index_watch`]). By default, off.
     pub fn index(&mut self, on: bool) -> &mut WorkspaceOptions {
         self.index = on;
         self

@@ -2,7 +2,8 @@
 //! Linux (`docs/index.md`, "Kept current"), one watch per mirrored
 //! directory, read without blocking so that a call drains every event the
 //! kernel queued before it started ([`Watcher::drain`]). Elsewhere there is
-//! no watcher: [`Watcher::new`] fails and the index answers by the scan.
+//! no watcher: [`Watcher::new`] fails and the index validates its mirror at
+//! each call instead (`validate.rs`).
 
 use std::collections::BTreeSet;
 use std::io;
