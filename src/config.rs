@@ -229,6 +229,11 @@ pub struct Config {
     /// `docs/index.md`), where the workspace allows one: the command
     /// line's `--index` as a key. A key of this crate, not of the seed.
     pub index: bool,
+    /// How the index learns of changes (`indexWatch`, `"os"`;
+    /// `docs/index.md`, "Where there is no watcher"): `"os"`, the system's
+    /// watcher where there is one; `"none"`, the mirror validated at each
+    /// call. The command line's `--index-watch` as a key.
+    pub index_watch: crate::IndexWatch,
 }
 
 /// The top-level keys, in validation order.
@@ -251,6 +256,7 @@ const TOP_KEYS: &[&str] = &[
     "spillRoot",
     "guard",
     "index",
+    "indexWatch",
 ];
 
 const GUARD_KEYS: &[&str] = &["disabled", "maxEditBytes", "zeroResultBlock"];
@@ -388,6 +394,19 @@ impl Config {
             c.index = v
                 .as_bool()
                 .ok_or_else(|| ConfigError::invalid("index", "config: index must be a boolean"))?;
+        }
+        if let Some(v) = obj.get("indexWatch") {
+            let invalid = || {
+                ConfigError::invalid(
+                    "indexWatch",
+                    "config: indexWatch must be \"os\" or \"none\"",
+                )
+            };
+            c.index_watch = v
+                .as_str()
+                .ok_or_else(invalid)?
+                .parse()
+                .map_err(|_| invalid())?;
         }
         Ok(c)
     }
@@ -622,6 +641,31 @@ mod tests {
     }
 
     #[test]
+    fn index_watch_is_os_or_none() {
+        assert_eq!(Config::default().index_watch, crate::IndexWatch::Os);
+        for (value, want) in [
+            ("os", crate::IndexWatch::Os),
+            ("none", crate::IndexWatch::None),
+        ] {
+            let c = Config::from_json(&json!({"indexWatch": value})).unwrap();
+            assert_eq!(c.index_watch, want, "{value}");
+        }
+        for bad in [
+            json!("inotify"),
+            json!(""),
+            json!("None"),
+            json!(true),
+            json!(null),
+        ] {
+            assert_eq!(
+                err(json!({"indexWatch": bad})),
+                "config: indexWatch must be \"os\" or \"none\"",
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
     fn unknown_keys_are_rejected() {
         assert!(err(json!({"globMaxResult": 1})).starts_with(
             "config: unknown configuration key \"globMaxResult\" (known keys: sampleOverCapGlobResults, "
@@ -650,6 +694,7 @@ mod tests {
     refused_key!(key_of_a_positive, json!({"readLimit": 0}), "readLimit");
     refused_key!(key_of_grace, json!({"graceMs": 2147483648u64}), "graceMs");
     refused_key!(key_of_a_boolean, json!({"index": 1}), "index");
+    refused_key!(key_of_index_watch, json!({"indexWatch": "x"}), "indexWatch");
     refused_key!(key_of_spill_root, json!({"spillRoot": ""}), "spillRoot");
     refused_key!(key_of_an_unknown, json!({"nope": 1}), "nope");
     refused_key!(

@@ -194,7 +194,7 @@ pub use tool::{CallContext, CallGuard, ToolError, ToolResult, Tools};
 pub use fs::{DynFileSystem, FileSystem, LocalFs, MemFs, OverlayFs, TextFs};
 #[cfg(feature = "sftp")]
 pub use fs::{SftpBuilder, SftpFs};
-pub use index::{Answer, Index, IndexStatus, IndexedBackend};
+pub use index::{Answer, Index, IndexStatus, IndexWatch, IndexedBackend};
 pub use workspace::{
     known_hosts_from_env, ssh_user_from_env, FsSpec, ParseFsSpecError, SftpAddress, Workspace,
     WorkspaceError, WorkspaceOptions,

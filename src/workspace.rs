@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::fs::SftpFs;
 use crate::fs::{DynFileSystem, FileSystem, FsHints, LocalFs, MemFs, OverlayFs};
 use crate::guard::Guard;
-use crate::index::Index;
+use crate::index::{Index, IndexWatch};
 use crate::session::Sessions;
 use crate::spill::LocalSpillStore;
 use crate::tool::Tools;
@@ -290,6 +290,7 @@ pub struct WorkspaceOptions {
     known_hosts: Option<PathBuf>,
     index: bool,
     index_store: Option<PathBuf>,
+    index_watch: IndexWatch,
     engine: Option<Engine>,
 }
 
@@ -383,8 +384,9 @@ impl WorkspaceOptions {
     /// compared with the mirror).
     /// It is built in the background when the workspace opens; until then,
     /// and whenever it cannot vouch for its mirror, calls are answered by
-    /// the scan. Off Linux the local disk has no watcher and the scan
-    /// answers every call there. By default, off.
+    /// the scan. Where the local disk has no watcher (off Linux, past the
+    /// watch limit, a network filesystem) the mirror is validated at each
+    /// call instead ([`WorkspaceOptions::index_watch`]). By default, off.
     pub fn index(&mut self, on: bool) -> &mut WorkspaceOptions {
         self.index = on;
         self
@@ -404,6 +406,17 @@ impl WorkspaceOptions {
     /// [`IndexStatus::saved`]: crate::IndexStatus::saved
     pub fn index_store(&mut self, dir: Option<PathBuf>) -> &mut WorkspaceOptions {
         self.index_store = dir;
+        self
+    }
+
+    /// How the index learns of changes (`docs/index.md`, "Where there is no
+    /// watcher"): [`IndexWatch::Os`], the system's watcher where there is
+    /// one (inotify on Linux) and validation at each call where there is
+    /// none; [`IndexWatch::None`], validation at each call on any system
+    /// (the mirror checked against the tree's metadata, only what changed
+    /// read). By default, [`IndexWatch::Os`].
+    pub fn index_watch(&mut self, watch: IndexWatch) -> &mut WorkspaceOptions {
+        self.index_watch = watch;
         self
     }
 
@@ -444,8 +457,13 @@ impl WorkspaceOptions {
         let engine = self.engine.clone().unwrap_or_else(Engine::process_default);
         let index = match index_root {
             Some(root) => Some(
-                fs.index(&root, self.index_store.as_deref(), &engine)
-                    .map_err(WorkspaceError::Index)?,
+                fs.index(
+                    &root,
+                    self.index_store.as_deref(),
+                    &engine,
+                    self.index_watch,
+                )
+                .map_err(WorkspaceError::Index)?,
             ),
             None => None,
         };
@@ -595,15 +613,21 @@ pub struct Workspace {
 
 impl Fs {
     /// A live index of `root` on this filesystem, searching with `engine`.
-    fn index(&self, root: &Path, store: Option<&Path>, engine: &Engine) -> io::Result<Index> {
+    fn index(
+        &self,
+        root: &Path,
+        store: Option<&Path>,
+        engine: &Engine,
+        watch: IndexWatch,
+    ) -> io::Result<Index> {
         let engine = engine.clone();
         match self {
-            Fs::Local(fs) => Index::on(fs.clone(), root, None, store, engine),
-            Fs::Mem(fs) => Index::on(fs.clone(), root, None, store, engine),
-            Fs::Overlay(fs) => Index::on(fs.clone(), root, None, store, engine),
-            Fs::MemOverlay(fs) => Index::on(fs.clone(), root, None, store, engine),
+            Fs::Local(fs) => Index::on(fs.clone(), root, None, store, engine, watch),
+            Fs::Mem(fs) => Index::on(fs.clone(), root, None, store, engine, watch),
+            Fs::Overlay(fs) => Index::on(fs.clone(), root, None, store, engine, watch),
+            Fs::MemOverlay(fs) => Index::on(fs.clone(), root, None, store, engine, watch),
             #[cfg(feature = "sftp")]
-            Fs::Sftp(fs) => Index::on(fs.clone(), root, None, store, engine),
+            Fs::Sftp(fs) => Index::on(fs.clone(), root, None, store, engine, watch),
         }
     }
 }

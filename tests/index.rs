@@ -23,7 +23,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use dsh_search::tool::CallContext;
-use dsh_search::{Answer, Config, FsSpec, Index, SearchBackend, Tools, WorkspaceOptions};
+use dsh_search::{
+    Answer, Config, FsSpec, Index, IndexWatch, SearchBackend, Tools, WorkspaceOptions,
+};
 
 use crate::util::rg::{self, Call, Env};
 use crate::util::tree::{file, Spec, Tree};
@@ -150,6 +152,31 @@ pub fn random_tree(r: &mut Rng) -> Vec<Spec> {
     specs
 }
 
+std::thread_local! {
+    /// How the indexes the running test opens learn of changes: the tests
+    /// that run both ways (`both_ways`) set it on their thread.
+    static WATCH: std::cell::Cell<IndexWatch> = const { std::cell::Cell::new(IndexWatch::Os) };
+}
+
+/// Run `test` with the indexes it opens kept current as `watch` says
+/// (`docs/index.md`, "Where there is no watcher").
+fn watching(watch: IndexWatch, test: impl FnOnce()) {
+    WATCH.set(watch);
+    test();
+    WATCH.set(IndexWatch::Os);
+}
+
+/// Fail unless `ix` is kept current as the running test asked: by the
+/// watcher, or validated at each call because it was asked for.
+fn assert_kept_as_asked(ix: &Indexed) {
+    let s = ix.index.status();
+    let want = match WATCH.get() {
+        IndexWatch::Os => None,
+        IndexWatch::None => Some("asked for"),
+    };
+    assert_eq!(s.validates.as_deref(), want, "{s:?}");
+}
+
 /// The indexed workspace under test: its index, backend and tools.
 struct Indexed {
     index: Index,
@@ -161,6 +188,7 @@ fn open_indexed(root: &Path) -> Indexed {
     let ws = WorkspaceOptions::new(FsSpec::Local)
         .root(root)
         .index(true)
+        .index_watch(WATCH.get())
         .open()
         .expect("an indexed workspace opens");
     let index = ws.index().expect("the index was asked for").clone();
@@ -172,11 +200,13 @@ fn open_indexed(root: &Path) -> Indexed {
     );
     let backend = ws.backend(&Config::default());
     let tools = ws.tools(Config::default(), None).expect("tools");
-    Indexed {
+    let ix = Indexed {
         index,
         backend,
         tools,
-    }
+    };
+    assert_kept_as_asked(&ix);
+    ix
 }
 
 pub fn random_call(r: &mut Rng, dirs: &[PathBuf], files: &[PathBuf]) -> Call {
@@ -464,6 +494,17 @@ pub fn seed() -> u64 {
 
 #[test]
 fn index_follows_every_change_like_rg() {
+    watching(IndexWatch::Os, follows_every_change);
+}
+
+/// [`index_follows_every_change_like_rg`] with no watcher: the mirror
+/// validated at each call.
+#[test]
+fn index_follows_every_change_like_rg_validated() {
+    watching(IndexWatch::None, follows_every_change);
+}
+
+fn follows_every_change() {
     let Some(env) = rg::env() else { return };
     let seed = seed();
     let trees: usize = std::env::var("DSH_SEARCH_INDEX_TREES")
@@ -638,18 +679,19 @@ fn an_overflow_is_answered_by_the_scan_then_rebuilt() {
 }
 
 #[test]
-fn the_watch_limit_leaves_the_scan_answering() {
+fn the_watch_limit_turns_the_index_to_validation() {
     let Some(env) = rg::env() else { return };
     let mut report = Report::new("index watch limit");
     let tree = small_tree();
     let root = tree.root().to_path_buf();
-    // Four directories, room for five watches: live.
+    // Four directories, room for five watches: live, watched.
     let index = Index::start_with(&root, Some(5)).unwrap();
     assert!(
         index.wait_ready(Duration::from_secs(60)),
         "{:?}",
         index.status()
     );
+    assert_eq!(index.status().validates, None);
     let ix = Indexed {
         backend: Arc::new(index.backend()),
         tools: WorkspaceOptions::new(FsSpec::Local)
@@ -660,23 +702,31 @@ fn the_watch_limit_leaves_the_scan_answering() {
         index,
     };
     check_all(env, &mut report, &ix, &root, "under the limit");
-    // Two more: past it. The call that finds it is the scan's, and so is
-    // every later one (the rebuild meets the limit too).
+    // Two more: past it. The call that finds it is the scan's; the rebuild
+    // meets the limit too and validates instead of watching.
     fs::create_dir_all(root.join("x/y")).unwrap();
     fs::write(root.join("x/y/f.txt"), "needle\n").unwrap();
     match answer(&ix, &root) {
         Answer::Scan(why) => assert!(why.contains("watch limit"), "{why}"),
-        Answer::Index => panic!("past the watch limit the mirror cannot be vouched for"),
+        Answer::Index => panic!("past the watch limit the watcher cannot vouch for the mirror"),
     }
-    ix.index.wait_ready(Duration::from_secs(60));
-    assert!(
-        ix.index.status().state.contains("watch limit"),
-        "{:?}",
-        ix.index.status()
+    assert!(ix.index.wait_ready(Duration::from_secs(60)));
+    let s = ix.index.status();
+    assert_eq!(
+        (s.state.as_str(), s.validates.as_deref(), s.watches),
+        ("live", Some("the watch limit was reached"), 0),
+        "{s:?}"
     );
     check_all(env, &mut report, &ix, &root, "past the limit");
+    assert_eq!(answer(&ix, &root), Answer::Index);
+    // Changes no watch sees, each seen by the next call.
     fs::write(root.join("x/y/f.txt"), "changed\n").unwrap();
     check_all(env, &mut report, &ix, &root, "past the limit, changed");
+    fs::create_dir_all(root.join("x/z")).unwrap();
+    fs::write(root.join("x/z/g.txt"), "needle rare_token\n").unwrap();
+    fs::remove_file(root.join("a.rs")).unwrap();
+    check_all(env, &mut report, &ix, &root, "past the limit, more");
+    assert_eq!(answer(&ix, &root), Answer::Index);
     report.finish();
 }
 
@@ -941,6 +991,16 @@ fn large_files_are_ruled_out_only_when_their_trigrams_are_few() {
 /// sets their mtimes), so glob's order by mtime shows a stale mtime.
 #[test]
 fn hard_links_are_followed_through_every_name() {
+    watching(IndexWatch::Os, hard_links);
+}
+
+/// [`hard_links_are_followed_through_every_name`], validated at each call.
+#[test]
+fn hard_links_are_followed_through_every_name_validated() {
+    watching(IndexWatch::None, hard_links);
+}
+
+fn hard_links() {
     let Some(env) = rg::env() else { return };
     type Change = fn(&Path) -> std::io::Result<()>;
     /// Links made before the index starts: `(existing, new name)`.
@@ -1033,6 +1093,7 @@ fn open_saved(root: &Path, store: &Path) -> Indexed {
     let ws = WorkspaceOptions::new(FsSpec::Local)
         .root(root)
         .index(true)
+        .index_watch(WATCH.get())
         .index_store(Some(store.to_path_buf()))
         .open()
         .expect("an indexed workspace opens");
@@ -1042,11 +1103,13 @@ fn open_saved(root: &Path, store: &Path) -> Indexed {
         "{:?}",
         index.status()
     );
-    Indexed {
+    let ix = Indexed {
         backend: ws.backend(&Config::default()),
         tools: ws.tools(Config::default(), None).expect("tools"),
         index,
-    }
+    };
+    assert_kept_as_asked(&ix);
+    ix
 }
 
 /// The saved index is read and written only in a private store
@@ -1230,11 +1293,30 @@ fn a_saved_index_is_read_and_written_only_in_a_private_store() {
 /// cannot be used is ignored, said in the status, and the tree read whole.
 #[test]
 fn a_saved_index_restarts_reading_only_what_changed() {
+    watching(IndexWatch::Os, restarts);
+}
+
+/// [`a_saved_index_restarts_reading_only_what_changed`], validated at each
+/// call: the restart is the first validation.
+#[test]
+fn a_saved_index_restarts_reading_only_what_changed_validated() {
+    watching(IndexWatch::None, restarts);
+}
+
+fn restarts() {
     use std::os::unix::fs::PermissionsExt as _;
     let Some(env) = rg::env() else { return };
     let mut report = Report::new("index restart");
     let tree = small_tree();
     let root = tree.root().to_path_buf();
+    if WATCH.get() == IndexWatch::None {
+        // Validated, a file changed within the last 2 s is read again at
+        // the next validation and saved without its metadata
+        // (`validate.rs`: RECENT_NS): the tree made just now would be read
+        // whole at the restart. Its changes below are then the only ones
+        // to read.
+        std::thread::sleep(Duration::from_millis(2100));
+    }
     let store_dir = tempfile::tempdir().unwrap();
     let store = store_dir.path().join("index");
     let files = 4;

@@ -29,7 +29,8 @@ use std::time::{Duration, UNIX_EPOCH};
 use dsh_search::fs::{DynFileSystem, FileSystem, FileType, FsWrite, MemFs, WriteGuard};
 use dsh_search::tool::CallContext;
 use dsh_search::{
-    CancelToken, Config, FsSpec, Index, SearchBackend, Tools, Workspace, WorkspaceOptions,
+    CancelToken, Config, FsSpec, Index, IndexWatch, SearchBackend, Tools, Workspace,
+    WorkspaceOptions,
 };
 
 #[cfg(feature = "sftp")]
@@ -151,6 +152,11 @@ fn differential(name: &str, default_trees: usize, open: impl Fn(&Path) -> Box<dy
             }
         }
         let s = subject.index().status();
+        // Asked for validation, every build and call validated.
+        let validated = name.ends_with("validated");
+        if s.validates.as_deref() != validated.then_some("asked for") {
+            report.fail(format!("{name} tree={t}: not kept as asked: {s:?}"));
+        }
         if s.dirs_listed == 0 {
             report.fail(format!(
                 "{name} tree={t}: no directory was listed from the mirror: {s:?}"
@@ -479,11 +485,23 @@ impl Subject for InMemory {
 /// The differential test in memory.
 #[test]
 fn index_in_memory_follows_every_change_like_rg() {
-    differential("index in memory", 3, |root| {
+    in_memory("index in memory", IndexWatch::Os);
+}
+
+/// The differential test in memory, validated at each call instead of
+/// following the tree's journal.
+#[test]
+fn index_in_memory_follows_every_change_like_rg_validated() {
+    in_memory("index in memory, validated", IndexWatch::None);
+}
+
+fn in_memory(name: &str, watch: IndexWatch) {
+    differential(name, 3, |root| {
         let opened = open(
             WorkspaceOptions::new(FsSpec::Mem(None))
                 .root(root)
-                .index(true),
+                .index(true)
+                .index_watch(watch),
         );
         let mem = opened.ws.memory().expect("a mem workspace's tree");
         let out = CopiedOut::new(opened.ws.filesystem(), root);
@@ -527,13 +545,25 @@ impl Subject for OverlayOnDisk {
 /// The differential test through an overlay over the disk.
 #[test]
 fn index_through_an_overlay_follows_every_change_like_rg() {
-    differential("index through an overlay", 3, |root| {
+    overlay_on_disk("index through an overlay", IndexWatch::Os);
+}
+
+/// The differential test through an overlay over the disk, validated at
+/// each call.
+#[test]
+fn index_through_an_overlay_follows_every_change_like_rg_validated() {
+    overlay_on_disk("index through an overlay, validated", IndexWatch::None);
+}
+
+fn overlay_on_disk(name: &str, watch: IndexWatch) {
+    differential(name, 3, |root| {
         let dir = tempfile::tempdir().unwrap();
         let opened = open(
             WorkspaceOptions::new(FsSpec::Local)
                 .root(root)
                 .overlay(dir.path().join("ov"))
-                .index(true),
+                .index(true)
+                .index_watch(watch),
         );
         let out = CopiedOut::new(opened.ws.filesystem(), root);
         Box::new(OverlayOnDisk {
@@ -575,13 +605,28 @@ impl Subject for OverlayOnMemory {
 /// The differential test through an overlay over memory.
 #[test]
 fn index_through_an_overlay_over_memory_follows_every_change_like_rg() {
-    differential("index through an overlay over memory", 2, |root| {
+    overlay_on_memory("index through an overlay over memory", IndexWatch::Os);
+}
+
+/// The differential test through an overlay over memory, validated at
+/// each call.
+#[test]
+fn index_through_an_overlay_over_memory_follows_every_change_like_rg_validated() {
+    overlay_on_memory(
+        "index through an overlay over memory, validated",
+        IndexWatch::None,
+    );
+}
+
+fn overlay_on_memory(name: &str, watch: IndexWatch) {
+    differential(name, 2, |root| {
         let dir = tempfile::tempdir().unwrap();
         let opened = open(
             WorkspaceOptions::new(FsSpec::Mem(None))
                 .root(root)
                 .overlay(dir.path().join("ov"))
-                .index(true),
+                .index(true)
+                .index_watch(watch),
         );
         let mem = opened.ws.memory().expect("the overlay's lower tree");
         let out = CopiedOut::new(opened.ws.filesystem(), root);

@@ -543,12 +543,24 @@ fn sigterm_and_sigint_cancel_the_calls_in_flight_and_exit_0() {
 /// is rg's, by the conformance suite.
 #[test]
 fn an_indexed_server_answers_as_the_scan_while_another_process_changes_the_tree() {
+    answers_as_the_scan_under_changes(&["--index"]);
+}
+
+/// [`an_indexed_server_answers_as_the_scan_while_another_process_changes_the_tree`]
+/// with the mirror validated at each call (`--index-watch none`; off Linux,
+/// where there is no watcher, the first run is that too).
+#[test]
+fn an_indexed_server_validating_answers_as_the_scan_while_another_process_changes_the_tree() {
+    answers_as_the_scan_under_changes(&["--index", "--index-watch", "none"]);
+}
+
+fn answers_as_the_scan_under_changes(index: &[&str]) {
     let ws = Ws::needles(4)
         .with("src/a.rs", "fn alpha() {}\n")
         .with(".gitignore", "ignored.txt\n");
     std::fs::create_dir(ws.path().join(".git")).unwrap();
     let mut scan = serve(&ws);
-    let mut indexed = Served::spawn(ws.bin().args(["--index", "serve"]));
+    let mut indexed = Served::spawn(ws.bin().args(index).arg("serve"));
     let root = ws.path().to_path_buf();
     type Change<'a> = Box<dyn Fn(usize) + 'a>;
     let changes: Vec<(&str, Change)> = vec![
@@ -596,8 +608,7 @@ fn an_indexed_server_answers_as_the_scan_while_another_process_changes_the_tree(
         ),
     ];
     let mut found = 0;
-    // Off Linux there is no watcher: the scan answers every call.
-    let mut said_mirror = !cfg!(target_os = "linux");
+    let mut said_mirror = false;
     for (round, (what, change)) in changes.iter().enumerate() {
         // The round's token is in the tree after the change (`rename` moves
         // the file `create` wrote in the round before).
@@ -637,7 +648,6 @@ fn an_indexed_server_answers_as_the_scan_while_another_process_changes_the_tree(
             // The server answers while its index is built (no wait): the
             // scan then, and the mirror once it is ready.
             let expected: &[&str] = match n {
-                _ if !cfg!(target_os = "linux") => &[NO_WATCHER],
                 3 => &["scan: the pattern has no required literal the prefilter can use"],
                 _ => &["mirror", BUILDING],
             };
@@ -830,9 +840,6 @@ fn an_indexed_server_follows_a_directory_that_turns_unreadable() {
 /// `meta.index` of a call an index still being built leaves to the scan.
 const BUILDING: &str = "scan: the index is being built";
 
-/// `meta.index` of every call off Linux (`docs/index.md`).
-const NO_WATCHER: &str = "scan: no watcher: the index watches the disk on Linux only";
-
 #[test]
 fn index_is_refused_where_it_cannot_run() {
     let ws = Ws::needles(1);
@@ -857,6 +864,40 @@ fn index_is_refused_where_it_cannot_run() {
             ),
             "{args:?}: {stderr}"
         );
+    }
+}
+
+/// An unknown `--index-watch`, or the configuration's `indexWatch`, is
+/// refused before anything runs, the values it takes named (exit 2).
+#[test]
+fn an_unknown_index_watch_is_refused() {
+    let ws = Ws::needles(1);
+    let config = ws.file("config.json", r#"{"index": true, "indexWatch": "inotify"}"#);
+    let config = config.to_str().unwrap();
+    for (args, said) in [
+        (
+            &["--index", "--index-watch", "inotify", "serve"][..],
+            "invalid value 'inotify' for '--index-watch <WATCH>'\n  [possible values: os, none]",
+        ),
+        (
+            &["--index", "--index-watch", "", "serve"][..],
+            "a value is required for '--index-watch <WATCH>'",
+        ),
+        (
+            &["--config", config, "serve"][..],
+            "config: indexWatch must be \"os\" or \"none\"",
+        ),
+    ] {
+        let out = ws
+            .bin()
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
 

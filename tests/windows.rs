@@ -432,3 +432,129 @@ pub(crate) fn unix_path_workspaces_refused() {
         assert!(!dir.path().join("ov").exists(), "{args:?}");
     }
 }
+
+/// The live index on Windows (`docs/index.md`, "Where there is no
+/// watcher"): no watcher there, so the mirror is validated at each call
+/// (with the directories' listings' metadata), and every call after each
+/// change made on the disk is rg.exe's, byte for byte, and answered by the
+/// mirror; the root named without the verbatim prefix `canonicalize`
+/// gives, or the walks would never meet the mirror (nothing would be
+/// listed from it).
+#[test]
+fn the_index_validates_at_each_call_and_answers_as_rg() {
+    use std::fs;
+    use std::path::Path;
+    use std::time::Duration;
+
+    use dsh_search::{Config, FsSpec, IndexWatch, WorkspaceOptions};
+
+    let Some(env) = rg::env() else { return };
+    let tree = Tree::build(&paths_tree());
+    let root = tree.root().to_path_buf();
+    let mut report = Report::new("index on Windows");
+    type Change = fn(&Path) -> std::io::Result<()>;
+    let changes: [(&str, Change); 8] = [
+        ("nothing", |_| Ok(())),
+        ("a file created", |r| {
+            fs::write(r.join("src/new.rs"), "needle new zq_rare\n")
+        }),
+        ("a file appended to", |r| {
+            use std::io::Write as _;
+            let mut f = fs::OpenOptions::new()
+                .append(true)
+                .open(r.join("top.txt"))?;
+            f.write_all(b"zq_rare appended\n")
+        }),
+        ("a file rewritten with another size", |r| {
+            fs::write(r.join("src/b.txt"), "zq_rare rewritten, longer\n")
+        }),
+        ("a file renamed into another directory", |r| {
+            fs::rename(r.join("src/new.rs"), r.join("docs/moved.rs"))
+        }),
+        ("a directory made with a file", |r| {
+            fs::create_dir_all(r.join("more/deep"))?;
+            fs::write(r.join("more/deep/f.txt"), "needle deep zq_rare\n")
+        }),
+        ("a file removed", |r| {
+            fs::remove_file(r.join("docs/readme.md"))
+        }),
+        ("a directory removed", |r| {
+            fs::remove_dir_all(r.join("more"))
+        }),
+    ];
+    for watch in [IndexWatch::Os, IndexWatch::None] {
+        let ws = WorkspaceOptions::new(FsSpec::Local)
+            .root(&root)
+            .index(true)
+            .index_watch(watch)
+            .open()
+            .expect("an indexed workspace opens");
+        let index = ws.index().expect("asked for").clone();
+        assert!(
+            index.wait_ready(Duration::from_secs(120)),
+            "{:?}",
+            index.status()
+        );
+        let s = index.status();
+        let want = match watch {
+            IndexWatch::Os => "no watcher: the index watches the disk on Linux only",
+            IndexWatch::None => "asked for",
+        };
+        assert_eq!(s.validates.as_deref(), Some(want), "{s:?}");
+        let backend = ws.backend(&Config::default());
+        let calls = [
+            rg::Call::Glob {
+                pattern: "*".into(),
+                path: None,
+            },
+            rg::Call::Glob {
+                pattern: "**/*.rs".into(),
+                path: None,
+            },
+            rg::Call::Grep {
+                pattern: "needle".into(),
+                path: None,
+                include: None,
+            },
+            rg::Call::Grep {
+                pattern: "zq_rare".into(),
+                path: None,
+                include: None,
+            },
+            rg::Call::Grep {
+                pattern: "needle".into(),
+                path: Some("src".into()),
+                include: None,
+            },
+        ];
+        for (what, change) in &changes {
+            change(&root).unwrap();
+            for call in &calls {
+                let label = format!("{watch}: {what}: {}", rg::describe(call, ""));
+                report.count();
+                let by_index = index.status().answered_by_index;
+                let expected = rg::run_rg(env, call, &root);
+                let actual = rg::run_backend(&*backend, call, &root);
+                if let Some(d) = rg::diff(call, &expected, &actual) {
+                    report.fail(format!("{label}\n{d}"));
+                }
+                if index.status().answered_by_index != by_index + 1 {
+                    report.fail(format!(
+                        "{label}: not answered by the index: {:?}",
+                        index.status()
+                    ));
+                }
+            }
+        }
+        let s = index.status();
+        if s.dirs_listed == 0 || s.files_skipped == 0 {
+            report.fail(format!(
+                "{watch}: nothing listed from the mirror or spared: {s:?}"
+            ));
+        }
+        // Put the tree back for the next mode.
+        drop(ws);
+        fs::write(root.join("docs/readme.md"), "# needle\n").unwrap();
+    }
+    report.finish();
+}

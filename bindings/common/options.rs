@@ -36,6 +36,9 @@ pub(crate) struct ToolsOptions {
     pub(crate) known_hosts: Option<PathBuf>,
     /// A live index of the root.
     pub(crate) index: bool,
+    /// How the index learns of changes: `os` or `none` (default: the
+    /// configuration's `indexWatch`, else `os`).
+    pub(crate) index_watch: Option<String>,
 }
 
 /// The workspace and its tools for `options`: built the way `dsh-search
@@ -58,7 +61,14 @@ pub(crate) fn make_tools(options: ToolsOptions) -> std::result::Result<(Workspac
     let remote = matches!(fs, FsSpec::Sftp(_));
     let index = options.index;
     let mut o = WorkspaceOptions::new(fs);
-    o.backend(backend).rg_path(rg_from_env()).index(index);
+    let watch = match options.index_watch.as_deref() {
+        None => config.index_watch,
+        Some(w) => w.parse().map_err(|e| format!("Tools: index watch: {e}"))?,
+    };
+    o.backend(backend)
+        .rg_path(rg_from_env())
+        .index(index)
+        .index_watch(watch);
     if remote && !index && options.root.is_some() {
         return Err("Tools: root names a local directory (for mem and an overlay), or with index the remote directory the index mirrors: an sftp:// workspace without index has none; a call's cwd is the remote directory".into());
     }

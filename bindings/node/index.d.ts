@@ -59,13 +59,22 @@ export interface ToolsOptions {
    * Keep a live index of `root` (docs/index.md): glob from a mirror of the
    * tree, grep opening only the files that can match, every result the
    * scan's byte for byte. Built in the background (the scan answers until
-   * it is ready). Kept current by a watcher on the local disk (Linux only:
-   * elsewhere the scan answers every call there), by the tree's own journal
-   * in memory, by both layers through an overlay, and over `sftp://` by
-   * listing the tree again before each call. Not with the rg backend
-   * (default: off).
+   * it is ready). Kept current by a watcher on the local disk (inotify on
+   * Linux; elsewhere, and past the watch limit or on a network filesystem,
+   * the mirror is validated at each call: see `indexWatch`), by the tree's
+   * own journal in memory, by both layers through an overlay, and over
+   * `sftp://` by listing the tree again before each call. Not with the rg
+   * backend (default: off).
    */
   index?: boolean
+  /**
+   * With `index`: how it learns of changes. `'os'`: the system's watcher
+   * where there is one, else the mirror validated at each call; `'none'`:
+   * validated at each call (the tree's metadata walked in parallel, only
+   * the changed files read again). Anything else is refused (default: the
+   * configuration's `indexWatch`, else `'os'`).
+   */
+  indexWatch?: 'os' | 'none'
   /** With `sftp://`: the private key to log in with (default: the SSH agent at `SSH_AUTH_SOCK`). */
   identity?: string
   /**

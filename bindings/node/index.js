@@ -138,7 +138,7 @@ class Tools {
       throw new TypeError(`Tools: options must be an object, got ${describe(options)}`)
     }
     const o = { ...options }
-    for (const key of ['backend', 'fs', 'overlay', 'root', 'identity', 'knownHosts']) {
+    for (const key of ['backend', 'fs', 'overlay', 'root', 'identity', 'knownHosts', 'indexWatch']) {
       if (o[key] !== undefined && typeof o[key] !== 'string') {
         throw new TypeError(`Tools: options.${key} must be a string, got ${describe(o[key])}`)
       }

@@ -38,7 +38,7 @@ const LARGE: usize = 16 << 20;
 
 /// The VCS directories glob's walk leaves out and grep's (hidden) skips:
 /// not mirrored, nor watched; a call that names one is read from the disk.
-const VCS: [&[u8]; 6] = crate::request::VCS_DIR_NAMES;
+pub(crate) const VCS: [&[u8]; 6] = crate::request::VCS_DIR_NAMES;
 
 /// The byte-order marks the searcher sniffs (`encoding_rs_io`,
 /// `reader::BOMS`): a file starting with one is transcoded or stripped, so
@@ -98,9 +98,11 @@ pub(crate) struct Entry {
     pub(crate) meta: Option<Metadata>,
     /// A regular text file's trigrams, when it was read whole.
     pub(crate) content: Option<Arc<Content>>,
-    /// A regular file not read yet because its content cannot be vouched
-    /// for (a polled file modified in the host's current second): read at
-    /// a later poll, a candidate meanwhile.
+    /// A regular file whose content its metadata cannot vouch for: polled,
+    /// one modified in the host's current second, not read yet (read at a
+    /// later poll, a candidate meanwhile); validated, one changed too
+    /// recently for its ctime to show a rewrite (`validate.rs`), read
+    /// again at the next validation.
     pub(crate) unread: bool,
     /// A mirrored directory; `None` for a directory that is not (a VCS
     /// directory, one that could not be listed), read from the disk.
@@ -110,7 +112,7 @@ pub(crate) struct Entry {
 impl Entry {
     /// Whether `self` and `other` say the same thing, sharing what they
     /// hold (a poll keeps the old directory when nothing in it changed).
-    fn same(&self, other: &Entry) -> bool {
+    pub(crate) fn same(&self, other: &Entry) -> bool {
         self.name == other.name
             && self.kind == other.kind
             && self.meta == other.meta
@@ -141,6 +143,10 @@ pub(crate) struct Content {
 /// until it is. Says why.
 #[derive(Debug)]
 pub(crate) struct Lost(pub(crate) &'static str);
+
+/// Why a mirror was lost when the watch limit was reached: the index then
+/// validates instead (`validate.rs`).
+pub(crate) const WATCH_LIMIT: &str = "the watch limit was reached";
 
 /// Why a mirror was lost when its root cannot be listed (`chmod 000`, or
 /// gone over SFTP).
@@ -283,7 +289,7 @@ impl<'a, S: Source> Scanner<'a, S> {
         let abs = self.abs(rel);
         match self.feed.add(&abs, rel) {
             Ok(()) => {}
-            Err(WatchError::Limit) => return Err(Lost("the watch limit was reached")),
+            Err(WatchError::Limit) => return Err(Lost(WATCH_LIMIT)),
             Err(WatchError::Dir | WatchError::Missing) => return Ok(None),
         }
         let Some((dir, listed)) = self.list(&abs, parent) else {
@@ -534,13 +540,13 @@ thread_local! {
     /// A reading thread's scratch for [`Grams::of`] (2 MiB, all clear
     /// between files), kept for the thread's life: one made per directory
     /// read would be allocated and its pages faulted in again each time.
-    static SEEN: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+    pub(crate) static SEEN: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// What the prefilter may know of a regular file's bytes: nothing when the
 /// searcher would not read them as plain text (a NUL: binary detection; a
 /// byte-order mark: transcoding).
-fn content_of(data: &[u8], seen: &mut Vec<u64>) -> Option<Arc<Content>> {
+pub(crate) fn content_of(data: &[u8], seen: &mut Vec<u64>) -> Option<Arc<Content>> {
     if memchr::memchr(0, data).is_some() || BOMS.iter().any(|b| data.starts_with(b)) {
         return None;
     }

@@ -17,6 +17,7 @@ mod saved;
 #[cfg(fuzzing)]
 pub(crate) use saved::fuzz as fuzz_saved;
 mod source;
+mod validate;
 mod view;
 mod watch;
 
@@ -32,7 +33,7 @@ use crate::outcome::{GlobResults, GrepResults, Outcome};
 use crate::request::{GlobRequest, GrepRequest};
 use crate::sync::RecoverPoison;
 
-use mirror::{DirNode, Lost, Poll, Scanner};
+use mirror::{DirNode, Lost, Poll, Scanner, WATCH_LIMIT};
 use source::Feed;
 pub(crate) use source::Source;
 
@@ -50,6 +51,56 @@ pub struct Index {
     inner: Arc<dyn Live>,
 }
 
+/// How an index learns of the changes to its tree (`docs/index.md`, "How
+/// it stays current"): `--index-watch`, the configuration's `indexWatch`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum IndexWatch {
+    /// The filesystem's feed of changes: on the local disk, the operating
+    /// system's watcher where there is one (inotify on Linux); where there
+    /// is none (off Linux, past the watch limit, a network filesystem),
+    /// validation as with [`IndexWatch::None`]. In memory and through an
+    /// overlay, their journals; over SFTP, the tree listed again at each
+    /// call. The default.
+    #[default]
+    Os,
+    /// No watcher: at each call the mirror is checked against the tree by a
+    /// parallel walk of its metadata, and only the files whose metadata
+    /// changed are read again (`docs/index.md`, "Where there is no
+    /// watcher"). On any filesystem but SFTP, which is always listed again.
+    None,
+}
+
+impl IndexWatch {
+    /// Its name on the command line and in the configuration.
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexWatch::Os => "os",
+            IndexWatch::None => "none",
+        }
+    }
+}
+
+impl std::str::FromStr for IndexWatch {
+    type Err = String;
+
+    /// `os` or `none`; anything else is refused, the values named.
+    fn from_str(s: &str) -> Result<IndexWatch, String> {
+        match s {
+            "os" => Ok(IndexWatch::Os),
+            "none" => Ok(IndexWatch::None),
+            _ => Err(format!(
+                "unknown index watch {s:?}: expected \"os\" (the system's watcher, where there is one) or \"none\" (validate the mirror at each call)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for IndexWatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// An index over one kind of filesystem, as [`Index`] uses it.
 trait Live: Send + Sync {
     fn root(&self) -> &Path;
@@ -58,6 +109,7 @@ trait Live: Send + Sync {
     fn wait_ready(&self, timeout: Duration) -> bool;
     fn wait_saved(&self, timeout: Duration) -> bool;
     fn status(&self) -> IndexStatus;
+    fn settle(&self) -> bool;
     fn glob(&self, req: &GlobRequest) -> (Outcome<GlobResults>, Answer);
     fn grep(&self, req: &GrepRequest) -> (Outcome<GrepResults>, Answer);
 }
@@ -70,6 +122,8 @@ struct Inner<S: Source> {
     /// The scan: the engine on the filesystem itself.
     scan: NativeBackend<S>,
     watch_limit: Option<usize>,
+    /// Whether to use the filesystem's feed of changes where it has one.
+    watch: IndexWatch,
     /// Where the mirror is saved between processes (`saved.rs`), for a
     /// filesystem that can check it (`Source::SAVES`).
     store: Option<saved::Store>,
@@ -89,6 +143,8 @@ struct Inner<S: Source> {
     remembered: Mutex<Vec<(grams::Query, Arc<view::Remembered>)>>,
     /// grep's walks kept while the mirror is unchanged (`view::KeptWalks`).
     walks: Arc<view::KeptWalks>,
+    /// Files the validations read ([`IndexStatus::validation_reads`]).
+    validation_reads: AtomicU64,
 }
 
 /// How many queries' answers are kept ([`Inner::remembered`]): each holds
@@ -117,6 +173,12 @@ enum Phase<S: Source> {
         feed: S::Feed,
         /// Polled filesystems: the newest mtime listed so far (`Poll`).
         newest: i64,
+    },
+    /// No feed: checked against the tree at each call (`validate.rs`), for
+    /// the reason said ([`IndexStatus::validates`]).
+    Validated {
+        tree: Arc<DirNode>,
+        why: String,
     },
     /// Cannot be kept current; the reason. The scan answers every call;
     /// with `retry`, each call starts a build again first ([`Lost::retry`]).
@@ -203,6 +265,16 @@ pub struct IndexStatus {
     /// Regular files the last build read for their trigrams (the others
     /// were the saved mirror's).
     pub build_reads: u64,
+    /// Why the mirror is validated at each call instead of kept current by
+    /// a feed of changes (`docs/index.md`, "Where there is no watcher"):
+    /// `asked for` ([`IndexWatch::None`]), `no watcher: <why>` (off Linux),
+    /// `the watch limit was reached`, `a network filesystem (<kind>)`.
+    /// `None` with a feed (or while nothing is live).
+    pub validates: Option<String>,
+    /// Regular files read again by the validations so far (the files
+    /// whose metadata changed, and those changed too recently to be
+    /// vouched for by it).
+    pub validation_reads: u64,
 }
 
 impl Index {
@@ -218,26 +290,48 @@ impl Index {
     /// tests of that path).
     pub fn start_with(root: &Path, watch_limit: Option<usize>) -> std::io::Result<Index> {
         let engine = Engine::process_default();
-        Index::on(Arc::new(LocalFs::new()), root, watch_limit, None, engine)
+        Index::on(
+            Arc::new(LocalFs::new()),
+            root,
+            watch_limit,
+            None,
+            engine,
+            IndexWatch::Os,
+        )
+    }
+
+    /// [`Index::start`], learning of changes as `watch` says.
+    pub fn start_watching(root: &Path, watch: IndexWatch) -> std::io::Result<Index> {
+        let engine = Engine::process_default();
+        Index::on(Arc::new(LocalFs::new()), root, None, None, engine, watch)
     }
 
     /// [`Index::start`] on the local disk as `fs` sees it (a
     /// [`LocalFs::git_excludes`] of its own).
     pub fn start_on(fs: Arc<LocalFs>, root: &Path) -> std::io::Result<Index> {
-        Index::on(fs, root, None, None, Engine::process_default())
+        Index::on(
+            fs,
+            root,
+            None,
+            None,
+            Engine::process_default(),
+            IndexWatch::Os,
+        )
     }
 
     /// Start indexing the directory `root` of `fs` in the background (a
     /// workspace's filesystem: `WorkspaceOptions::index`), saving the
     /// mirror in the directory `store` after each build and starting from
     /// what is saved there, when the filesystem allows (`saved.rs`). Its
-    /// searches, the scan's and the mirror's, run on `engine`.
+    /// searches, the scan's and the mirror's, run on `engine`; changes are
+    /// learnt of as `watch` says.
     pub(crate) fn on<S: Source>(
         fs: Arc<S>,
         root: &Path,
         watch_limit: Option<usize>,
         store: Option<&Path>,
         engine: Engine,
+        watch: IndexWatch,
     ) -> std::io::Result<Index> {
         let root = fs.index_root(root)?;
         let store = store
@@ -249,6 +343,8 @@ impl Index {
             scan: NativeBackend::on(fs.clone()).with_engine(engine),
             fs,
             watch_limit,
+            watch,
+            validation_reads: AtomicU64::new(0),
             state: Mutex::new(State {
                 phase: Phase::Building,
                 generation: 0,
@@ -311,6 +407,15 @@ impl Index {
         self.inner.status()
     }
 
+    /// Settle the mirror as a call does before it is answered (the feed's
+    /// changes applied, or the tree validated), answering nothing; whether
+    /// the mirror can then answer. For the benchmark of that step alone
+    /// (`bench --index`: "validation alone").
+    #[doc(hidden)]
+    pub fn settle(&self) -> bool {
+        self.inner.settle()
+    }
+
     /// A search backend answering from the index where it can, by the
     /// scan of the filesystem otherwise.
     pub fn backend(&self) -> IndexedBackend {
@@ -357,6 +462,16 @@ impl<S: Source> Inner<S> {
             Phase::Building => return Err("the index is being built".into()),
             Phase::Unavailable { why, retry: false } => return Err(why.clone()),
             Phase::Unavailable { why, retry: true } => why.clone(),
+            Phase::Validated { tree, .. } => {
+                match validate::validate(&*self.fs, &self.root, Some(tree)) {
+                    Ok((now, reads)) => {
+                        self.validation_reads.fetch_add(reads, Ordering::Relaxed);
+                        *tree = now;
+                        return Ok(tree.clone());
+                    }
+                    Err(Lost(why)) => why.into(),
+                }
+            }
             Phase::Live { tree, feed, newest } => match feed.drain() {
                 Err(e) => format!("the watcher failed: {e}"),
                 Ok(_) if self.overflow.swap(false, Ordering::SeqCst) => {
@@ -446,7 +561,7 @@ impl<S: Source> Live for Inner<S> {
             .changed
             .wait_timeout_while(state, timeout, |s| matches!(s.phase, Phase::Building))
             .recover_poison();
-        matches!(state.phase, Phase::Live { .. })
+        matches!(state.phase, Phase::Live { .. } | Phase::Validated { .. })
     }
 
     fn wait_saved(&self, timeout: Duration) -> bool {
@@ -464,8 +579,14 @@ impl<S: Source> Live for Inner<S> {
         let state = self.state.lock().recover_poison();
         let mut totals = mirror::Totals::default();
         let mut watches = 0;
+        let mut validates = None;
         let state_text = match &state.phase {
             Phase::Building => "building".to_string(),
+            Phase::Validated { tree, why } => {
+                mirror::totals(tree, &mut totals);
+                validates = Some(why.clone());
+                "live".to_string()
+            }
             Phase::Live { tree, feed, .. } => {
                 mirror::totals(tree, &mut totals);
                 watches = feed.len();
@@ -490,7 +611,13 @@ impl<S: Source> Live for Inner<S> {
             saved: state.saved.clone(),
             save_error: state.save_error.clone(),
             build_reads: state.build_reads,
+            validates,
+            validation_reads: self.validation_reads.load(Ordering::Relaxed),
         }
+    }
+
+    fn settle(&self) -> bool {
+        self.snapshot().is_ok()
     }
 
     fn glob(&self, req: &GlobRequest) -> (Outcome<GlobResults>, Answer) {
@@ -547,31 +674,63 @@ fn build<S: Source>(inner: &Inner<S>, generation: u64) {
         },
     };
     let mut reads = 0;
-    let phase = match inner.fs.feed(&inner.root, inner.watch_limit) {
-        Err(e) => Phase::Unavailable {
-            why: format!("no watcher: {e}"),
-            retry: false,
-        },
-        Ok(mut feed) => {
-            let mut scanner = Scanner::new(&*inner.fs, &mut feed, &inner.root);
-            if S::POLLS {
-                scanner.poll = Some(Poll::new(Default::default(), i64::MIN));
-            }
-            scanner.reuse = hint.is_some();
-            let scanned = scanner.scan_root(hint.as_ref());
-            reads = scanner.reads;
-            let newest = scanner.poll.map_or(i64::MIN, |p| p.newest);
-            match scanned {
-                Ok(tree) => Phase::Live { tree, feed, newest },
-                Err(lost) => Phase::Unavailable {
-                    why: lost.0.into(),
-                    retry: lost.retry(),
-                },
-            }
+    // Where no feed reports the changes, the build is a validation with
+    // nothing (or the saved mirror) to start from, and so is every call.
+    let validated = |why: String, reads: &mut u64| match validate::validate(
+        &*inner.fs,
+        &inner.root,
+        hint.as_ref(),
+    ) {
+        Ok((tree, n)) => {
+            *reads = n;
+            Phase::Validated { tree, why }
         }
+        Err(lost) => Phase::Unavailable {
+            why: lost.0.into(),
+            retry: lost.retry(),
+        },
+    };
+    let unwatched = match inner.watch {
+        IndexWatch::None if !S::POLLS => Some("asked for".to_string()),
+        _ => inner.fs.unwatchable(&inner.root),
+    };
+    let phase = match unwatched {
+        Some(why) => validated(why, &mut reads),
+        None => match inner.fs.feed(&inner.root, inner.watch_limit) {
+            Err(e) if !S::POLLS => validated(format!("no watcher: {e}"), &mut reads),
+            Err(e) => Phase::Unavailable {
+                why: format!("no watcher: {e}"),
+                retry: false,
+            },
+            Ok(mut feed) => {
+                let mut scanner = Scanner::new(&*inner.fs, &mut feed, &inner.root);
+                if S::POLLS {
+                    scanner.poll = Some(Poll::new(Default::default(), i64::MIN));
+                }
+                scanner.reuse = hint.is_some();
+                let scanned = scanner.scan_root(hint.as_ref());
+                reads = scanner.reads;
+                let newest = scanner.poll.map_or(i64::MIN, |p| p.newest);
+                match scanned {
+                    Ok(tree) => Phase::Live { tree, feed, newest },
+                    // The system's limit: validated instead (the watches made
+                    // so far dropped with the feed).
+                    Err(Lost(WATCH_LIMIT)) => {
+                        drop(feed);
+                        validated(WATCH_LIMIT.to_string(), &mut reads)
+                    }
+                    Err(lost) => Phase::Unavailable {
+                        why: lost.0.into(),
+                        retry: lost.retry(),
+                    },
+                }
+            }
+        },
     };
     let to_save = match (store, &phase) {
-        (Some(store), Phase::Live { tree, .. }) => Some((store, tree.clone())),
+        (Some(store), Phase::Live { tree, .. } | Phase::Validated { tree, .. }) => {
+            Some((store, tree.clone()))
+        }
         _ => None,
     };
     {

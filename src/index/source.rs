@@ -73,6 +73,22 @@ pub(crate) trait Source: FsHints + FsWrite {
     /// now on.
     fn feed(self: &Arc<Self>, root: &Path, watch_limit: Option<usize>) -> io::Result<Self::Feed>;
 
+    /// Why no feed can follow the changes below `root` though one can be
+    /// made, if none can: the index then validates its mirror at each call
+    /// (`validate.rs`). A network filesystem on the local disk: inotify
+    /// hears only this machine's writes.
+    fn unwatchable(&self, root: &Path) -> Option<String> {
+        let _ = root;
+        None
+    }
+
+    /// List `dir` for the index's validation (`validate.rs`): as
+    /// [`FileSystem::list`], with each entry's metadata where the
+    /// filesystem lists it without a call per entry.
+    fn list_for_index(&self, dir: &Self::Dir, listing: &mut crate::fs::Listing) {
+        self.list(dir, listing)
+    }
+
     /// `root` as the index names it: real (no symlink), so that the walks
     /// of calls that name it so meet the mirror.
     fn index_root(&self, root: &Path) -> io::Result<PathBuf> {
@@ -133,8 +149,23 @@ impl Source for LocalFs {
         Watcher::new(watch_limit)
     }
 
+    fn unwatchable(&self, root: &Path) -> Option<String> {
+        super::watch::network_fs(root).map(|kind| format!("a network filesystem ({kind})"))
+    }
+
+    /// Real, and on Windows without the verbatim prefix `canonicalize`
+    /// gives it (`\\?\C:\w`): the calls' walks name the root as the
+    /// workspace's directory is named (`current_dir`: `C:\w`), and meet the
+    /// mirror only under the same name.
     fn index_root(&self, root: &Path) -> io::Result<PathBuf> {
-        std::fs::canonicalize(root)
+        let real = std::fs::canonicalize(root)?;
+        #[cfg(windows)]
+        let real = without_verbatim(real);
+        Ok(real)
+    }
+
+    fn list_for_index(&self, dir: &Self::Dir, listing: &mut crate::fs::Listing) {
+        self.list_with_metadata(dir, listing)
     }
 
     fn read_text<R>(
@@ -167,6 +198,30 @@ impl Source for LocalFs {
 
     fn ensure_dir(&self, path: &Path) -> io::Result<()> {
         std::fs::create_dir_all(path)
+    }
+}
+
+/// `path` without its verbatim prefix where the path is the same without it:
+/// `\\?\C:\w` is `C:\w`, `\\?\UNC\server\share\w` is
+/// `\\server\share\w`; any other (a device path, a name only the verbatim
+/// form can spell) is kept.
+#[cfg(any(windows, test))]
+fn without_verbatim(path: PathBuf) -> PathBuf {
+    let Some(s) = path.to_str() else {
+        return path;
+    };
+    if let Some(rest) = s.strip_prefix(r"\\?\UNC\") {
+        return PathBuf::from(format!(r"\\{rest}"));
+    }
+    match s.strip_prefix(r"\\?\") {
+        Some(rest)
+            if rest.len() >= 3
+                && rest.as_bytes()[0].is_ascii_alphabetic()
+                && &rest.as_bytes()[1..3] == b":\\" =>
+        {
+            PathBuf::from(rest)
+        }
+        _ => path,
     }
 }
 
@@ -324,6 +379,13 @@ impl<L: Source, U: Source> Source for OverlayFs<L, U> {
             upper: self.upper().feed(&upper_root, watch_limit)?,
             upper_root,
         })
+    }
+
+    fn unwatchable(&self, root: &Path) -> Option<String> {
+        let upper = self.upper_path_of(root)?;
+        self.lower()
+            .unwatchable(root)
+            .or_else(|| self.upper().unwatchable(&upper))
     }
 
     fn read_text<R>(
@@ -514,6 +576,26 @@ impl Source for crate::fs::SftpFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_verbatim_root_is_named_as_the_workspace_names_it() {
+        for (given, want) in [
+            (r"\\?\C:\w\src", r"C:\w\src"),
+            (r"\\?\d:\", r"d:\"),
+            (r"\\?\UNC\server\share\w", r"\\server\share\w"),
+            // Kept: a device path, a drive-relative form, not verbatim.
+            (r"\\?\GLOBALROOT\Device\X", r"\\?\GLOBALROOT\Device\X"),
+            (r"\\?\C:", r"\\?\C:"),
+            (r"C:\w", r"C:\w"),
+            ("/home/w", "/home/w"),
+        ] {
+            assert_eq!(
+                without_verbatim(PathBuf::from(given)),
+                PathBuf::from(want),
+                "{given}"
+            );
+        }
+    }
 
     fn feed_of(fs: &Arc<MemFs>) -> MemFeed {
         let mut feed = fs.feed(Path::new("/w"), None).unwrap();

@@ -2,7 +2,8 @@
 //! Linux (`docs/index.md`, "Kept current"), one watch per mirrored
 //! directory, read without blocking so that a call drains every event the
 //! kernel queued before it started ([`Watcher::drain`]). Elsewhere there is
-//! no watcher: [`Watcher::new`] fails and the index answers by the scan.
+//! no watcher: [`Watcher::new`] fails and the index validates its mirror at
+//! each call instead (`validate.rs`).
 
 use std::collections::BTreeSet;
 use std::io;
@@ -220,3 +221,34 @@ mod imp {
 }
 
 pub(crate) use imp::Watcher;
+
+/// The kind of network filesystem `root` is on, if it is on one that
+/// inotify cannot follow: it reports only the changes made through this
+/// machine's kernel, not another client's or the server's (`statfs`'s
+/// `f_type`, the magic numbers of `linux/magic.h` and the filesystems'
+/// own). A FUSE filesystem (sshfs, rclone) is counted: its changes are the
+/// daemon's to report, and most report none.
+#[cfg(target_os = "linux")]
+pub(crate) fn network_fs(root: &Path) -> Option<&'static str> {
+    let kind = rustix::fs::statfs(root).ok()?.f_type as i64 as u32;
+    Some(match kind {
+        0x6969 => "nfs",
+        0x517b => "smb",
+        0xff53_4d42 => "cifs",
+        0xfe53_4d42 => "smb2",
+        0x6573_5546 => "fuse",
+        0x00c3_6400 => "ceph",
+        0x0102_1997 => "9p",
+        0x5346_414f => "afs",
+        0x7375_7245 => "coda",
+        0x0bd0_0bd0 => "lustre",
+        0x4750_4653 => "gpfs",
+        _ => return None,
+    })
+}
+
+/// No filesystem is told apart off Linux: there is no watcher there.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn network_fs(_root: &Path) -> Option<&'static str> {
+    None
+}

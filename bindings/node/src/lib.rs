@@ -524,7 +524,7 @@ impl NativeTools {
 /// The options object of `new Tools(options)` (which has checked each
 /// key's type and resolved the local paths), typed.
 fn tools_options(options: &Value) -> std::result::Result<ToolsOptions, String> {
-    const KEYS: [&str; 8] = [
+    const KEYS: [&str; 9] = [
         "config",
         "backend",
         "fs",
@@ -533,6 +533,7 @@ fn tools_options(options: &Value) -> std::result::Result<ToolsOptions, String> {
         "identity",
         "knownHosts",
         "index",
+        "indexWatch",
     ];
     let Value::Object(obj) = options else {
         return Err("Tools: options must be an object".into());
@@ -560,6 +561,7 @@ fn tools_options(options: &Value) -> std::result::Result<ToolsOptions, String> {
         identity: text("identity").map(PathBuf::from),
         known_hosts: text("knownHosts").map(PathBuf::from),
         index,
+        index_watch: text("indexWatch"),
     })
 }
 

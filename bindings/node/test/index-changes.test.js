@@ -4,9 +4,9 @@
 // written through its new name, a directory made readable but not
 // searchable and back, the root made unreadable, then readable but not
 // searchable, then restored. Run in a child process as uid 65534 when the
-// tests run as root (for whom no mode bit denies anything). Linux only:
-// elsewhere the index has no watcher and every call is the scan's
-// (tools.test.js checks that).
+// tests run as root (for whom no mode bit denies anything). Linux only
+// (Unix modes and a uid to run as); tools.test.js compares the index with
+// the scan everywhere, watched and validated.
 
 const { test } = require('node:test')
 const assert = require('node:assert/strict')

@@ -185,6 +185,9 @@ const BAD_OPTIONS = [
   ['rg over memory', () => new Tools({ backend: 'rg', fs: 'mem', root: __dirname }), /searches the local disk only/],
   ['a bad config value', () => new Tools({ config: { globMaxResults: 0 } }), /globMaxResults must be a positive integer/],
   ['an unknown config key', () => new Tools({ config: { nope: 1 } }), /nope/],
+  ['an unknown index watch', () => new Tools({ index: true, indexWatch: 'inotify' }), /Tools: index watch: unknown index watch "inotify": expected "os" .* or "none"/],
+  ['an index watch not a string', () => new Tools({ index: true, indexWatch: false }), /Tools: options\.indexWatch must be a string, got/],
+  ['an unknown indexWatch config value', () => new Tools({ config: { indexWatch: 'fsevents' } }), /config: indexWatch must be "os" or "none"/],
   ['a root that does not exist', () => new Tools({ fs: 'mem', root: '/nonexistent/dsh' }), /Tools: root: .*not an existing directory/],
 ]
 
@@ -231,7 +234,9 @@ test('a tool-level mistake is a tool result, not a rejection', async () => {
 test('index: true answers as the scan does, and sees a write at the next call', async () => {
   const tree = h.buildTree(TREE)
   try {
+    // Kept current by the watcher, and validated at each call.
     const indexed = new Tools({ index: true, root: tree.root })
+    const validated = new Tools({ index: true, indexWatch: 'none', root: tree.root })
     const scan = new Tools()
     const ctx = { cwd: tree.root }
     const calls = [
@@ -243,12 +248,16 @@ test('index: true answers as the scan does, and sees a write at the next call', 
       for (const [tool, args] of calls) {
         const a = await indexed.call(tool, args, ctx)
         const b = await scan.call(tool, args, ctx)
+        const c = await validated.call(tool, args, ctx)
         assert.equal(a.content, b.content, `${tool} ${JSON.stringify(args)}`)
+        assert.equal(c.content, b.content, `validated: ${tool} ${JSON.stringify(args)}`)
       }
       const w = await indexed.call('write', { file_path: `src/new${round}.rs`, content: `fn add${round}() {}\n` }, ctx)
       assert.equal(w.isError, false, w.content)
       const r = await indexed.call('grep', { pattern: `add${round}\\(` }, ctx)
       assert.match(r.content, /^Found 1 match/)
+      const v = await validated.call('grep', { pattern: `add${round}\\(` }, ctx)
+      assert.match(v.content, /^Found 1 match/)
     }
     assert.throws(() => new Tools({ index: 'yes' }), /options\.index must be a boolean/)
     assert.throws(() => new Tools({ index: true, backend: 'rg', root: tree.root }), /index is not available for the rg backend/)

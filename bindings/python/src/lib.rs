@@ -186,9 +186,9 @@ fn fresh_session() -> String {
 }
 
 /// The model-facing tools (glob, grep, read, write, edit) over one
-/// workspace: `Tools(root, *, index=False, fs="local", backend="native",
-/// overlay=None, config=None, identity=None, known_hosts=None,
-/// session=None)`.
+/// workspace: `Tools(root, *, index=False, index_watch=None, fs="local",
+/// backend="native", overlay=None, config=None, identity=None,
+/// known_hosts=None, session=None)`.
 #[pyclass(frozen, module = "dsh_search._native")]
 struct Tools {
     tools: Arc<ToolSet>,
@@ -202,12 +202,13 @@ struct Tools {
 #[pymethods]
 impl Tools {
     #[new]
-    #[pyo3(signature = (root, *, index = false, fs = None, backend = None, overlay = None, config = None, identity = None, known_hosts = None, session = None))]
+    #[pyo3(signature = (root, *, index = false, index_watch = None, fs = None, backend = None, overlay = None, config = None, identity = None, known_hosts = None, session = None))]
     #[allow(clippy::too_many_arguments, reason = "Python keyword arguments")]
     fn new(
         py: Python<'_>,
         root: FsPath,
         index: bool,
+        index_watch: Option<String>,
         fs: Option<String>,
         backend: Option<String>,
         overlay: Option<FsPath>,
@@ -246,6 +247,7 @@ impl Tools {
                 .map(|p| absolute(p, "known_hosts"))
                 .transpose()?,
             index,
+            index_watch,
         };
         let (workspace, tools) = py
             .detach(|| options::make_tools(options))

@@ -15,7 +15,8 @@ use std::sync::Arc;
 use dsh_search::backend::{make_backend, BackendKind, SearchBackend};
 use dsh_search::tool::{CallContext, Tools};
 use dsh_search::{
-    Config, GlobRequest, GrepRequest, Index, LocalSpillStore, DEFAULT_RAW_OUTPUT_MAX_BYTES,
+    Config, GlobRequest, GrepRequest, Index, IndexWatch, LocalSpillStore,
+    DEFAULT_RAW_OUTPUT_MAX_BYTES,
 };
 
 use super::report::human;
@@ -92,13 +93,16 @@ fn load() -> String {
 /// Build an index of `tree`, time the workloads through it, the scan, rg
 /// and, when `peer_rgx` names an `rgx`, ripgrepx with its index warm, and
 /// measure freshness over `writes` writes by another process; the section
-/// as Markdown.
+/// as Markdown. The index learns of changes as `watch` says (validated at
+/// each call with [`IndexWatch::None`]: then the validation's own cost and
+/// what a bulk listing would save are rows of their own).
 pub(crate) fn run(
     tree: &Path,
     rg: Option<&Path>,
     peer_rgx: Option<&Path>,
     iterations: usize,
     writes: usize,
+    watch: IndexWatch,
 ) -> std::io::Result<String> {
     let rg_exe = rg.map_or_else(|| "rg".into(), Path::to_path_buf);
     let mut md = String::new();
@@ -139,7 +143,7 @@ pub(crate) fn run(
     }
     let rss_before = resident_bytes();
     let started = Instant::now();
-    let index = Index::start(tree)?;
+    let index = Index::start_watching(tree, watch)?;
     let ready = index.wait_ready(Duration::from_secs(3600));
     let built = started.elapsed();
     let status = index.status();
@@ -149,7 +153,8 @@ pub(crate) fn run(
             status.state
         )));
     }
-    let added = resident_bytes().saturating_sub(rss_before);
+    let rss_after = resident_bytes();
+    let added = rss_after.saturating_sub(rss_before);
 
     let indexed = index.backend();
     let scan = make_backend(BackendKind::Native, None);
@@ -289,6 +294,10 @@ pub(crate) fn run(
     }
     let peer_build = peer.as_ref().map(|p| (p.built, p.status.clone()));
     drop(peer);
+    let validation = match watch {
+        IndexWatch::None => Some(validation(tree, &index, rg.as_ref(), iterations)?),
+        IndexWatch::Os => None,
+    };
 
     eprintln!("dsh-search bench --index: freshness, {writes} writes");
     let fresh = freshness(tree, &indexed, writes)?;
@@ -297,8 +306,12 @@ pub(crate) fn run(
     let mb = |b: u64| format!("{:.1} MB", b as f64 / 1_048_576.0);
     let _ = writeln!(
         md,
-        "\n## Live index: {}\n\n- load average (1, 5, 15 min): {load_before} before, {load_after} after\n- medians of {iterations} runs per side, round-robin (the order rotated each round), after one warm-up each; tool level (a direct call of a session: rendering, the value and the spill of an over-cap result included, no guard); one process, the index built once\n",
-        tree.display()
+        "\n## Live index: {}{}\n\n- load average (1, 5, 15 min): {load_before} before, {load_after} after\n- medians of {iterations} runs per side, round-robin (the order rotated each round), after one warm-up each; tool level (a direct call of a session: rendering, the value and the spill of an over-cap result included, no guard); one process, the index built once\n",
+        tree.display(),
+        match watch {
+            IndexWatch::Os => "",
+            IndexWatch::None => " (`--index-watch none`: validated at each call)",
+        }
     );
     md.push_str(&rows);
     let _ = writeln!(md);
@@ -326,6 +339,13 @@ pub(crate) fn run(
     );
     let _ = writeln!(
         md,
+        "| the process's resident memory with the index built / corpus bytes ({} / {}) | {:.1}% | | |",
+        mb(rss_after),
+        mb(corpus_bytes),
+        100.0 * rss_after as f64 / corpus_bytes.max(1) as f64
+    );
+    let _ = writeln!(
+        md,
         "| trigram bitmaps (the index's accounting) / text bytes ({} / {}) | {:.1}% | | |",
         mb(status.gram_bytes as u64),
         mb(status.file_bytes),
@@ -350,12 +370,34 @@ pub(crate) fn run(
         human(p99),
         verdict(p99.as_secs_f64(), 0.05)
     );
+    if let Some(v) = &validation {
+        let _ = writeln!(
+            md,
+            "| validation alone: the unchanged tree's metadata walked and compared (`Index::settle`; rg's rare-literal grep {}) | {} ({:.3} of rg) | | |",
+            human(v.rg),
+            human(v.settle),
+            v.settle.as_secs_f64() / v.rg.as_secs_f64().max(1e-9)
+        );
+        let _ = writeln!(
+            md,
+            "| one thread's walk: `find -printf ''` (listing only) / `find -printf '%s %T@ %C@ %i'` (a stat per entry) | {} / {} | | |",
+            human(v.find_list),
+            human(v.find_stat)
+        );
+        let share = 1.0 - v.find_list.as_secs_f64() / v.find_stat.as_secs_f64().max(1e-9);
+        let _ = writeln!(
+            md,
+            "| what a bulk listing (Windows' directory listings, macOS `getattrlistbulk`) would save: the stats' share of the walk, and the validation without them (estimated) | {:.0}%, {} | | |",
+            100.0 * share,
+            human(v.settle.mul_f64(1.0 - share))
+        );
+    }
     drop(indexed);
     drop(tool_sides);
     drop(index);
     let _ = std::fs::remove_dir_all(&spill);
     eprintln!("dsh-search bench --index: restart from a saved index");
-    let restart = restart(tree)?;
+    let restart = restart(tree, watch)?;
     let _ = writeln!(
         md,
         "| restart from the saved index ({} files read again, saved file {}) | {} | ≤ 1 s | {} |",
@@ -386,13 +428,14 @@ struct Restart {
 
 /// Index `tree` saving into a store of its own, wait for the save, close
 /// it; then open it again and time until the index is live.
-fn restart(tree: &Path) -> std::io::Result<Restart> {
+fn restart(tree: &Path, watch: IndexWatch) -> std::io::Result<Restart> {
     let store = std::env::temp_dir().join(format!("dsh-search-bench-store-{}", std::process::id()));
     let open = || -> std::io::Result<(dsh_search::Workspace, Duration)> {
         let started = Instant::now();
         let ws = dsh_search::WorkspaceOptions::new(dsh_search::FsSpec::Local)
             .root(tree)
             .index(true)
+            .index_watch(watch)
             .index_store(Some(store.clone()))
             .open()
             .map_err(std::io::Error::other)?;
@@ -527,6 +570,53 @@ fn percentile(samples: &[Duration], q: f64) -> Duration {
 /// Run `once` on every side `iterations` times (after one warm-up each),
 /// rotating which side goes first each round so that none always sees the
 /// warmest caches; the medians, in the sides' order.
+/// The validation's own cost on an unchanged tree, and the walks it is
+/// measured against, each a median of `iterations` runs round-robin.
+struct Validation {
+    /// [`Index::settle`]: the tree validated, nothing answered.
+    settle: Duration,
+    /// rg's grep of the rare literal, in the same rounds.
+    rg: Duration,
+    /// `find TREE -printf ''`: one thread listing every directory.
+    find_list: Duration,
+    /// `find TREE -printf '%s %T@ %C@ %i\n'`: the same, and a stat of every
+    /// entry (what Linux has instead of a bulk call).
+    find_stat: Duration,
+}
+
+fn validation(
+    tree: &Path,
+    index: &Index,
+    rg: &dyn SearchBackend,
+    iterations: usize,
+) -> std::io::Result<Validation> {
+    eprintln!("dsh-search bench --index: validation alone, and find's walks");
+    let find = |format: &str| {
+        let out = Command::new("find")
+            .arg(tree)
+            .arg("-printf")
+            .arg(format)
+            .stdout(std::process::Stdio::null())
+            .status();
+        assert!(out.is_ok_and(|s| s.success()), "find failed");
+    };
+    let mut req = GrepRequest::new(corpus::RARE_LITERAL, tree);
+    req.raw_budget = Some(DEFAULT_RAW_OUTPUT_MAX_BYTES);
+    let sides: [&dyn Fn(); 4] = [
+        &|| assert!(index.settle(), "the index could not validate its mirror"),
+        &|| drop(std::hint::black_box(rg.grep(&req))),
+        &|| find(""),
+        &|| find("%s %T@ %C@ %i\n"),
+    ];
+    let t = round_robin::<dyn Fn()>(iterations, &sides, &|f| f());
+    Ok(Validation {
+        settle: t[0],
+        rg: t[1],
+        find_list: t[2],
+        find_stat: t[3],
+    })
+}
+
 fn round_robin<T: ?Sized>(iterations: usize, sides: &[&T], once: &dyn Fn(&T)) -> Vec<Duration> {
     for s in sides {
         once(*s);

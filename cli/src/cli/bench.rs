@@ -79,7 +79,10 @@ pub(crate) fn run(common: &Common, args: &BenchArgs) -> u8 {
     let run = if args.transports {
         transports(common, args)
     } else if args.index {
-        index(args)
+        index(
+            args,
+            common.index_watch.map_or_else(Default::default, Into::into),
+        )
     } else {
         run_inner(args)
     };
@@ -216,7 +219,7 @@ fn transports(common: &Common, args: &BenchArgs) -> Result<(), String> {
 }
 
 /// `dsh-search bench --index`.
-fn index(args: &BenchArgs) -> Result<(), String> {
+fn index(args: &BenchArgs, watch: dsh_search::IndexWatch) -> Result<(), String> {
     let mut trees = args.trees.clone();
     if trees.is_empty() {
         let corpus_dir = args.corpus_dir.clone().unwrap_or_else(default_corpus_dir);
@@ -234,6 +237,7 @@ fn index(args: &BenchArgs) -> Result<(), String> {
                 args.peer_rgx.as_deref(),
                 args.iterations.max(1),
                 args.index_writes.max(1),
+                watch,
             )
             .map_err(|e| format!("index benchmark failed: {e}"))?,
         );

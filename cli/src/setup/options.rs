@@ -55,11 +55,36 @@ pub(crate) struct Common {
     /// and a restart reads again only the files that changed).
     #[arg(long, global = true)]
     pub(crate) no_index_save: bool,
+    /// With --index: how the index learns of changes. `os`: the system's
+    /// watcher where there is one (inotify on Linux), else the mirror
+    /// validated at each call; `none`: validated at each call on any system
+    /// (the tree's metadata walked in parallel, only the changed files read
+    /// again). Default: the configuration's indexWatch, else `os`.
+    #[arg(long, global = true, value_name = "WATCH")]
+    pub(crate) index_watch: Option<IndexWatchArg>,
     /// Set by SIGINT, SIGTERM or SIGHUP (Ctrl-C or Ctrl-Break on Windows):
     /// the running call stops (an rg child included, which lives in its own
     /// process group and would not get the terminal's signal).
     #[arg(skip)]
     pub(crate) cancel: CancelToken,
+}
+
+/// `--index-watch` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum IndexWatchArg {
+    /// The system's watcher where there is one.
+    Os,
+    /// Validate the mirror at each call.
+    None,
+}
+
+impl From<IndexWatchArg> for dsh_search::IndexWatch {
+    fn from(w: IndexWatchArg) -> dsh_search::IndexWatch {
+        match w {
+            IndexWatchArg::Os => dsh_search::IndexWatch::Os,
+            IndexWatchArg::None => dsh_search::IndexWatch::None,
+        }
+    }
 }
 
 /// `--backend` values.

@@ -49,6 +49,11 @@ pub(crate) fn open(common: &Common, config: &Config) -> Result<Workspace, String
         options.overlay(absolute(dir)?);
     }
     options.index(index);
+    options.index_watch(
+        common
+            .index_watch
+            .map_or(config.index_watch, dsh_search::IndexWatch::from),
+    );
     if index && !common.no_index_save {
         // Without a state directory there is nowhere to save it: built
         // from the tree at every start, as before.

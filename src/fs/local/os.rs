@@ -171,6 +171,44 @@ pub(crate) fn from_std(m: &std::fs::Metadata) -> Metadata {
     }
 }
 
+impl LocalFs {
+    /// [`FileSystem::list`], each entry with its metadata where the listing
+    /// carries it: on Windows, `FindNextFileW`'s data (size, times,
+    /// attributes), which `DirEntry::metadata` returns without opening the
+    /// file, so the index's validation (`index/validate.rs`) makes no call
+    /// per entry there. Elsewhere the listing as it is (Linux lists no
+    /// metadata: the caller stats each entry).
+    pub(crate) fn list_with_metadata(&self, dir: &LocalDir, listing: &mut Listing) {
+        #[cfg(windows)]
+        {
+            let Dir::Path(path) = &dir.0;
+            listing.clear();
+            let rd = match std::fs::read_dir(path) {
+                Ok(rd) => rd,
+                Err(e) => return listing.fail(e),
+            };
+            for entry in rd {
+                let e = match entry {
+                    Ok(e) => e,
+                    Err(e) => return listing.fail(e),
+                };
+                let kind = e.file_type().map_or(FileType::Unknown, kind_of_std);
+                let name = e.file_name();
+                let name = crate::fs::names::os_bytes(&name);
+                if super::is_staging(name, kind) {
+                    continue;
+                }
+                match e.metadata() {
+                    Ok(m) => listing.push_with_metadata(name, kind, from_std(&m)),
+                    Err(_) => listing.push(name, kind),
+                }
+            }
+        }
+        #[cfg(not(windows))]
+        self.list(dir, listing)
+    }
+}
+
 /// `std::fs::FileType` as the seam's.
 pub(crate) fn kind_of_std(t: std::fs::FileType) -> FileType {
     if t.is_file() {

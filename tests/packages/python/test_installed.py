@@ -117,6 +117,19 @@ def test_tools_give_the_cli_texts() -> None:
         assert (ours / "new.txt").read_text() == "one\ntwo\n"
 
 
+def test_an_index_validated_at_each_call_answers_as_the_scan(tree: pathlib.Path) -> None:
+    """``index_watch="none"``: the mirror checked against the tree at each
+    call (docs/index.md, "Where there is no watcher"); a change made on the
+    disk is in the next call's answer."""
+    scan = dsh_search.Tools(tree)
+    validated = dsh_search.Tools(tree, index=True, index_watch="none")
+    for step in range(3):
+        for run in (lambda t: t.glob("**/*"), lambda t: t.grep("hello"), lambda t: t.grep("zzz_step_\\d")):
+            assert run(validated) == run(scan), step
+        (tree / "src" / f"step{step}.rs").write_text(f"// zzz_step_{step}\n")
+    assert "zzz_step_2" in validated.grep("zzz_step_\\d")
+
+
 def test_a_tool_error_is_an_exception_with_the_cli_text(tree: pathlib.Path) -> None:
     tools = dsh_search.Tools(tree, session="e")
     cases = [
@@ -142,6 +155,7 @@ BAD = [
     ("Tools: root None", lambda d: dsh_search.Tools(None), TypeError, "expected str, bytes or os.PathLike object"),
     ("Tools: an unknown backend", lambda d: dsh_search.Tools(d, backend="ripgrep"), ValueError, "ripgrep"),
     ("Tools: a bad fs", lambda d: dsh_search.Tools(d, fs="ftp://x"), ValueError, "fs"),
+    ("Tools: an unknown index watch", lambda d: dsh_search.Tools(d, index=True, index_watch="inotify"), ValueError, 'unknown index watch "inotify"'),
     ("Tools.call: args not JSON", lambda d: dsh_search.Tools(d).call("grep", {"pattern": object()}), ValueError, "JSON"),
 ]
 

@@ -26,6 +26,7 @@ class Tools:
         root: _Path,
         *,
         index: bool = False,
+        index_watch: Optional[str] = None,
         fs: Optional[str] = None,
         backend: Optional[str] = None,
         overlay: Optional[_Path] = None,
