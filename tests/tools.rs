@@ -581,6 +581,9 @@ impl SearchBackend for InFlight {
     fn name(&self) -> &'static str {
         self.inner.name()
     }
+    fn searches_local_disk(&self) -> bool {
+        self.inner.searches_local_disk()
+    }
     fn glob(&self, req: &dsh_search::GlobRequest) -> dsh_search::Outcome<dsh_search::GlobResults> {
         let _leave = self.enter();
         self.inner.glob(req)

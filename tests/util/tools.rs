@@ -198,6 +198,9 @@ impl SearchBackend for Memo {
     fn name(&self) -> &'static str {
         self.inner.name()
     }
+    fn searches_local_disk(&self) -> bool {
+        self.inner.searches_local_disk()
+    }
 
     fn indexed(&self) -> bool {
         self.inner.indexed()
