@@ -9,7 +9,7 @@ use crate::cancel::CancelToken;
 use crate::config::SearchConfig;
 use crate::event::Event;
 use crate::js::js_trim;
-use crate::outcome::{d2_order, Outcome, Status};
+use crate::outcome::{by_path_then_line, Outcome, Status};
 use crate::request::{GlobRequest, GrepRequest};
 use crate::tool::args::{GlobArgs, GrepArgs};
 use crate::tool::display::display_path;
@@ -141,9 +141,9 @@ fn in_stable_order(lines: &[String]) -> Vec<String> {
     messages.into_iter().flatten().cloned().collect()
 }
 
-/// Steps 2–9 of the ladder for an outcome: `Ok(true)` for exit 0 (parse
+/// Steps 2–9 of the failure ladder (`contract.md` §3) for an outcome: `Ok(true)` for exit 0 (parse
 /// the results), `Ok(false)` for exit 1 (an empty value), or the error.
-fn ladder<T>(
+fn failure_ladder<T>(
     tool: ToolName,
     outcome: &Outcome<T>,
     tokens: &[&CancelToken],
@@ -248,7 +248,7 @@ pub(super) fn run_glob(
         Some(p) => display_path(p, &ctx.workdir),
         None => ".".to_string(),
     };
-    if !ladder(ToolName::Glob, &outcome, &tokens, config)? {
+    if !failure_ladder(ToolName::Glob, &outcome, &tokens, config)? {
         return Ok(GlobValue {
             root,
             paths: Vec::new(),
@@ -308,7 +308,7 @@ pub(super) fn run_grep(
     }
     let (outcome, answered) = backend.grep_with_answer(&req);
     *answer = answered;
-    if !ladder(ToolName::Grep, &outcome, &tokens, config)? {
+    if !failure_ladder(ToolName::Grep, &outcome, &tokens, config)? {
         return Ok(GrepValue::default());
     }
     // A file's matches come one after another: its display path is worked
@@ -341,7 +341,7 @@ pub(super) fn run_grep(
         .collect();
     // Contract D2: rg's file order varies from run to run; ours does not.
     matches.sort_by(|a, b| {
-        d2_order(
+        by_path_then_line(
             (a.path.as_bytes(), a.line_number),
             (b.path.as_bytes(), b.line_number),
         )
