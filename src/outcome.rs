@@ -1,3 +1,8 @@
+//! What a backend returns for a request: an [`Outcome`] with how the search
+//! ended ([`Status`], rg's exit code or why it stopped) and its results
+//! ([`GlobResults`], [`GrepResults`]), and the one order of grep results
+//! (D2, by path then line).
+
 use std::cmp::Ordering;
 use std::io::{self, Write};
 

@@ -1,3 +1,10 @@
+//! The search-path guard (`contract.md` §7): [`Guard`] denies, before they
+//! run, the calls that cannot help (a missing path, an edit whose
+//! `old_string` is absent or ambiguous, a grep that keeps finding nothing
+//! on one target), with one line that says what to do instead. `target`
+//! resolves and looks up paths, `message` words the denials, `counters`
+//! keeps the zero-result counts.
+
 mod counters;
 mod message;
 mod target;
