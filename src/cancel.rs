@@ -1,3 +1,7 @@
+//! Cancellation: [`CancelToken`], the flag a caller shares with the work it
+//! started, with the call's deadline (`timeoutMs`), and the io error a
+//! reader returns once its call is cancelled ([`cancelled_error`]).
+
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Instant;

@@ -15,6 +15,12 @@
 //! Every key is optional; an absent key takes the deployment default
 //! (`contract.md` §4: head mode, a 30,000 ms timeout, spill-policy at
 //! 50,000 bytes). Unknown keys and invalid values are rejected.
+//!
+//! Each key is one row of one table (`KEYS`, and `GUARD_KEYS` under
+//! `guard`): its name, the seed's scope its messages name and how its value
+//! is read into its field. The table drives the parse, the rejection of
+//! unknown keys and a test that `docs/tools.md` lists exactly these keys;
+//! a new key is a row there, its field here and its line in the docs.
 
 use std::fmt;
 use std::io;
@@ -236,30 +242,130 @@ pub struct Config {
     pub index_watch: crate::IndexWatch,
 }
 
-/// The top-level keys, in validation order.
-const TOP_KEYS: &[&str] = &[
-    "sampleOverCapGlobResults",
-    "globMaxResults",
-    "grepMaxMatches",
-    "grepMaxLineBytes",
-    "searchMetaMaxBytes",
-    "rawOutputMaxBytes",
-    "graceMs",
-    "stderrMaxBytes",
-    "timeoutMs",
-    "readLimit",
-    "readMaxLineLength",
-    "readMaxBytes",
-    "readStreamMinSize",
-    "diffBasisMaxBytes",
-    "maxInlineBytes",
-    "spillRoot",
-    "guard",
-    "index",
-    "indexWatch",
+/// How one key's value is checked and stored.
+enum Parse {
+    /// A boolean: else `<scope>: <name> must be a boolean`.
+    Bool(fn(&mut Config) -> &mut bool),
+    /// `Number.isInteger(v) && v >= 1`: else `<scope>: <name> must be a
+    /// positive integer`.
+    Positive(fn(&mut Config) -> &mut u64),
+    /// An object of keys of its own: else `<scope>: the <name>
+    /// configuration must be an object`.
+    Object(&'static [Key]),
+    /// A check of its own, whose error is the whole message.
+    Other(fn(&Value, &mut Config) -> Result<(), String>),
+}
+
+/// One configuration key: the one place its name, the seed's scope its
+/// messages name and its parse are written. [`KEYS`] drives the parse, the
+/// rejection of unknown keys and the test that `docs/tools.md` lists
+/// exactly these keys; the value lands in its field of [`Config`].
+struct Key {
+    /// The name, camelCase as in the seed, within its object.
+    name: &'static str,
+    /// The seed's scope that opens its messages (`seed-reference.md` §9).
+    scope: &'static str,
+    /// How the value is read.
+    parse: Parse,
+}
+
+const fn key(name: &'static str, scope: &'static str, parse: Parse) -> Key {
+    Key { name, scope, parse }
+}
+
+const SEARCH: &str = "tool-fs-search";
+const FS: &str = "tool-fs";
+
+/// The top-level keys, in the seed's table order: the first invalid key in
+/// this order is the one reported.
+const KEYS: &[Key] = &[
+    key(
+        "sampleOverCapGlobResults",
+        SEARCH,
+        Parse::Bool(|c| &mut c.search.sample_over_cap_glob_results),
+    ),
+    key(
+        "globMaxResults",
+        SEARCH,
+        Parse::Positive(|c| &mut c.search.glob_max_results),
+    ),
+    key(
+        "grepMaxMatches",
+        SEARCH,
+        Parse::Positive(|c| &mut c.search.grep_max_matches),
+    ),
+    key(
+        "grepMaxLineBytes",
+        SEARCH,
+        Parse::Positive(|c| &mut c.search.grep_max_line_bytes),
+    ),
+    key(
+        "searchMetaMaxBytes",
+        SEARCH,
+        Parse::Positive(|c| &mut c.search.search_meta_max_bytes),
+    ),
+    key(
+        "rawOutputMaxBytes",
+        SEARCH,
+        Parse::Positive(|c| &mut c.search.raw_output_max_bytes),
+    ),
+    key("graceMs", SEARCH, Parse::Other(grace_ms)),
+    key(
+        "stderrMaxBytes",
+        SEARCH,
+        Parse::Positive(|c| &mut c.search.stderr_max_bytes),
+    ),
+    key(
+        "timeoutMs",
+        SEARCH,
+        Parse::Positive(|c| &mut c.search.timeout_ms),
+    ),
+    key("readLimit", FS, Parse::Positive(|c| &mut c.fs.read_limit)),
+    key(
+        "readMaxLineLength",
+        FS,
+        Parse::Positive(|c| &mut c.fs.read_max_line_length),
+    ),
+    key(
+        "readMaxBytes",
+        FS,
+        Parse::Positive(|c| &mut c.fs.read_max_bytes),
+    ),
+    key(
+        "readStreamMinSize",
+        FS,
+        Parse::Positive(|c| &mut c.fs.read_stream_min_size),
+    ),
+    key(
+        "diffBasisMaxBytes",
+        "fs-local",
+        Parse::Other(diff_basis_max_bytes),
+    ),
+    key(
+        "maxInlineBytes",
+        "spill-policy",
+        Parse::Other(max_inline_bytes),
+    ),
+    key("spillRoot", "spill-local", Parse::Other(spill_root)),
+    key("guard", "guard", Parse::Object(GUARD_KEYS)),
+    key("index", "config", Parse::Bool(|c| &mut c.index)),
+    key("indexWatch", "config", Parse::Other(index_watch)),
 ];
 
-const GUARD_KEYS: &[&str] = &["disabled", "maxEditBytes", "zeroResultBlock"];
+/// The keys of the `guard` object (`contract.md` §7).
+const GUARD_KEYS: &[Key] = &[
+    key("disabled", "guard", Parse::Bool(|c| &mut c.guard.disabled)),
+    key(
+        "maxEditBytes",
+        "guard",
+        Parse::Positive(|c| &mut c.guard.max_edit_bytes),
+    ),
+    key(
+        "zeroResultBlock",
+        "guard",
+        Parse::Positive(|c| &mut c.guard.zero_result_block),
+    ),
+];
 
 impl Config {
     /// Read and validate a JSON configuration file.
@@ -284,181 +390,124 @@ impl Config {
                 "config: the configuration must be a JSON object",
             ));
         };
-        reject_unknown(obj, TOP_KEYS, "config")?;
         let mut c = Config::default();
-        let s = &mut c.search;
-        if let Some(v) = obj.get("sampleOverCapGlobResults") {
-            s.sample_over_cap_glob_results = v.as_bool().ok_or_else(|| {
-                ConfigError::invalid(
-                    "sampleOverCapGlobResults",
-                    "tool-fs-search: sampleOverCapGlobResults must be a boolean",
-                )
-            })?;
-        }
-        let search = "tool-fs-search";
-        positive(obj, search, "globMaxResults", &mut s.glob_max_results)?;
-        positive(obj, search, "grepMaxMatches", &mut s.grep_max_matches)?;
-        positive(obj, search, "grepMaxLineBytes", &mut s.grep_max_line_bytes)?;
-        positive(
-            obj,
-            search,
-            "searchMetaMaxBytes",
-            &mut s.search_meta_max_bytes,
-        )?;
-        positive(
-            obj,
-            search,
-            "rawOutputMaxBytes",
-            &mut s.raw_output_max_bytes,
-        )?;
-        positive(obj, search, "graceMs", &mut s.grace_ms)?;
-        if s.grace_ms > MAX_TIMER_DELAY_MS {
-            return Err(ConfigError::invalid(
-                "graceMs",
-                format!("tool-fs-search: graceMs must be no greater than {MAX_TIMER_DELAY_MS}"),
-            ));
-        }
-        positive(obj, search, "stderrMaxBytes", &mut s.stderr_max_bytes)?;
-        positive(obj, search, "timeoutMs", &mut s.timeout_ms)?;
-
-        let f = &mut c.fs;
-        positive(obj, "tool-fs", "readLimit", &mut f.read_limit)?;
-        positive(
-            obj,
-            "tool-fs",
-            "readMaxLineLength",
-            &mut f.read_max_line_length,
-        )?;
-        positive(obj, "tool-fs", "readMaxBytes", &mut f.read_max_bytes)?;
-        positive(
-            obj,
-            "tool-fs",
-            "readStreamMinSize",
-            &mut f.read_stream_min_size,
-        )?;
-        if let Some(v) = obj.get("diffBasisMaxBytes") {
-            f.diff_basis_max_bytes = integer(v)
-                .filter(|&n| n >= 1.0 && n <= MAX_DIFF_BASIS_BYTES as f64)
-                .map(|n| n as u64)
-                .ok_or_else(|| {
-                    ConfigError::invalid("diffBasisMaxBytes", format!(
-                        "fs-local: diffBasisMaxBytes must be a positive safe integer no greater than {MAX_DIFF_BASIS_BYTES}"
-                    ))
-                })?;
-        }
-
-        if let Some(v) = obj.get("maxInlineBytes") {
-            let n = integer(v).filter(|&n| n >= 0.0).ok_or_else(|| {
-                ConfigError::invalid(
-                    "maxInlineBytes",
-                    format!(
-                        "spill-policy: maxInlineBytes must be a non-negative integer (got {})",
-                        js_string(v)
-                    ),
-                )
-            })?;
-            c.spill.max_inline_bytes = Some(saturate(n));
-        }
-        if let Some(v) = obj.get("spillRoot") {
-            let root = v.as_str().filter(|r| !r.is_empty()).ok_or_else(|| {
-                ConfigError::invalid(
-                    "spillRoot",
-                    "spill-local: spillRoot must be a non-empty string",
-                )
-            })?;
-            c.spill.root = Some(PathBuf::from(root));
-        }
-
-        if let Some(v) = obj.get("guard") {
-            let Value::Object(g) = v else {
-                return Err(ConfigError::invalid(
-                    "guard",
-                    "guard: the guard configuration must be an object",
-                ));
-            };
-            reject_unknown(g, GUARD_KEYS, "guard")?;
-            if let Some(v) = g.get("disabled") {
-                c.guard.disabled = v.as_bool().ok_or_else(|| {
-                    ConfigError::invalid("guard.disabled", "guard: disabled must be a boolean")
-                })?;
-            }
-            positive(g, "guard", "maxEditBytes", &mut c.guard.max_edit_bytes)?;
-            positive(
-                g,
-                "guard",
-                "zeroResultBlock",
-                &mut c.guard.zero_result_block,
-            )?;
-        }
-        if let Some(v) = obj.get("index") {
-            c.index = v
-                .as_bool()
-                .ok_or_else(|| ConfigError::invalid("index", "config: index must be a boolean"))?;
-        }
-        if let Some(v) = obj.get("indexWatch") {
-            let invalid = || {
-                ConfigError::invalid(
-                    "indexWatch",
-                    "config: indexWatch must be \"os\" or \"none\"",
-                )
-            };
-            c.index_watch = v
-                .as_str()
-                .ok_or_else(invalid)?
-                .parse()
-                .map_err(|_| invalid())?;
-        }
+        apply(KEYS, obj, "config", "", &mut c)?;
         Ok(c)
     }
 }
 
-fn reject_unknown(
+/// Check `obj` against `keys` and store what it sets in `c`: first any key
+/// not in `keys` (`<scope>: unknown configuration key …`), then each key in
+/// the table's order. `prefix` is how the keys are written under their
+/// object in [`ConfigError::Invalid`]'s `key` (`guard.`).
+fn apply(
+    keys: &[Key],
     obj: &Map<String, Value>,
-    known: &[&str],
     scope: &str,
+    prefix: &str,
+    c: &mut Config,
 ) -> Result<(), ConfigError> {
-    match obj.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(k) => Err(ConfigError::invalid(
-            key_in(scope, k),
+    if let Some(k) = obj.keys().find(|k| !keys.iter().any(|key| key.name == *k)) {
+        let known: Vec<&str> = keys.iter().map(|key| key.name).collect();
+        return Err(ConfigError::invalid(
+            format!("{prefix}{k}"),
             format!(
                 "{scope}: unknown configuration key {} (known keys: {})",
                 Value::String(k.clone()),
                 known.join(", ")
             ),
-        )),
-        None => Ok(()),
+        ));
     }
-}
-
-/// The key `name` as written under its object: `guard.maxEditBytes` for
-/// the guard's, the name alone at the top level (whichever seed scope its
-/// message names).
-fn key_in(scope: &str, name: &str) -> String {
-    if scope == "guard" {
-        format!("guard.{name}")
-    } else {
-        name.to_string()
-    }
-}
-
-/// `Number.isInteger(v) && v >= 1`, else `<scope>: <name> must be a positive
-/// integer`.
-fn positive(
-    obj: &Map<String, Value>,
-    scope: &str,
-    name: &str,
-    slot: &mut u64,
-) -> Result<(), ConfigError> {
-    if let Some(v) = obj.get(name) {
-        let n = integer(v).filter(|&n| n >= 1.0).ok_or_else(|| {
-            ConfigError::invalid(
-                key_in(scope, name),
-                format!("{scope}: {name} must be a positive integer"),
-            )
-        })?;
-        *slot = saturate(n);
+    for key in keys {
+        let Some(v) = obj.get(key.name) else {
+            continue;
+        };
+        let (name, scope) = (key.name, key.scope);
+        let invalid = |message: String| ConfigError::invalid(format!("{prefix}{name}"), message);
+        match &key.parse {
+            Parse::Bool(slot) => {
+                *slot(c) = v
+                    .as_bool()
+                    .ok_or_else(|| invalid(format!("{scope}: {name} must be a boolean")))?;
+            }
+            Parse::Positive(slot) => {
+                *slot(c) = positive(v).ok_or_else(|| {
+                    invalid(format!("{scope}: {name} must be a positive integer"))
+                })?;
+            }
+            Parse::Object(inner) => {
+                let Value::Object(inner_obj) = v else {
+                    return Err(invalid(format!(
+                        "{scope}: the {name} configuration must be an object"
+                    )));
+                };
+                apply(inner, inner_obj, scope, &format!("{prefix}{name}."), c)?;
+            }
+            Parse::Other(parse) => parse(v, c).map_err(invalid)?,
+        }
     }
     Ok(())
+}
+
+/// `graceMs`: a positive integer no greater than [`MAX_TIMER_DELAY_MS`].
+fn grace_ms(v: &Value, c: &mut Config) -> Result<(), String> {
+    let n = positive(v).ok_or_else(|| format!("{SEARCH}: graceMs must be a positive integer"))?;
+    if n > MAX_TIMER_DELAY_MS {
+        return Err(format!(
+            "tool-fs-search: graceMs must be no greater than {MAX_TIMER_DELAY_MS}"
+        ));
+    }
+    c.search.grace_ms = n;
+    Ok(())
+}
+
+/// `diffBasisMaxBytes`: a positive integer no greater than
+/// [`MAX_DIFF_BASIS_BYTES`].
+fn diff_basis_max_bytes(v: &Value, c: &mut Config) -> Result<(), String> {
+    c.fs.diff_basis_max_bytes = integer(v)
+        .filter(|&n| n >= 1.0 && n <= MAX_DIFF_BASIS_BYTES as f64)
+        .map(|n| n as u64)
+        .ok_or_else(|| format!(
+            "fs-local: diffBasisMaxBytes must be a positive safe integer no greater than {MAX_DIFF_BASIS_BYTES}"
+        ))?;
+    Ok(())
+}
+
+/// `maxInlineBytes`: a non-negative integer, the value quoted as
+/// JavaScript's `String(v)` when it is not one.
+fn max_inline_bytes(v: &Value, c: &mut Config) -> Result<(), String> {
+    let n = integer(v).filter(|&n| n >= 0.0).ok_or_else(|| {
+        format!(
+            "spill-policy: maxInlineBytes must be a non-negative integer (got {})",
+            js_string(v)
+        )
+    })?;
+    c.spill.max_inline_bytes = Some(saturate(n));
+    Ok(())
+}
+
+/// `spillRoot`: a non-empty string.
+fn spill_root(v: &Value, c: &mut Config) -> Result<(), String> {
+    let root = v
+        .as_str()
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| "spill-local: spillRoot must be a non-empty string".to_string())?;
+    c.spill.root = Some(PathBuf::from(root));
+    Ok(())
+}
+
+/// `"os"` or `"none"` ([`crate::IndexWatch`]).
+fn index_watch(v: &Value, c: &mut Config) -> Result<(), String> {
+    c.index_watch = v
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| "config: indexWatch must be \"os\" or \"none\"".to_string())?;
+    Ok(())
+}
+
+/// `Number.isInteger(v) && v >= 1`: the value, saturated to `u64`.
+fn positive(v: &Value) -> Option<u64> {
+    integer(v).filter(|&n| n >= 1.0).map(saturate)
 }
 
 /// The value as a number when it is an integer in JavaScript's sense
@@ -676,6 +725,81 @@ mod tests {
             err(json!([])),
             "config: the configuration must be a JSON object"
         );
+    }
+
+    /// The keys as `docs/tools.md` writes them: `guard.maxEditBytes` for a
+    /// key of the guard's object.
+    fn documented_names(keys: &[Key], prefix: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        for key in keys {
+            match &key.parse {
+                Parse::Object(inner) => {
+                    names.extend(documented_names(inner, &format!("{prefix}{}.", key.name)))
+                }
+                _ => names.push(format!("{prefix}{}", key.name)),
+            }
+        }
+        names
+    }
+
+    /// The table of `docs/tools.md`'s "Configuration" section names every
+    /// key of [`KEYS`], in its order, and no other.
+    #[test]
+    fn docs_list_exactly_the_keys() {
+        let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/tools.md"))
+            .expect("docs/tools.md");
+        let section = docs
+            .split("\n## ")
+            .find(|s| s.starts_with("Configuration\n"))
+            .expect("a Configuration section");
+        let listed: Vec<String> = section
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `"))
+            .filter_map(|l| l.split_once("` |"))
+            .map(|(name, _)| name.to_string())
+            .collect();
+        assert_eq!(listed, documented_names(KEYS, ""));
+    }
+
+    /// Every row parses a valid value into its own field: a value set
+    /// through the table lands where the key says.
+    #[test]
+    fn every_key_sets_its_field() {
+        let c = Config::from_json(&json!({
+            "sampleOverCapGlobResults": true, "globMaxResults": 11, "grepMaxMatches": 12,
+            "grepMaxLineBytes": 13, "searchMetaMaxBytes": 14, "rawOutputMaxBytes": 15,
+            "graceMs": 16, "stderrMaxBytes": 17, "timeoutMs": 18, "readLimit": 19,
+            "readMaxLineLength": 20, "readMaxBytes": 21, "readStreamMinSize": 22,
+            "diffBasisMaxBytes": 23, "maxInlineBytes": 24, "spillRoot": "/s",
+            "guard": {"disabled": true, "maxEditBytes": 25, "zeroResultBlock": 26},
+            "index": true
+        }))
+        .unwrap();
+        let s = &c.search;
+        assert!(s.sample_over_cap_glob_results);
+        assert_eq!(
+            [
+                s.glob_max_results,
+                s.grep_max_matches,
+                s.grep_max_line_bytes,
+                s.search_meta_max_bytes,
+                s.raw_output_max_bytes,
+                s.grace_ms,
+                s.stderr_max_bytes,
+                s.timeout_ms,
+                c.fs.read_limit,
+                c.fs.read_max_line_length,
+                c.fs.read_max_bytes,
+                c.fs.read_stream_min_size,
+                c.fs.diff_basis_max_bytes,
+                c.spill.max_inline_bytes.unwrap(),
+                c.guard.max_edit_bytes,
+                c.guard.zero_result_block,
+            ],
+            [11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26]
+        );
+        assert_eq!(c.spill.root.as_deref(), Some(Path::new("/s")));
+        assert!(c.guard.disabled && c.index);
     }
 
     /// The key each refusal concerns, as written under its object.

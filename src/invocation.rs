@@ -1,3 +1,8 @@
+//! rg's own argv for the two invocations of `contract.md` §2, recognized
+//! by shape ([`Invocation::parse`]) and answered in-process with rg's bytes
+//! and exit code ([`RawRun`]): the command line's `--format raw` and the
+//! Node binding's `rg()`.
+
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io::{self, Write};

@@ -187,7 +187,7 @@ pub use config::{Config, ConfigError};
 pub use guard::{Guard, MemoryCounters, ZeroResultStore};
 pub use session::Sessions;
 pub use spill::{LocalSpillStore, SpillRef, SpillSource, SpillStore};
-pub use tool::{CallContext, CallGuard, ToolError, ToolResult, Tools};
+pub use tool::{CallContext, CallGuard, ToolError, ToolName, ToolResult, Tools};
 
 // The filesystems, and a workspace described as the command line and the
 // Node binding describe it.

@@ -1,3 +1,8 @@
+//! What a backend returns for a request: an [`Outcome`] with how the search
+//! ended ([`Status`], rg's exit code or why it stopped) and its results
+//! ([`GlobResults`], [`GrepResults`]), and the one order of grep results
+//! (D2, by path then line).
+
 use std::cmp::Ordering;
 use std::io::{self, Write};
 
@@ -7,7 +12,7 @@ use crate::event::Event;
 /// line number. rg's file order changes from run to run; the native engine
 /// sorts its file blocks with it (each block's lines already ascend) and
 /// the grep tool sorts the matches of either backend with it.
-pub(crate) fn d2_order(a: (&[u8], u64), b: (&[u8], u64)) -> Ordering {
+pub(crate) fn by_path_then_line(a: (&[u8], u64), b: (&[u8], u64)) -> Ordering {
     a.0.cmp(b.0).then(a.1.cmp(&b.1))
 }
 

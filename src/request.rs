@@ -1,3 +1,7 @@
+//! The two requests a backend answers, [`GlobRequest`] and
+//! [`GrepRequest`] (`contract.md` §2), with the raw-output budget's default
+//! and the one list of VCS directories glob excludes.
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 

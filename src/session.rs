@@ -1,3 +1,8 @@
+//! Per-session state ([`Sessions`]): what each session last read of each
+//! file (the observation policy, `contract.md` §6) and the guard's
+//! zero-result counters, in memory or in a state directory shared by
+//! processes.
+
 use crate::sync::RecoverPoison;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{DirBuilder, File, OpenOptions};

@@ -542,7 +542,7 @@ fn encodings_and_binaries() {
 }
 
 /// Walked files whose NUL comes after a line that ends within their first
-/// three bytes (`rg-semantics.md` §9.3; issue 37, item 11). The searcher's
+/// three bytes (`rg-semantics.md` §9.3). The searcher's
 /// BOM peek (`encoding_rs_io: BomPeeker::peek_bom`) reads the first three
 /// bytes on their own, and grep-searcher 0.1.17's `LineBuffer::fill` hands
 /// the searcher what one read gave once it holds a line end: the lines in

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use dsh_search::fs::LocalFs;
-use dsh_search::tool::{CallContext, ToolResult};
+use dsh_search::tool::{CallContext, ToolName, ToolResult, Tools};
 use dsh_search::{config::GuardConfig, Guard};
 use serde_json::{json, Value};
 
@@ -34,7 +34,15 @@ fn small_tree() -> Ws {
 }
 
 fn check(ws: &Ws, tool: &str, args: Value) -> Option<String> {
+    let tool: ToolName = tool.parse().expect("one of the five tools");
     Guard::default().check(tool, &args, &ws.ctx(), &*DISK)
+}
+
+/// The tools on the local disk with the default guard.
+fn guarded_tools() -> Tools {
+    let backend = std::sync::Arc::new(dsh_search::NativeBackend::new());
+    Tools::new(dsh_search::Config::default(), backend)
+        .with_guard(std::sync::Arc::new(Guard::default()))
 }
 
 fn no_matches() -> ToolResult {
@@ -156,11 +164,17 @@ fn read_of_a_missing_file_is_denied() {
         check(&ws, "read", json!({"file_path": "src/mian.rs"})).unwrap(),
         want
     );
-    // The crate has no `read_image` tool: the guard knows none either (the
-    // dispatch answers an unknown tool).
-    assert_eq!(
-        check(&ws, "read_image", json!({"file_path": "src/mian.rs"})),
-        None
+    // The crate has no `read_image` tool: the dispatch answers the unknown
+    // name, and the guard, which sees tools by name only, is never asked.
+    let r = guarded_tools().call(
+        "read_image",
+        &json!({"file_path": "src/mian.rs"}),
+        &ws.ctx(),
+    );
+    assert!(
+        r.content.starts_with("Error: unknown tool \"read_image\""),
+        "{}",
+        r.content
     );
 }
 
@@ -175,19 +189,34 @@ fn read_resolves_dotdot_against_the_real_workdir() {
     let ctx = CallContext::new(&link);
     let g = Guard::default();
     assert_eq!(
-        g.check("read", &json!({"file_path": "../README.md"}), &ctx, &*DISK),
+        g.check(
+            ToolName::Read,
+            &json!({"file_path": "../README.md"}),
+            &ctx,
+            &*DISK
+        ),
         None
     );
     assert_eq!(
-        g.check("read", &json!({"file_path": "main.rs"}), &ctx, &*DISK),
+        g.check(
+            ToolName::Read,
+            &json!({"file_path": "main.rs"}),
+            &ctx,
+            &*DISK
+        ),
         None
     );
     // The same resolution for a missing file: the nearest directory is the
     // real parent, outside the workdir, so it is shown absolute.
     let real = ws.root.to_str().unwrap();
     assert_eq!(
-        g.check("read", &json!({"file_path": "../READM.md"}), &ctx, &*DISK)
-            .unwrap(),
+        g.check(
+            ToolName::Read,
+            &json!({"file_path": "../READM.md"}),
+            &ctx,
+            &*DISK
+        )
+        .unwrap(),
         format!(
             r#"file_path "../READM.md" does not exist; the nearest existing directory is "{real}", whose closest entries are "{real}/README.md", "{real}/docs/", "{real}/notes.txt"; list it with glob {{"pattern":"*","path":"{real}"}}, then retry with a path that exists"#
         )
@@ -292,13 +321,18 @@ fn unusable_workdirs_are_allowed() {
     ] {
         let ctx = CallContext::new(&wd);
         assert_eq!(
-            g.check("grep", &args, &ctx, &*DISK),
+            g.check(ToolName::Grep, &args, &ctx, &*DISK),
             None,
             "{}",
             wd.display()
         );
         assert_eq!(
-            g.check("read", &json!({"file_path": "missing"}), &ctx, &*DISK),
+            g.check(
+                ToolName::Read,
+                &json!({"file_path": "missing"}),
+                &ctx,
+                &*DISK
+            ),
             None
         );
     }
@@ -332,11 +366,17 @@ fn other_tools_pass_untouched() {
         ),
         None
     );
-    assert_eq!(check(&ws, "bash", json!({"path": "missing"})), None);
-    assert_eq!(
-        check(&ws, "Grep", json!({"pattern": "x", "path": "missing"})),
-        None
-    );
+    // A name that is no tool (names are case-sensitive) is the dispatch's
+    // error, not the guard's denial of a missing path.
+    for name in ["bash", "Grep"] {
+        let r = guarded_tools().call(name, &json!({"pattern": "x", "path": "missing"}), &ws.ctx());
+        assert!(
+            r.content
+                .starts_with(&format!("Error: unknown tool \"{name}\"")),
+            "{name}: {}",
+            r.content
+        );
+    }
 }
 
 #[test]
@@ -349,7 +389,7 @@ fn disabled_guard_allows_everything_and_counts_nothing() {
     let ctx = ws.session("s");
     assert_eq!(
         g.check(
-            "grep",
+            ToolName::Grep,
             &json!({"pattern": "x", "path": "missing"}),
             &ctx,
             &*DISK
@@ -358,7 +398,7 @@ fn disabled_guard_allows_everything_and_counts_nothing() {
     );
     assert_eq!(
         g.check(
-            "edit",
+            ToolName::Edit,
             &json!({"file_path": "notes.txt", "old_string": "zzz", "new_string": "y"}),
             &ctx,
             &*DISK,
@@ -367,7 +407,7 @@ fn disabled_guard_allows_everything_and_counts_nothing() {
     );
     for _ in 0..10 {
         g.after(
-            "grep",
+            ToolName::Grep,
             &json!({"pattern": "x"}),
             &ctx,
             &*DISK,
@@ -375,7 +415,7 @@ fn disabled_guard_allows_everything_and_counts_nothing() {
         );
     }
     assert_eq!(
-        g.check("grep", &json!({"pattern": "x"}), &ctx, &*DISK),
+        g.check(ToolName::Grep, &json!({"pattern": "x"}), &ctx, &*DISK),
         None
     );
 }
@@ -490,10 +530,13 @@ fn edit_of_binary_invalid_or_large_files_is_left_to_edit() {
         ..GuardConfig::default()
     });
     assert!(g
-        .check("edit", &args("ten.txt"), &ws.ctx(), &*DISK)
+        .check(ToolName::Edit, &args("ten.txt"), &ws.ctx(), &*DISK)
         .is_some());
     ws.file("ten.txt", "0123456789A");
-    assert_eq!(g.check("edit", &args("ten.txt"), &ws.ctx(), &*DISK), None);
+    assert_eq!(
+        g.check(ToolName::Edit, &args("ten.txt"), &ws.ctx(), &*DISK),
+        None
+    );
 }
 
 #[test]
@@ -526,28 +569,34 @@ fn five_empty_greps_block_the_sixth() {
     let ctx = ws.session("s1");
     for i in 0..5 {
         assert_eq!(
-            g.check("grep", &grep_in(Some("src")), &ctx, &*DISK),
+            g.check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK),
             None,
             "call {i}"
         );
-        g.after("grep", &grep_in(Some("src")), &ctx, &*DISK, &no_matches());
+        g.after(
+            ToolName::Grep,
+            &grep_in(Some("src")),
+            &ctx,
+            &*DISK,
+            &no_matches(),
+        );
     }
     let want = r#"grep found no matches in "src" 5 times in a row; stop searching it with new patterns: read the file directly, use another source, or report that nothing was found"#;
     assert_eq!(
-        g.check("grep", &grep_in(Some("src")), &ctx, &*DISK)
+        g.check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK)
             .unwrap(),
         want
     );
     // Still blocked: a denial does not reset the count.
     assert_eq!(
-        g.check("grep", &grep_in(Some("src")), &ctx, &*DISK)
+        g.check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK)
             .unwrap(),
         want
     );
     // glob and read on the same target are not affected.
     assert_eq!(
         g.check(
-            "glob",
+            ToolName::Glob,
             &json!({"pattern": "*", "path": "src"}),
             &ctx,
             &*DISK
@@ -564,16 +613,20 @@ fn the_workdir_is_the_target_without_a_path() {
     let abs = ws.root.to_str().unwrap().to_string();
     // Absent path, ".", "./" and the absolute workdir are one target.
     for path in [None, Some("."), Some("./"), Some(abs.as_str()), None] {
-        g.after("grep", &grep_in(path), &ctx, &*DISK, &no_matches());
+        g.after(ToolName::Grep, &grep_in(path), &ctx, &*DISK, &no_matches());
     }
     assert_eq!(
-        g.check("grep", &grep_in(None), &ctx, &*DISK).unwrap(),
+        g.check(ToolName::Grep, &grep_in(None), &ctx, &*DISK)
+            .unwrap(),
         r#"grep found no matches in "." 5 times in a row; stop searching it with new patterns: read the file directly, use another source, or report that nothing was found"#
     );
     assert!(g
-        .check("grep", &grep_in(Some("src/..")), &ctx, &*DISK)
+        .check(ToolName::Grep, &grep_in(Some("src/..")), &ctx, &*DISK)
         .is_some());
-    assert_eq!(g.check("grep", &grep_in(Some("src")), &ctx, &*DISK), None);
+    assert_eq!(
+        g.check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK),
+        None
+    );
 }
 
 #[test]
@@ -582,22 +635,43 @@ fn a_grep_with_results_resets_its_target() {
     let g = Guard::default();
     let ctx = ws.session("s1");
     for _ in 0..4 {
-        g.after("grep", &grep_in(Some("src")), &ctx, &*DISK, &no_matches());
+        g.after(
+            ToolName::Grep,
+            &grep_in(Some("src")),
+            &ctx,
+            &*DISK,
+            &no_matches(),
+        );
     }
     g.after(
-        "grep",
+        ToolName::Grep,
         &grep_in(Some("src/")),
         &ctx,
         &*DISK,
         &some_matches(),
     );
     for _ in 0..4 {
-        g.after("grep", &grep_in(Some("src")), &ctx, &*DISK, &no_matches());
+        g.after(
+            ToolName::Grep,
+            &grep_in(Some("src")),
+            &ctx,
+            &*DISK,
+            &no_matches(),
+        );
     }
-    assert_eq!(g.check("grep", &grep_in(Some("src")), &ctx, &*DISK), None);
-    g.after("grep", &grep_in(Some("src")), &ctx, &*DISK, &no_matches());
+    assert_eq!(
+        g.check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK),
+        None
+    );
+    g.after(
+        ToolName::Grep,
+        &grep_in(Some("src")),
+        &ctx,
+        &*DISK,
+        &no_matches(),
+    );
     assert!(g
-        .check("grep", &grep_in(Some("src")), &ctx, &*DISK)
+        .check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK)
         .is_some());
 }
 
@@ -610,12 +684,27 @@ fn errors_and_other_tools_do_not_count() {
     });
     let ctx = ws.session("s1");
     let err = ToolResult::error(dsh_search::tool::ToolError::plain("No matches found"));
-    g.after("grep", &grep_in(Some("src")), &ctx, &*DISK, &err);
-    g.after("glob", &grep_in(Some("src")), &ctx, &*DISK, &no_matches());
-    assert_eq!(g.check("grep", &grep_in(Some("src")), &ctx, &*DISK), None);
-    g.after("grep", &grep_in(Some("src")), &ctx, &*DISK, &no_matches());
+    g.after(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK, &err);
+    g.after(
+        ToolName::Glob,
+        &grep_in(Some("src")),
+        &ctx,
+        &*DISK,
+        &no_matches(),
+    );
+    assert_eq!(
+        g.check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK),
+        None
+    );
+    g.after(
+        ToolName::Grep,
+        &grep_in(Some("src")),
+        &ctx,
+        &*DISK,
+        &no_matches(),
+    );
     assert!(g
-        .check("grep", &grep_in(Some("src")), &ctx, &*DISK)
+        .check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK)
         .unwrap()
         .contains("1 times in a row"));
 }
@@ -628,20 +717,60 @@ fn counters_are_per_session_and_per_target() {
         ..GuardConfig::default()
     });
     let (a, b) = (ws.session("a"), ws.session("b"));
-    g.after("grep", &grep_in(Some("src")), &a, &*DISK, &no_matches());
-    g.after("grep", &grep_in(Some("docs")), &a, &*DISK, &no_matches());
-    g.after("grep", &grep_in(Some("src")), &b, &*DISK, &no_matches());
-    g.after("grep", &grep_in(Some("src")), &a, &*DISK, &no_matches());
-    assert!(g.check("grep", &grep_in(Some("src")), &a, &*DISK).is_some());
-    assert_eq!(g.check("grep", &grep_in(Some("docs")), &a, &*DISK), None);
-    assert_eq!(g.check("grep", &grep_in(Some("src")), &b, &*DISK), None);
+    g.after(
+        ToolName::Grep,
+        &grep_in(Some("src")),
+        &a,
+        &*DISK,
+        &no_matches(),
+    );
+    g.after(
+        ToolName::Grep,
+        &grep_in(Some("docs")),
+        &a,
+        &*DISK,
+        &no_matches(),
+    );
+    g.after(
+        ToolName::Grep,
+        &grep_in(Some("src")),
+        &b,
+        &*DISK,
+        &no_matches(),
+    );
+    g.after(
+        ToolName::Grep,
+        &grep_in(Some("src")),
+        &a,
+        &*DISK,
+        &no_matches(),
+    );
+    assert!(g
+        .check(ToolName::Grep, &grep_in(Some("src")), &a, &*DISK)
+        .is_some());
     assert_eq!(
-        g.check("grep", &grep_in(Some("src/main.rs")), &a, &*DISK),
+        g.check(ToolName::Grep, &grep_in(Some("docs")), &a, &*DISK),
+        None
+    );
+    assert_eq!(
+        g.check(ToolName::Grep, &grep_in(Some("src")), &b, &*DISK),
+        None
+    );
+    assert_eq!(
+        g.check(ToolName::Grep, &grep_in(Some("src/main.rs")), &a, &*DISK),
         None
     );
     // A result in session b does not reset session a.
-    g.after("grep", &grep_in(Some("src")), &b, &*DISK, &some_matches());
-    assert!(g.check("grep", &grep_in(Some("src")), &a, &*DISK).is_some());
+    g.after(
+        ToolName::Grep,
+        &grep_in(Some("src")),
+        &b,
+        &*DISK,
+        &some_matches(),
+    );
+    assert!(g
+        .check(ToolName::Grep, &grep_in(Some("src")), &a, &*DISK)
+        .is_some());
 }
 
 #[test]
@@ -653,7 +782,7 @@ fn without_a_session_nothing_is_counted() {
     });
     for _ in 0..3 {
         g.after(
-            "grep",
+            ToolName::Grep,
             &grep_in(Some("src")),
             &ws.ctx(),
             &*DISK,
@@ -661,7 +790,7 @@ fn without_a_session_nothing_is_counted() {
         );
     }
     assert_eq!(
-        g.check("grep", &grep_in(Some("src")), &ws.ctx(), &*DISK),
+        g.check(ToolName::Grep, &grep_in(Some("src")), &ws.ctx(), &*DISK),
         None
     );
 }
@@ -674,9 +803,9 @@ fn a_missing_path_is_reported_before_the_block() {
         ..GuardConfig::default()
     });
     let ctx = ws.session("s");
-    g.after("grep", &grep_in(None), &ctx, &*DISK, &no_matches());
+    g.after(ToolName::Grep, &grep_in(None), &ctx, &*DISK, &no_matches());
     assert!(g
-        .check("grep", &grep_in(Some("nope")), &ctx, &*DISK)
+        .check(ToolName::Grep, &grep_in(Some("nope")), &ctx, &*DISK)
         .unwrap()
         .starts_with("path \"nope\" does not exist"));
 }
@@ -727,28 +856,38 @@ fn missing_paths_are_looked_up_in_the_workspace_filesystem() {
     let grep = json!({"pattern": "x", "path": "src/gaurd.rs"});
     // The nearest names come from the workspace's tree...
     assert_eq!(
-        g.check("grep", &grep, &ctx, &fs).unwrap(),
+        g.check(ToolName::Grep, &grep, &ctx, &fs).unwrap(),
         r#"path "src/gaurd.rs" does not exist; the nearest existing directory is "src", whose closest entries are "src/guard.rs", "src/main.rs", "src/lib.rs"; list it with glob {"pattern":"*","path":"src"}, then retry with a path that exists"#
     );
     assert_eq!(
-        g.check("read", &json!({"file_path": "src/mian.rs"}), &ctx, &fs)
-            .unwrap(),
+        g.check(
+            ToolName::Read,
+            &json!({"file_path": "src/mian.rs"}),
+            &ctx,
+            &fs
+        )
+        .unwrap(),
         r#"file_path "src/mian.rs" does not exist; the nearest existing directory is "src", whose closest entries are "src/main.rs", "src/lib.rs", "src/guard.rs"; list it with glob {"pattern":"*","path":"src"}, then retry with a path that exists"#
     );
     // ... which the host disk does not have: there the workdir is unusable
     // and the guard cannot decide.
-    assert_eq!(g.check("grep", &grep, &ctx, &*DISK), None);
+    assert_eq!(g.check(ToolName::Grep, &grep, &ctx, &*DISK), None);
     // What the workspace has is allowed; a host file outside it is not in
     // the workspace, and nothing in the workspace is near it.
     assert_eq!(
-        g.check("read", &json!({"file_path": "README.md"}), &ctx, &fs),
+        g.check(
+            ToolName::Read,
+            &json!({"file_path": "README.md"}),
+            &ctx,
+            &fs
+        ),
         None
     );
     let host = ws.root.join("README.md");
     assert_eq!(fs.host(&Path::new(MOUNT).join("README.md")).unwrap(), host);
     let on_host = json!({"file_path": host.to_str().unwrap()});
-    assert_eq!(g.check("read", &on_host, &ctx, &fs), None);
-    assert_eq!(g.check("read", &on_host, &ctx, &*DISK), None);
+    assert_eq!(g.check(ToolName::Read, &on_host, &ctx, &fs), None);
+    assert_eq!(g.check(ToolName::Read, &on_host, &ctx, &*DISK), None);
 }
 
 #[test]
@@ -759,14 +898,14 @@ fn edit_precheck_reads_the_workspace_filesystem() {
     let ctx = CallContext::new(MOUNT);
     let edit = |old: &str| json!({"file_path": "notes.txt", "old_string": old, "new_string": "z"});
     assert_eq!(
-        g.check("edit", &edit("gamma"), &ctx, &fs).unwrap(),
+        g.check(ToolName::Edit, &edit("gamma"), &ctx, &fs).unwrap(),
         r#"old_string was not found in "notes.txt"; the file may have changed since you read it: read it again, then rebuild old_string from its current content"#
     );
     assert_eq!(
-        g.check("edit", &edit("alpha"), &ctx, &fs).unwrap(),
+        g.check(ToolName::Edit, &edit("alpha"), &ctx, &fs).unwrap(),
         r#"old_string matches 2 times in "notes.txt"; include more surrounding lines to make it unique, or set replace_all to true to replace every occurrence"#
     );
-    assert_eq!(g.check("edit", &edit("beta"), &ctx, &fs), None);
+    assert_eq!(g.check(ToolName::Edit, &edit("beta"), &ctx, &fs), None);
 }
 
 #[test]
@@ -777,8 +916,8 @@ fn zero_result_counters_count_workspace_targets() {
     let ctx = CallContext::new(MOUNT).session("s");
     let grep = json!({"pattern": "x", "path": "src"});
     for _ in 0..5 {
-        assert_eq!(g.check("grep", &grep, &ctx, &fs), None);
-        g.after("grep", &grep, &ctx, &fs, &no_matches());
+        assert_eq!(g.check(ToolName::Grep, &grep, &ctx, &fs), None);
+        g.after(ToolName::Grep, &grep, &ctx, &fs, &no_matches());
     }
-    assert!(g.check("grep", &grep, &ctx, &fs).is_some());
+    assert!(g.check(ToolName::Grep, &grep, &ctx, &fs).is_some());
 }

@@ -72,9 +72,8 @@ fn a_denial_is_a_plain_error_result() {
 }
 
 /// The dispatch hands the guard its own filesystem: a workspace that is
-/// not the host disk is guarded as itself (issue 10: "a missing path is
-/// denied with the nearest names from the in-memory tree, not from the host
-/// disk").
+/// not the host disk is guarded as itself (a missing path is denied with
+/// the nearest names from the in-memory tree, not from the host disk).
 #[test]
 fn the_guard_looks_at_the_tools_filesystem() {
     let ws = small_tree();

@@ -1,4 +1,4 @@
-//! Issue 11, the search half: each case is a reproduction that failed
+//! The search path's hostile cases: each is a reproduction that failed
 //! before its fix, run as the user ran it (a real `dsh-search` process, a
 //! real rg 15.2.0, real files in a temporary directory) on both backends
 //! where the behaviour has one.

@@ -1,8 +1,7 @@
-//! Issue 11, the write path: each case is a reproduction from the issue, run
+//! The write path's hostile cases: each is a reproduction of a failure, run
 //! through the built `dsh-search` binary as real processes on real files.
 //!
-//! See: `issues show 11` (items 1, 2, 3, 4, 5, 7 and 11's write half). The
-//! README's "What is promised" lists what these cases show.
+//! The README's "What is promised" lists what these cases show.
 
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -85,9 +84,9 @@ fn signal(child: &Child, sig: rustix::process::Signal) {
 // Item 1: ownership and set-id bits.
 
 /// As root, `edit` and `write` of a set-uid file owned by 65534 keep its
-/// owner, group and mode (the issue's `-rwsr-xr-x root root`).
+/// owner, group and mode (a set-uid root file came out `-rwsr-xr-x root root`).
 #[test]
-fn r11_1_root_keeps_owner_group_and_setuid() {
+fn root_keeps_owner_group_and_setuid() {
     require_root();
     let ws = open_to_all();
     for (name, args, stdin) in [
@@ -124,7 +123,7 @@ fn r11_1_root_keeps_owner_group_and_setuid() {
 /// set-gid file in a directory it may write), the set-id bits are not
 /// published.
 #[test]
-fn r11_1_owner_not_kept_means_no_setid_bits() {
+fn owner_not_kept_means_no_setid_bits() {
     require_root();
     let ws = open_to_all();
     let p = ws.file("tool.sh", b"a\n");
@@ -153,7 +152,7 @@ fn r11_1_owner_not_kept_means_no_setid_bits() {
 /// inode; the other names keep the old content (the link is broken), as
 /// the README documents.
 #[test]
-fn r11_1_hard_linked_target_breaks_the_link() {
+fn hard_linked_target_breaks_the_link() {
     let ws = open_to_all();
     let a = ws.file("a.txt", b"old\n");
     std::fs::hard_link(&a, ws.at("b.txt")).unwrap();
@@ -171,7 +170,8 @@ fn r11_1_hard_linked_target_breaks_the_link() {
 // ---------------------------------------------------------------------------
 // Item 2: lost updates across processes.
 
-/// How one loop of `r11_2` changes the shared file.
+/// How one loop of `no_lost_update_between_state_directories` changes the
+/// shared file.
 #[derive(Clone, Copy, Debug)]
 enum Writer {
     /// `edit` without a session: retried by the tool until it lands.
@@ -237,22 +237,20 @@ fn shared(ws: &Ws, overlay: Option<&Path>) -> Vec<u8> {
 /// Three loops of real processes, each with its own state directory, change
 /// one file at once: bare edits, session edits and session writes (each
 /// over the version its session read). Every change that reported success
-/// is in the file at the end (the issue lost 56 of 259 writes and 40 of 207
-/// edits).
+/// is in the file at the end (before, 56 of 259 writes and 40 of 207 edits
+/// were lost).
 #[test]
-fn r11_2_no_lost_update_between_state_directories() {
+fn no_lost_update_between_state_directories() {
     no_lost_update(false);
 }
 
 /// The same through one overlay directory, new when the loops start: the
 /// overlay gives the disk's guarantee across processes and sessions. (Only
 /// the writers that start before the first write could lose an update
-/// here; `overlay_cli::r20_2_ten_concurrent_edits_each_success_lands` races ten of
+/// here; `overlay_cli::ten_concurrent_edits_each_success_lands` races ten of
 /// them.)
-///
-/// See: `issues show 20` (item 2).
 #[test]
-fn r20_2_no_lost_update_between_state_directories_through_an_overlay() {
+fn no_lost_update_between_state_directories_through_an_overlay() {
     no_lost_update(true);
 }
 
@@ -301,7 +299,7 @@ fn no_lost_update(through_overlay: bool) {
 }
 
 #[test]
-fn r11_4_200mb_write_streams() {
+fn a_200mb_write_streams() {
     const SIZE: usize = 200 << 20;
     const PEAK: u64 = 64 << 20;
     let ws = open_to_all();
@@ -360,7 +358,7 @@ fn r11_4_200mb_write_streams() {
 /// `edit` and `write` waiting for another writer's lock end at SIGTERM and
 /// SIGINT with nothing changed, even when the lock frees afterwards.
 #[test]
-fn r11_5_lock_wait_ends_at_a_signal_and_nothing_changes() {
+fn lock_wait_ends_at_a_signal_and_nothing_changes() {
     use rustix::process::Signal;
     let ws = open_to_all();
     for (name, sig) in [("TERM", Signal::TERM), ("INT", Signal::INT)] {
@@ -427,7 +425,7 @@ fn release(mut holder: Child) {
 /// A session `edit` or `write` waiting for the session state's lock (held
 /// by another process) ends at SIGTERM, with nothing changed.
 #[test]
-fn r11_5_session_lock_wait_ends_at_a_signal() {
+fn session_lock_wait_ends_at_a_signal() {
     use sha2::Digest;
     let ws = open_to_all();
     ws.file("f.txt", b"old\n");
@@ -469,7 +467,7 @@ fn r11_5_session_lock_wait_ends_at_a_signal() {
 
 /// The deadline (`timeoutMs`) ends a wait for another writer's lock too.
 #[test]
-fn r11_5_lock_wait_ends_at_the_deadline() {
+fn lock_wait_ends_at_the_deadline() {
     let ws = open_to_all();
     ws.file("f.txt", b"old\n");
     let config = ws.base.join("config.json");
@@ -501,7 +499,7 @@ fn r11_5_lock_wait_ends_at_the_deadline() {
 /// Standard input that arrives slowly is not cut off by `timeoutMs`: it
 /// comes at its producer's pace (`build | dsh-search write log`).
 #[test]
-fn r11_5_slow_stdin_is_not_a_timeout() {
+fn slow_stdin_is_not_a_timeout() {
     let ws = open_to_all();
     let config = ws.base.join("config.json");
     std::fs::write(&config, r#"{"timeoutMs": 100}"#).unwrap();
@@ -526,7 +524,7 @@ fn r11_5_slow_stdin_is_not_a_timeout() {
 /// `sleep 30 | dsh-search write x`: TERM, INT and HUP end the wait for
 /// standard input, and no file is created.
 #[test]
-fn r11_5_stdin_wait_ends_at_term_int_hup() {
+fn stdin_wait_ends_at_term_int_hup() {
     use rustix::process::Signal;
     let ws = open_to_all();
     for (name, sig) in [
@@ -552,7 +550,7 @@ fn r11_5_stdin_wait_ends_at_term_int_hup() {
 
 /// `--config <a FIFO>` is refused at once instead of blocking forever.
 #[test]
-fn r11_5_config_fifo_is_refused() {
+fn config_fifo_is_refused() {
     let ws = open_to_all();
     let fifo = ws.base.join("config.fifo");
     rustix::fs::mknodat(
@@ -582,7 +580,7 @@ fn r11_5_config_fifo_is_refused() {
 /// directory a file, a bare write succeeds; with `--session` the failure
 /// names the state directory, not the target.
 #[test]
-fn r11_7_bare_write_needs_no_state_directory() {
+fn bare_write_needs_no_state_directory() {
     require_root();
     let ws = open_to_all();
     let mut cmd = cmd(&ws, "state", &["write", "f.txt"]);
@@ -620,7 +618,7 @@ fn r11_7_bare_write_needs_no_state_directory() {
 /// A dangling symlink: bare and session writes follow one rule, the safer
 /// one: refused as not a regular file, the link kept, its target not made.
 #[test]
-fn r11_11_dangling_symlink_one_rule_for_bare_and_session() {
+fn dangling_symlink_one_rule_for_bare_and_session() {
     let ws = open_to_all();
     std::os::unix::fs::symlink(ws.base.join("outside.txt"), ws.at("link")).unwrap();
     for args in [
@@ -640,7 +638,7 @@ fn r11_11_dangling_symlink_one_rule_for_bare_and_session() {
 
 /// `write newdir/` names a directory: refused, and no file `newdir`.
 #[test]
-fn r11_11_trailing_slash_names_a_directory() {
+fn trailing_slash_names_a_directory() {
     let ws = open_to_all();
     for (args, stdin) in [
         (&["write", "newdir/"][..], &b"x\n"[..]),
@@ -666,7 +664,7 @@ fn r11_11_trailing_slash_names_a_directory() {
 /// uniform LF; every other byte outside the replaced text is kept (a lone
 /// `\r`, trailing spaces, no final newline).
 #[test]
-fn r11_11_edit_bytes_follow_the_seed_rules() {
+fn edit_bytes_follow_the_seed_rules() {
     let ws = open_to_all();
     for (name, before, after) in [
         ("bom", &b"\xef\xbb\xbfone two\n"[..], &b"one 2\n"[..]),
@@ -693,7 +691,7 @@ fn r11_11_edit_bytes_follow_the_seed_rules() {
 /// (the disk's two paths, in memory, an overlay), bare and with a session:
 /// a dangling symlink is not written, a trailing slash names a directory.
 #[test]
-fn r11_11_write_rules_on_every_filesystem() {
+fn write_rules_on_every_filesystem() {
     use dsh_search::config::Config;
     use dsh_search::tool::{CallContext, Tools};
     use serde_json::json;

@@ -408,7 +408,7 @@ pub fn change_kind(r: &mut Rng, kind: usize, root: &Path, tools: &Tools) -> Stri
             }
         }
         16 => match some_file(r) {
-            // A hard link, in this directory or another (issue 28): the
+            // A hard link, in this directory or another: the
             // event names the new name only.
             Some(p) => {
                 let to = new_name(r);
@@ -434,7 +434,7 @@ pub fn change_kind(r: &mut Rng, kind: usize, root: &Path, tools: &Tools) -> Stri
             }
         }
         18 if dirs.len() > 1 => {
-            // A directory's mode (issue 28): readable but not searchable,
+            // A directory's mode: readable but not searchable,
             // unreadable, or back. (Root ignores the bits; the servers'
             // test runs as another user: `tests/serve.rs`.)
             let d = dirs[1 + r.below(dirs.len() - 1)].clone();
@@ -983,7 +983,7 @@ fn large_files_are_ruled_out_only_when_their_trigrams_are_few() {
     report.finish();
 }
 
-/// A hard link's other names (issue 28): an event names the one path it
+/// A hard link's other names: an event names the one path it
 /// came through, while the file, its bytes, its mtime and its link count
 /// are every name's. Each case's tree is indexed, changed on the disk with
 /// no call in between, then every call is compared with rg and must have
@@ -1286,7 +1286,7 @@ fn a_saved_index_is_read_and_written_only_in_a_private_store() {
     report.finish();
 }
 
-/// Restart without a rebuild (issue 31): a workspace opened again on a
+/// Restart without a rebuild: a workspace opened again on a
 /// tree whose index was saved reads only the files that changed while
 /// nothing watched (a rewrite that keeps the size and the mtime among
 /// them: its ctime moved), and answers as rg does; a saved index that

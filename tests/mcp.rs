@@ -226,7 +226,7 @@ const TEXT_CAP: usize = 50_000;
 /// frame around them.
 const READ_CAP: usize = 51_200 + 2_048;
 
-/// Issue 37 item 6, the bound `contract.md` §12 states: a `tools/call`
+/// The bound `contract.md` §12 states: a `tools/call`
 /// result's JSON, every field serialized, is at most its text's JSON plus
 /// 1,024 bytes, plus `page` (`searchMetaMaxBytes` with `--meta-page`);
 /// the text is within its tool's caps (a search's at most

@@ -258,10 +258,8 @@ fn tools_work_through_an_overlay() {
 /// `--fs mem` over a tree that holds a sparse file of 1 TiB: the load is
 /// refused with one line that names the file, exit 2 (it aborted trying to
 /// allocate the whole file).
-///
-/// See: `issues show 20` (item 4).
 #[test]
-fn r20_4_mem_refuses_a_tree_that_does_not_fit() {
+fn mem_refuses_a_tree_that_does_not_fit() {
     let s = setup();
     std::fs::create_dir(s.root.join("d")).unwrap();
     let big = s.root.join("d/big.bin");
@@ -306,10 +304,8 @@ fn seen(s: &Ws, overlay: Option<&str>, rel: &str) -> String {
 /// that started before the first write checked its version against the
 /// workspace's file and published over the others' edits (and a process
 /// could read the overlay's `workspace` record half-written by another).
-///
-/// See: `issues show 20` (item 2).
 #[test]
-fn r20_2_ten_concurrent_edits_each_success_lands() {
+fn ten_concurrent_edits_each_success_lands() {
     const ROUNDS: usize = 4;
     const WRITERS: usize = 10;
     for round in 0..ROUNDS {
@@ -367,7 +363,7 @@ fn r20_2_ten_concurrent_edits_each_success_lands() {
     }
 }
 
-/// One step of [`r20_2_a_server_sees_later_cli_edits`]: a server call, or
+/// One step of [`a_server_sees_later_cli_edits`]: a server call, or
 /// an edit by the command line.
 enum Step {
     Read,
@@ -381,10 +377,8 @@ enum Step {
 /// is refused as stale, as on the disk: it never publishes over the other
 /// process's change. Through the overlay the server read the old text and
 /// its edit overwrote the command line's change.
-///
-/// See: `issues show 20` (item 2).
 #[test]
-fn r20_2_a_server_sees_later_cli_edits() {
+fn a_server_sees_later_cli_edits() {
     use serde_json::json;
     use Step::*;
     let steps = [

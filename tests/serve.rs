@@ -212,7 +212,7 @@ fn malformed_lines_get_an_error_line_and_the_server_goes_on() {
     );
 }
 
-/// Issue 37 item 6: `"value": false` leaves the canonical value out of a
+/// `"value": false` leaves the canonical value out of a
 /// call's answer, which is then its text, its meta and little else (glob
 /// `*` on 20,001 files: 3 MB with the value); without the key, or with
 /// `true`, the value is whole.
@@ -687,8 +687,8 @@ fn answers_as_the_scan_under_changes(index: &[&str]) {
 /// A directory that turns unreadable under a live index, or readable but
 /// not searchable, and readable again (`docs/index.md`, "How it stays
 /// current": the chmod's event walks it again, handing to the disk what
-/// cannot be listed or stat'ed, where the scan's error is read; issue 23's
-/// failure modes and issue 28's); then the root itself. Both servers run
+/// cannot be listed or stat'ed, where the scan's error is read: the index's
+/// failure modes); then the root itself. Both servers run
 /// as uid 65534 when the test runs as root, for whom no mode bit denies
 /// anything; each call of `serve --index` is compared with `serve`'s, and
 /// must have been answered by the mirror (the root's chmod excepted: the
@@ -972,7 +972,7 @@ fn an_indexed_server_in_memory_or_through_an_overlay_answers_as_the_scan() {
 /// `--index` saves the index in the state directory (`<state>/index`),
 /// and a server started again starts from it; a saved index that cannot be
 /// used is said on stderr and built from the tree; `--no-index-save`
-/// neither reads nor writes one (issue 31).
+/// neither reads nor writes one.
 #[cfg(target_os = "linux")]
 #[test]
 fn an_indexed_server_saves_its_index_in_the_state_directory() {

@@ -402,8 +402,8 @@ fn soak_run(server: Server, s: &mut Served, first: usize, calls: usize) {
     s.give_stdin(writer.join().unwrap());
 }
 
-/// The soak (issue: "each server answers 20,000 mixed calls with memory
-/// and file descriptors back to their baseline"): after a warm-up that
+/// The soak (each server answers 20,000 mixed calls with memory and file
+/// descriptors back to their baseline): after a warm-up that
 /// starts every pool the mix uses, 20,000 calls of ten kinds (searches,
 /// reads, writes of new files, listings, malformed lines, errors of each
 /// layer) leave the server with the descriptors it had (exactly: a leaked

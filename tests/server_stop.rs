@@ -1,5 +1,5 @@
-//! Both servers stop when told to, whatever their pipes do (issue 28,
-//! `contract.md` §12 "stderr"): SIGTERM with a stderr whose reader is gone
+//! Both servers stop when told to, whatever their pipes do
+//! (`contract.md` §12 "stderr"): SIGTERM with a stderr whose reader is gone
 //! or that nobody reads (a full pipe), and a client killed with calls in
 //! flight (every pipe closed at once). A server's log is written off the
 //! call path, so none of these may block its stop or its answers.

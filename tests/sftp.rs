@@ -1243,8 +1243,8 @@ fn sftp_large_files_in_bounded_memory() {
 
 /// A write's staged file is no workspace file: while another workspace
 /// writes into a directory again and again, every glob and grep over SFTP
-/// succeeds and lists no `.NAME.<hex>.dsh-staged` (the issue saw one in 81
-/// of 181 globs).
+/// succeeds and lists no `.NAME.<hex>.dsh-staged` (one was seen in 81 of
+/// 181 globs before).
 #[test]
 fn sftp_staged_files_never_listed() {
     use dsh_search::{GlobRequest, GrepRequest, NativeBackend, SearchBackend, Status};

@@ -43,14 +43,14 @@ mod files_cli;
 #[cfg(unix)]
 mod cancel_work;
 
-// Issue 11's write path through the binary: owners and set-id bits, lost
+// The write path's hostile cases through the binary: owners and set-id bits, lost
 // updates across state directories, the staging sweeper, large edits and
 // writes, cancellation, a bare write without a state directory, dangling
 // symlinks, trailing slashes, edit's bytes.
 #[cfg(unix)]
 mod harden_write;
 
-// The search tools over a scripted backend: ladder, rendering, spill, meta,
+// The search tools over a scripted backend: the failure ladder, rendering, spill, meta,
 // dispatch order, timeout.
 #[cfg(unix)]
 mod tools_fake;
@@ -110,11 +110,11 @@ mod deep_globs;
 mod server_limits;
 
 // Both servers stop at SIGTERM or at a killed client whatever their pipes
-// do: a stderr closed or unread, a stdout closed (issue 28).
+// do: a stderr closed or unread, a stdout closed.
 #[cfg(unix)]
 mod server_stop;
 
-// Issue 11, the search half: hostile inputs and kills, each reproduction
+// The search path's hostile cases: hostile inputs and kills, each reproduction
 // as a real process on both backends.
 #[cfg(unix)]
 mod harden_search;
@@ -143,7 +143,7 @@ mod windows_files;
 #[cfg(all(unix, feature = "sftp"))]
 mod sftp;
 
-// The live index (issue 23, `docs/index.md`): random trees changed on the
+// The live index (`docs/index.md`): random trees changed on the
 // disk and through the tools, every call compared with rg at once; the
 // failure modes (overflow, watch limit, root replaced, checkout).
 #[cfg(target_os = "linux")]

@@ -383,8 +383,8 @@ backend_test!(the_same_result_points_at_the_same_saved_text, |ws, b| {
 
 // A spill reference is on the local disk, wherever the workspace is: `read`
 // (and the guard, for `grep`) reach it there, and only the session's own
-// (issue 10: "every path a tool returns opens with `read` in the same
-// context on every filesystem, spill references included").
+// (every path a tool returns opens with `read` in the same context on
+// every filesystem, spill references included).
 backend_test!(
     spill_references_open_from_a_workspace_that_is_not_the_disk,
     |ws, b| {
@@ -551,7 +551,7 @@ backend_test!(caller_cancellation_stops_a_long_grep, |ws, b| {
     assert_eq!(rg_processes_in(ws.path()), Vec::<u32>::new());
 });
 
-// ---- nothing keeps working after a stopped call (issue 3) ----
+// ---- nothing keeps working after a stopped call ----
 
 /// A backend decorator counting the backend calls that have not returned.
 struct InFlight {
@@ -580,6 +580,9 @@ impl InFlight {
 impl SearchBackend for InFlight {
     fn name(&self) -> &'static str {
         self.inner.name()
+    }
+    fn searches_local_disk(&self) -> bool {
+        self.inner.searches_local_disk()
     }
     fn glob(&self, req: &dsh_search::GlobRequest) -> dsh_search::Outcome<dsh_search::GlobResults> {
         let _leave = self.enter();

@@ -10,7 +10,7 @@ use std::time::Duration;
 use dsh_search::config::Config;
 use dsh_search::event::{Begin, End, Event, Match, Stats, Summary};
 use dsh_search::fs::DynFileSystem;
-use dsh_search::tool::{CallContext, CallGuard, ToolResult, Tools};
+use dsh_search::tool::{CallContext, CallGuard, ToolName, ToolResult, Tools};
 use dsh_search::{
     GlobRequest, GlobResults, GrepRequest, GrepResults, Outcome, SearchBackend, Status,
 };
@@ -890,7 +890,7 @@ struct Deny {
 impl CallGuard for Deny {
     fn check(
         &self,
-        tool: &str,
+        tool: ToolName,
         _args: &Value,
         _ctx: &CallContext,
         _fs: &dyn DynFileSystem,
@@ -900,7 +900,7 @@ impl CallGuard for Deny {
     }
     fn after(
         &self,
-        tool: &str,
+        tool: ToolName,
         _args: &Value,
         _ctx: &CallContext,
         _fs: &dyn DynFileSystem,

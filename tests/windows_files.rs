@@ -49,6 +49,9 @@ impl SearchBackend for Retried {
     fn name(&self) -> &'static str {
         self.0.name()
     }
+    fn searches_local_disk(&self) -> bool {
+        self.0.searches_local_disk()
+    }
 
     fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults> {
         retried(|| self.0.glob(req))

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use dsh_search::backend::rg::rg_from_env;
 use dsh_search::config::Config;
 use dsh_search::tool::Tools;
-use dsh_search::{BackendKind, FsSpec, Sessions, Workspace, WorkspaceError, WorkspaceOptions};
+use dsh_search::{BackendKind, FsSpec, Sessions, Workspace, WorkspaceOptions};
 use serde_json::Value;
 
 /// The options of a binding's `Tools`, typed: Node's come from its options
@@ -94,10 +94,7 @@ pub(crate) fn make_tools(options: ToolsOptions) -> std::result::Result<(Workspac
     }
     // The SSH defaults, as the command line takes them.
     o.ssh_defaults_from_env();
-    let workspace = o.open().map_err(|e| match e {
-        WorkspaceError::NoKnownHosts => "Tools: an sftp:// workspace needs knownHosts (there is no HOME to find ~/.ssh/known_hosts in)".to_string(),
-        e => format!("Tools: {e}"),
-    })?;
+    let workspace = o.open().map_err(|e| format!("Tools: {e}"))?;
     let tools = workspace
         .tools(config, Some(Arc::new(Sessions::in_memory())))
         .map_err(|e| format!("Tools: {e}"))?;

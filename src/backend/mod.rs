@@ -26,8 +26,21 @@ pub(crate) use native::{grep_kept, Keeper, Outside, Walked};
 
 /// Runs the two fixed invocations. Object safe: tools hold `&dyn SearchBackend`.
 pub trait SearchBackend: Send + Sync {
-    /// A short name for logs and test labels: `native` or `rg`.
+    /// A short name for logs and test labels: `native`, `rg` or `index`.
+    /// Nothing routes on it: what a caller must know is a method of its
+    /// own ([`SearchBackend::searches_local_disk`],
+    /// [`SearchBackend::indexed`]).
     fn name(&self) -> &'static str;
+
+    /// Whether this backend searches the local disk whatever the
+    /// workspace, as a process run on the host does (the rg backend). The
+    /// spill store keeps its texts on the local disk: the tools grep one
+    /// with this backend when it does, and with an engine of their own on
+    /// the local disk when it searches a filesystem it was built over (the
+    /// native engine, the index).
+    fn searches_local_disk(&self) -> bool {
+        true
+    }
 
     /// List files as `rg --files … --sort=modified` would (`contract.md` §2).
     fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults>;

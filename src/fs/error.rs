@@ -59,6 +59,47 @@ impl fmt::Display for FsErrorCode {
     }
 }
 
+/// What the file tools were doing when an operation failed: the verb of
+/// `cannot <verb> "<path>": <what>` and of `<verb> aborted`
+/// (`seed-reference.md` §6.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Verb {
+    /// Reading a file (`read`).
+    Read,
+    /// Writing a file (`write`).
+    Write,
+    /// Editing a file (`edit`).
+    Edit,
+    /// Asking what a path is.
+    Stat,
+    /// Listing a directory.
+    List,
+    /// Resolving a path against the workdir.
+    Resolve,
+}
+
+impl Verb {
+    /// The verb as the messages write it: `read`, `write`, `edit`, `stat`,
+    /// `list`, `resolve`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Read => "read",
+            Verb::Write => "write",
+            Verb::Edit => "edit",
+            Verb::Stat => "stat",
+            Verb::List => "list",
+            Verb::Resolve => "resolve",
+        }
+    }
+}
+
+impl fmt::Display for Verb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A failed filesystem operation: a code, the complete message the model
 /// sees (it already names the path), and the display path when known.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,7 +123,7 @@ impl FsError {
     }
 
     /// `cannot <verb> "<path>": <what>`, the shape of most seed messages.
-    pub fn cannot(code: FsErrorCode, verb: &str, path: &str, what: &str) -> FsError {
+    pub fn cannot(code: FsErrorCode, verb: Verb, path: &str, what: &str) -> FsError {
         FsError {
             code,
             message: format!("cannot {verb} \"{path}\": {what}"),
@@ -92,7 +133,7 @@ impl FsError {
 
     /// The error for an I/O failure while doing `verb` on `path`: the
     /// common kinds get the seed's words, anything else the OS message.
-    pub fn io(verb: &str, path: &str, err: &std::io::Error) -> FsError {
+    pub fn io(verb: Verb, path: &str, err: &std::io::Error) -> FsError {
         use std::io::ErrorKind;
         match err.kind() {
             ErrorKind::NotFound => FsError::cannot(FsErrorCode::NotFound, verb, path, "not found"),
@@ -117,7 +158,7 @@ impl FsError {
 /// A file tool's call cancelled before it changed anything: `{verb}
 /// aborted` (`seed-reference.md` §6.6), from the text layer and from the
 /// literal edit alike.
-pub(crate) fn aborted(verb: &str) -> FsError {
+pub(crate) fn aborted(verb: Verb) -> FsError {
     FsError::new(FsErrorCode::Aborted, format!("{verb} aborted"))
 }
 

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use memchr::memmem;
 
 use super::error::aborted;
-use super::{FsError, FsErrorCode};
+use super::{FsError, FsErrorCode, Verb};
 use crate::cancel::CancelToken;
 
 /// A literal replacement (`seed-reference.md` §6.3).
@@ -133,7 +133,7 @@ fn result_len(
 pub(crate) fn file_too_large(display: &str, len: u64) -> FsError {
     FsError::cannot(
         FsErrorCode::TooLarge,
-        "edit",
+        Verb::Edit,
         display,
         &format!(
             "the file is {len} bytes, over the {EDIT_MAX_BYTES}-byte limit of an edit; write the new content with write instead"
@@ -146,7 +146,7 @@ pub(crate) fn file_too_large(display: &str, len: u64) -> FsError {
 pub(crate) fn too_large(display: &str, len: u64) -> FsError {
     FsError::cannot(
         FsErrorCode::TooLarge,
-        "edit",
+        Verb::Edit,
         display,
         &format!(
             "the result would be {len} bytes, over the {EDIT_MAX_BYTES}-byte limit of an edit; write the new content with write instead"
@@ -207,7 +207,7 @@ fn each_occurrence(
     let mut seen = 0usize;
     while pos + needle.len() <= hay.len() {
         if cancel.is_cancelled() {
-            return Err(aborted("edit"));
+            return Err(aborted(Verb::Edit));
         }
         let end = (pos + SCAN_WINDOW + needle.len() - 1).min(hay.len());
         let mut at = pos;
@@ -216,7 +216,7 @@ fn each_occurrence(
             at += i + needle.len();
             seen += 1;
             if seen.is_multiple_of(CANCEL_EVERY) && cancel.is_cancelled() {
-                return Err(aborted("edit"));
+                return Err(aborted(Verb::Edit));
             }
         }
         pos = at.max(pos + SCAN_WINDOW);

@@ -42,8 +42,8 @@ pub use seam::{
 
 pub(crate) use decode::decode_whole;
 pub use decode::{decode_strict, NotText, BINARY_SNIFF_BYTES};
-pub(crate) use error::io_message;
-pub use error::{FsError, FsErrorCode};
+pub(crate) use error::{aborted, io_message};
+pub use error::{FsError, FsErrorCode, Verb};
 pub use literal::LiteralEdit;
 pub use local::{LocalDir, LocalFile, LocalFs};
 pub use mem::{MemDir, MemFile, MemFs};

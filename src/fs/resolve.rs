@@ -8,7 +8,7 @@
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use super::{DynFileSystem, FsError, FsErrorCode};
+use super::{DynFileSystem, FsError, FsErrorCode, Verb};
 
 /// A path as the tools know it after resolution.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -81,14 +81,14 @@ pub(crate) fn resolve(
     path: &str,
     cwd: &Path,
 ) -> Result<ResolvedPath, FsError> {
-    resolve_for(fs, "resolve", path, cwd)
+    resolve_for(fs, Verb::Resolve, path, cwd)
 }
 
 /// [`resolve`] for a tool that will `verb` (read, write, edit) the file:
 /// a path naming a Windows device is refused with that verb.
 pub(crate) fn resolve_for(
     fs: &dyn DynFileSystem,
-    verb: &str,
+    verb: Verb,
     path: &str,
     cwd: &Path,
 ) -> Result<ResolvedPath, FsError> {
@@ -107,7 +107,7 @@ pub(crate) fn resolve_for(
         let shown = shown.replace('\0', "\\0");
         return Err(FsError::cannot(
             FsErrorCode::NotFound,
-            "resolve",
+            Verb::Resolve,
             &shown,
             "the path contains a NUL byte",
         ));
@@ -123,11 +123,11 @@ pub(crate) fn resolve_for(
     let key = real_key(fs, &display).map_err(|e| match e.kind() {
         io::ErrorKind::NotADirectory => FsError::cannot(
             FsErrorCode::NotFound,
-            "resolve",
+            Verb::Resolve,
             &shown,
             "a parent path segment is not a directory",
         ),
-        _ => FsError::io("resolve", &shown, &e),
+        _ => FsError::io(Verb::Resolve, &shown, &e),
     })?;
     Ok(ResolvedPath { display, key })
 }
@@ -166,7 +166,7 @@ pub(crate) fn is_reserved_name(name: &str) -> bool {
 }
 
 /// The file tools' refusal of a device name on Windows.
-pub(crate) fn reserved_error(verb: &str, shown: &str, name: &str) -> FsError {
+pub(crate) fn reserved_error(verb: Verb, shown: &str, name: &str) -> FsError {
     FsError::cannot(
         FsErrorCode::NotRegularFile,
         verb,
@@ -379,7 +379,7 @@ mod tests {
         assert_eq!(reserved_segment(r"\\.\COM1"), Some("COM1"));
         assert_eq!(reserved_segment(r"C:\w\src/main.rs"), None);
         assert_eq!(reserved_segment(".."), None);
-        let e = reserved_error("read", "/w/src/nul.txt", "nul.txt");
+        let e = reserved_error(Verb::Read, "/w/src/nul.txt", "nul.txt");
         assert_eq!(
             e.message,
             r#"cannot read "/w/src/nul.txt": "nul.txt" is a reserved device name on Windows"#

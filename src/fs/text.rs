@@ -29,7 +29,7 @@ use super::error::aborted;
 use super::literal::{self, normalize_crlf, LiteralEdit};
 use super::resolve::{self, ResolvedPath};
 use super::seam::{errno, FileType, Version, WriteError, WriteGuard, Written};
-use super::{io_message, DynFileSystem, FsError, FsErrorCode};
+use super::{io_message, DynFileSystem, FsError, FsErrorCode, Verb};
 use crate::cancel::CancelToken;
 
 /// `diffBasisMaxBytes`' default (`seed-reference.md` §9.3): 10 MiB.
@@ -204,7 +204,7 @@ impl TextFs {
     /// errors say `cannot <verb>` where a path is refused by its form.
     pub(crate) fn resolve_for(
         &self,
-        verb: &str,
+        verb: Verb,
         path: &str,
         cwd: &Path,
     ) -> Result<ResolvedPath, FsError> {
@@ -220,7 +220,7 @@ impl TextFs {
                 version: m.version(),
             })),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(FsError::io("stat", &target.display_str(), &e)),
+            Err(e) => Err(FsError::io(Verb::Stat, &target.display_str(), &e)),
         }
     }
 
@@ -230,9 +230,9 @@ impl TextFs {
         match self.fs.read_file(&target.key, u64::MAX) {
             Ok((_, Some(bytes))) => decode_strict(&bytes, false)
                 .map(str::to_string)
-                .map_err(|nt| not_text("read", &p, nt)),
-            Ok((_, None)) => Err(not_regular("read", &p)),
-            Err(e) => Err(FsError::io("read", &p, &e)),
+                .map_err(|nt| not_text(Verb::Read, &p, nt)),
+            Ok((_, None)) => Err(not_regular(Verb::Read, &p)),
+            Err(e) => Err(FsError::io(Verb::Read, &p, &e)),
         }
     }
 
@@ -251,7 +251,7 @@ impl TextFs {
             if cancel.is_cancelled() {
                 FsError::new(FsErrorCode::Aborted, "read aborted")
             } else {
-                FsError::io("read", &p, &e)
+                FsError::io(Verb::Read, &p, &e)
             }
         };
         let mut file = self.fs.open(&target.key, cancel).map_err(failed)?;
@@ -266,12 +266,12 @@ impl TextFs {
             };
             let text = decoder
                 .push(&buf[..n])
-                .map_err(|nt| not_text("read", &p, nt))?;
+                .map_err(|nt| not_text(Verb::Read, &p, nt))?;
             if !text.is_empty() && !sink(text) {
                 return Ok(());
             }
         }
-        decoder.finish().map_err(|nt| not_text("read", &p, nt))
+        decoder.finish().map_err(|nt| not_text(Verb::Read, &p, nt))
     }
 
     /// Create or replace the file with `content`, under `guard`
@@ -304,7 +304,7 @@ impl TextFs {
         let (written, publish, basis) = loop {
             attempt += 1;
             if cancel.is_cancelled() {
-                return Err(aborted("write"));
+                return Err(aborted(Verb::Write));
             }
             // A create-only write has no old file to show.
             let basis = match guard {
@@ -368,7 +368,7 @@ impl TextFs {
         let p = target.display_str();
         for _ in 0..ATTEMPTS {
             if cancel.is_cancelled() {
-                return Err(aborted("edit"));
+                return Err(aborted(Verb::Edit));
             }
             let max = literal::EDIT_MAX_BYTES;
             let (meta, bytes) = match self.fs.read_file(&target.key, max) {
@@ -376,24 +376,24 @@ impl TextFs {
                 // A missing file is stale even without a guard
                 // (`seed-reference.md` §10 item 17): whoever asked to edit
                 // it expected it to exist.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(stale("edit", &p)),
-                Err(e) => return Err(FsError::io("edit", &p, &e)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(stale(Verb::Edit, &p)),
+                Err(e) => return Err(FsError::io(Verb::Edit, &p, &e)),
             };
             let Some(bytes) = bytes else {
                 return Err(if meta.kind.is_file() {
                     literal::file_too_large(&p, meta.len)
                 } else {
-                    not_regular("edit", &p)
+                    not_regular(Verb::Edit, &p)
                 });
             };
             let version = meta.version();
             // Before any literal matching, as the seed checks it.
             if guard.is_some_and(|v| *v != version) {
-                return Err(stale("edit", &p));
+                return Err(stale(Verb::Edit, &p));
             }
             let text = decode_whole(&bytes, cancel)
-                .ok_or_else(|| aborted("edit"))?
-                .map_err(|nt| not_text("edit", &p, nt))?;
+                .ok_or_else(|| aborted(Verb::Edit))?
+                .map_err(|nt| not_text(Verb::Edit, &p, nt))?;
             let applied = literal::apply(text, edit, &p, cancel)?;
             let publish = WriteGuard::ReplaceIfVersion(version);
             let content = applied.encoded(cancel)?;
@@ -414,7 +414,7 @@ impl TextFs {
                 Err(e) => return Err(self.edit_failed(&p, e)),
             }
         }
-        Err(stale("edit", &p))
+        Err(stale(Verb::Edit, &p))
     }
 
     /// Create or replace the file with the UTF-8 text read from `content`
@@ -440,16 +440,16 @@ impl TextFs {
             }),
             Err(WriteError::Source(_)) if utf8.invalid => Err(FsError::cannot(
                 FsErrorCode::NotText,
-                "write",
+                Verb::Write,
                 &target.display_str(),
                 "the content is not UTF-8 text",
             )),
-            Err(WriteError::Cancelled) => Err(aborted("write")),
+            Err(WriteError::Cancelled) => Err(aborted(Verb::Write)),
             // The source itself was cancelled (standard input at a signal).
             Err(WriteError::Source(e))
                 if cancel.is_cancelled() || crate::cancel::is_cancelled_error(&e) =>
             {
-                Err(aborted("write"))
+                Err(aborted(Verb::Write))
             }
             Err(e) => Err(self.write_failed(target, e)),
         }
@@ -460,9 +460,9 @@ impl TextFs {
         let p = target.display_str();
         let listed = self.fs.read_dir(&target.key).map_err(|e| match e.kind() {
             io::ErrorKind::NotADirectory => {
-                FsError::cannot(FsErrorCode::NotDirectory, "list", &p, "not a directory")
+                FsError::cannot(FsErrorCode::NotDirectory, Verb::List, &p, "not a directory")
             }
-            _ => FsError::io("list", &p, &e),
+            _ => FsError::io(Verb::List, &p, &e),
         })?;
         let mut out: Vec<DirEntry> = listed
             .into_iter()
@@ -513,11 +513,11 @@ impl TextFs {
             WriteError::Stale => match self.fs.metadata(&target.key) {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => FsError::cannot(
                     FsErrorCode::StaleVersion,
-                    "write",
+                    Verb::Write,
                     &p,
                     "file no longer exists",
                 ),
-                _ => stale("write", &p),
+                _ => stale(Verb::Write, &p),
             },
             // Create-only: the publication never replaces, so a creator that
             // won the race keeps its file. A collision with a non-file (a
@@ -528,18 +528,18 @@ impl TextFs {
                     message: format!("cannot overwrite existing \"{p}\" without reading it first"),
                     path: Some(p),
                 },
-                _ => not_regular("write", &p),
+                _ => not_regular(Verb::Write, &p),
             },
-            e => published_error("write", &p, e),
+            e => published_error(Verb::Write, &p, e),
         }
     }
 
     /// A failed edit publish's error (`seed-reference.md` §6.3).
     fn edit_failed(&self, p: &str, e: WriteError) -> FsError {
         match e {
-            WriteError::Stale => stale("edit", p),
-            WriteError::Exists => already_exists("edit", p),
-            e => published_error("edit", p, e),
+            WriteError::Stale => stale(Verb::Edit, p),
+            WriteError::Exists => already_exists(Verb::Edit, p),
+            e => published_error(Verb::Edit, p, e),
         }
     }
 }
@@ -629,7 +629,7 @@ impl Read for Utf8Reader<'_> {
 }
 
 /// The errors a publish reports the same way for write and edit.
-fn published_error(verb: &str, p: &str, e: WriteError) -> FsError {
+fn published_error(verb: Verb, p: &str, e: WriteError) -> FsError {
     match e {
         WriteError::NotRegular(_) => not_regular(verb, p),
         WriteError::NotDirectory(_) => FsError::io(verb, p, &errno::not_a_directory()),
@@ -649,11 +649,11 @@ fn published_error(verb: &str, p: &str, e: WriteError) -> FsError {
 
 /// A replacing publish that found the target taken: cannot happen on a
 /// filesystem that keeps the seam's promises, reported as an I/O error.
-fn already_exists(verb: &str, p: &str) -> FsError {
+fn already_exists(verb: Verb, p: &str) -> FsError {
     FsError::io(verb, p, &io::ErrorKind::AlreadyExists.into())
 }
 
-fn stale(verb: &str, p: &str) -> FsError {
+fn stale(verb: Verb, p: &str) -> FsError {
     FsError::cannot(
         FsErrorCode::StaleVersion,
         verb,
@@ -662,11 +662,11 @@ fn stale(verb: &str, p: &str) -> FsError {
     )
 }
 
-fn not_regular(verb: &str, p: &str) -> FsError {
+fn not_regular(verb: Verb, p: &str) -> FsError {
     FsError::cannot(FsErrorCode::NotRegularFile, verb, p, "not a regular file")
 }
 
-fn not_text(verb: &str, p: &str, nt: NotText) -> FsError {
+fn not_text(verb: Verb, p: &str, nt: NotText) -> FsError {
     FsError::cannot(FsErrorCode::NotText, verb, p, nt.as_str())
 }
 

@@ -1,3 +1,10 @@
+//! The search-path guard (`contract.md` §7): [`Guard`] denies, before they
+//! run, the calls that cannot help (a missing path, an edit whose
+//! `old_string` is absent or ambiguous, a grep that keeps finding nothing
+//! on one target), with one line that says what to do instead. `target`
+//! resolves and looks up paths, `message` words the denials, `counters`
+//! keeps the zero-result counts.
+
 mod counters;
 mod message;
 mod target;
@@ -9,7 +16,7 @@ use serde_json::Value;
 use crate::fs::decode_whole;
 use crate::fs::literal::count_occurrences;
 use crate::fs::DynFileSystem;
-use crate::tool::{CallContext, CallGuard, ToolResult};
+use crate::tool::{CallContext, CallGuard, ToolName, ToolResult};
 
 use crate::config::GuardConfig;
 pub use counters::{MemoryCounters, ZeroResultStore};
@@ -87,7 +94,7 @@ impl Guard {
     /// `None` allows it.
     pub fn check(
         &self,
-        tool: &str,
+        tool: ToolName,
         args: &Value,
         ctx: &CallContext,
         fs: &dyn DynFileSystem,
@@ -96,10 +103,10 @@ impl Guard {
             return None;
         }
         match tool {
-            "glob" | "grep" => self.check_search(tool, args, ctx, fs),
-            "read" => check_read(args, ctx, fs),
-            "edit" => self.check_edit(args, ctx, fs),
-            _ => None,
+            ToolName::Glob | ToolName::Grep => self.check_search(tool, args, ctx, fs),
+            ToolName::Read => check_read(args, ctx, fs),
+            ToolName::Edit => self.check_edit(args, ctx, fs),
+            ToolName::Write => None,
         }
     }
 
@@ -107,13 +114,13 @@ impl Guard {
     /// session and target; a grep that found something resets its target.
     pub fn after(
         &self,
-        tool: &str,
+        tool: ToolName,
         args: &Value,
         ctx: &CallContext,
         fs: &dyn DynFileSystem,
         result: &ToolResult,
     ) {
-        if self.config.disabled || tool != "grep" || result.is_error {
+        if self.config.disabled || tool != ToolName::Grep || result.is_error {
             return;
         }
         let Some((session, target)) = grep_target(args, ctx, fs) else {
@@ -129,7 +136,7 @@ impl Guard {
     /// glob and grep: the path must exist; grep must not be blocked.
     fn check_search(
         &self,
-        tool: &str,
+        tool: ToolName,
         args: &Value,
         ctx: &CallContext,
         fs: &dyn DynFileSystem,
@@ -142,7 +149,7 @@ impl Guard {
                 Presence::Unknown => return None,
             }
         }
-        if tool != "grep" {
+        if tool != ToolName::Grep {
             return None;
         }
         let (session, target) = grep_target(args, ctx, fs)?;
@@ -195,7 +202,7 @@ impl Guard {
 impl CallGuard for Guard {
     fn check(
         &self,
-        tool: &str,
+        tool: ToolName,
         args: &Value,
         ctx: &CallContext,
         fs: &dyn DynFileSystem,
@@ -205,7 +212,7 @@ impl CallGuard for Guard {
 
     fn after(
         &self,
-        tool: &str,
+        tool: ToolName,
         args: &Value,
         ctx: &CallContext,
         fs: &dyn DynFileSystem,

@@ -792,7 +792,11 @@ impl fmt::Debug for IndexedBackend {
 
 impl SearchBackend for IndexedBackend {
     fn name(&self) -> &'static str {
-        "native"
+        "index"
+    }
+
+    fn searches_local_disk(&self) -> bool {
+        false
     }
 
     fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults> {

@@ -158,7 +158,7 @@ struct KeptWalk {
 const WALKS_KEPT: usize = 8;
 
 /// The prefilter's answers for the entries of mirrored directories, for
-/// one query, kept between calls (issue 31): testing every file's bitmap
+/// one query, kept between calls: testing every file's bitmap
 /// was a quarter of a rare literal's call on the Linux tree, and a
 /// directory's answers change only with the directory.
 ///

@@ -8,6 +8,7 @@
 
 use crate::config::Config;
 use crate::tool::args::{JsonType, Param};
+use crate::tool::ToolName;
 
 /// A section of the system prompt contributed by a tool.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,8 +24,8 @@ pub struct PromptSection {
 /// One tool as the model is told about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolDefinition {
-    /// The tool name.
-    pub name: &'static str,
+    /// The tool.
+    pub name: ToolName,
     /// The description.
     pub description: String,
     /// The parameters, in declaration order.
@@ -72,7 +73,7 @@ impl ToolDefinition {
         };
         format!(
             "{{\"name\":{},\"description\":{},\"parameters\":{}{timeout},\"prompt\":{{\"name\":{},\"order\":{},\"text\":{}}}}}",
-            json_str(self.name),
+            json_str(self.name.as_str()),
             json_str(&self.description),
             self.schema_json(),
             json_str(&self.prompt.name),
@@ -95,7 +96,7 @@ fn param(name: &'static str, ty: JsonType, required: bool, description: &str) ->
     }
 }
 
-fn section(name: &str, order: u32, text: &str) -> PromptSection {
+fn section(name: ToolName, order: u32, text: &str) -> PromptSection {
     PromptSection {
         name: format!("tool:{name}"),
         order,
@@ -124,14 +125,14 @@ pub fn glob(config: &Config) -> ToolDefinition {
     };
     let m = s.glob_max_results.to_string();
     ToolDefinition {
-        name: "glob",
+        name: ToolName::Glob,
         description: format!("{GLOB_DESCRIPTION_HEAD}{desc_tail}").replace("<M>", &m),
         params: vec![
             param("pattern", JsonType::String, true, "Glob pattern to match file paths against (e.g. \"**/*.ts\", \"src/**/*.test.js\"). A pattern with no \"/\" matches the basename at any depth, so \"*\" and \"*.ts\" both search the whole tree; include a separator to anchor the depth."),
             param("path", JsonType::String, false, "Directory to search in. Defaults to the session workspace; a relative path resolves against it."),
         ],
         timeout_ms: Some(s.timeout_ms),
-        prompt: section("glob", 103, &format!("{GLOB_PROMPT_HEAD}{prompt_tail}")),
+        prompt: section(ToolName::Glob, 103, &format!("{GLOB_PROMPT_HEAD}{prompt_tail}")),
     }
 }
 
@@ -139,7 +140,7 @@ pub fn glob(config: &Config) -> ToolDefinition {
 pub fn grep(config: &Config) -> ToolDefinition {
     let s = &config.search;
     ToolDefinition {
-        name: "grep",
+        name: ToolName::Grep,
         description: format!(
             "Search file contents with a ripgrep regular expression. Returns matching lines with line numbers, grouped by file. Returns the first {} matches inline; a capped result reports where the complete match list was saved. Use read on a matched file for surrounding context.",
             s.grep_max_matches
@@ -150,14 +151,14 @@ pub fn grep(config: &Config) -> ToolDefinition {
             param("include", JsonType::String, false, "One glob filter for which files to search (e.g. \"*.ts\", \"*.{js,jsx}\"). Not a list; negation is not supported."),
         ],
         timeout_ms: Some(s.timeout_ms),
-        prompt: section("grep", 104, "Use the grep tool \u{2014} not shell grep or rg \u{2014} to search file contents. Use read on a matched file when you need surrounding context."),
+        prompt: section(ToolName::Grep, 104, "Use the grep tool \u{2014} not shell grep or rg \u{2014} to search file contents. Use read on a matched file when you need surrounding context."),
     }
 }
 
 /// read's definition, for `readLimit` of `config`.
 pub fn read(config: &Config) -> ToolDefinition {
     ToolDefinition {
-        name: "read",
+        name: ToolName::Read,
         description: "Read a UTF-8 text file and return line-numbered content.".to_string(),
         params: vec![
             param("file_path", JsonType::String, true, "Path to read, resolved by the filesystem backend."),
@@ -165,28 +166,28 @@ pub fn read(config: &Config) -> ToolDefinition {
             param("limit", JsonType::Number, false, &format!("Maximum number of lines to return. Defaults to {}.", config.fs.read_limit)),
         ],
         timeout_ms: None,
-        prompt: section("read", 100, "Use the read tool \u{2014} not shell commands like cat \u{2014} to inspect text files. Results include line numbers. Use offset and limit to continue reading large files."),
+        prompt: section(ToolName::Read, 100, "Use the read tool \u{2014} not shell commands like cat \u{2014} to inspect text files. Results include line numbers. Use offset and limit to continue reading large files."),
     }
 }
 
 /// write's definition.
 pub fn write(_config: &Config) -> ToolDefinition {
     ToolDefinition {
-        name: "write",
+        name: ToolName::Write,
         description: "Create or fully replace a UTF-8 text file.".to_string(),
         params: vec![
             param("file_path", JsonType::String, true, "Path to write, resolved by the filesystem backend."),
             param("content", JsonType::String, true, "Full UTF-8 text content to write."),
         ],
         timeout_ms: None,
-        prompt: section("write", 101, "Use the write tool to create files or completely replace file contents. Existing files are overwritten, so read an existing file first (the default fs-observation-policy requires it) and prefer edit for targeted changes."),
+        prompt: section(ToolName::Write, 101, "Use the write tool to create files or completely replace file contents. Existing files are overwritten, so read an existing file first (the default fs-observation-policy requires it) and prefer edit for targeted changes."),
     }
 }
 
 /// edit's definition.
 pub fn edit(_config: &Config) -> ToolDefinition {
     ToolDefinition {
-        name: "edit",
+        name: ToolName::Edit,
         description: "Edit an existing UTF-8 text file by replacing literal text.".to_string(),
         params: vec![
             param("file_path", JsonType::String, true, "Path to edit, resolved by the filesystem backend."),
@@ -195,25 +196,30 @@ pub fn edit(_config: &Config) -> ToolDefinition {
             param("replace_all", JsonType::Boolean, false, "Replace all matches. Defaults to false; when false, old_string must appear exactly once."),
         ],
         timeout_ms: None,
-        prompt: section("edit", 102, "Use the edit tool for targeted changes to existing UTF-8 text files. It replaces literal old_string with new_string; by default old_string must appear exactly once. If old_string appears multiple times, provide a more specific old_string or set replace_all to true. Read the file first (the default fs-observation-policy requires it), unless you just created or edited it in this session."),
+        prompt: section(ToolName::Edit, 102, "Use the edit tool for targeted changes to existing UTF-8 text files. It replaces literal old_string with new_string; by default old_string must appear exactly once. If old_string appears multiple times, provide a more specific old_string or set replace_all to true. Read the file first (the default fs-observation-policy requires it), unless you just created or edited it in this session."),
+    }
+}
+
+/// `tool`'s definition for `config`.
+pub fn of(tool: ToolName, config: &Config) -> ToolDefinition {
+    match tool {
+        ToolName::Read => read(config),
+        ToolName::Write => write(config),
+        ToolName::Edit => edit(config),
+        ToolName::Glob => glob(config),
+        ToolName::Grep => grep(config),
     }
 }
 
 /// All five definitions, in system-prompt order (read, write, edit, glob,
-/// grep).
+/// grep: [`ToolName::ALL`]).
 pub fn all(config: &Config) -> Vec<ToolDefinition> {
-    vec![
-        read(config),
-        write(config),
-        edit(config),
-        glob(config),
-        grep(config),
-    ]
+    ToolName::ALL.iter().map(|&t| of(t, config)).collect()
 }
 
-/// The definition named `name`.
+/// The definition named `name`; `None` for a name that is no tool.
 pub fn find(config: &Config, name: &str) -> Option<ToolDefinition> {
-    all(config).into_iter().find(|d| d.name == name)
+    ToolName::parse(name).map(|t| of(t, config))
 }
 
 /// The tools' system-prompt sections by ascending order, separated by a

@@ -21,6 +21,7 @@ use crate::spill::{apply_inline_cap, SpillRef, SpillSource, SpillStore};
 use crate::tool::args::{validate, GlobArgs, GrepArgs};
 use crate::tool::definitions::{self, ToolDefinition};
 use crate::tool::files::{self, ObservationPolicy};
+use crate::tool::name::ToolName;
 use crate::tool::render;
 use crate::tool::result::{ToolError, ToolResult};
 use crate::tool::search::{run_glob, run_grep};
@@ -36,7 +37,7 @@ pub trait CallGuard: Send + Sync {
     /// code, and the tool does not run. Runs after schema validation.
     fn check(
         &self,
-        tool: &str,
+        tool: ToolName,
         args: &Value,
         ctx: &CallContext,
         fs: &dyn DynFileSystem,
@@ -45,7 +46,7 @@ pub trait CallGuard: Send + Sync {
     /// Sees the final result of a call the guard allowed.
     fn after(
         &self,
-        _tool: &str,
+        _tool: ToolName,
         _args: &Value,
         _ctx: &CallContext,
         _fs: &dyn DynFileSystem,
@@ -90,14 +91,11 @@ pub struct Tools {
 /// A complete result the spill store saved.
 struct Saved {
     owner: String,
-    tool: String,
+    tool: ToolName,
     name: String,
     content: String,
     saved: SpillRef,
 }
-
-/// The tools this dispatch can run.
-const IMPLEMENTED: &[&str] = &["read", "write", "edit", "glob", "grep"];
 
 impl Tools {
     /// Tools over `backend` with `config`, no spill store and no guard.
@@ -207,16 +205,33 @@ impl Tools {
         format!("[{}]", defs.join(","))
     }
 
-    /// Dispatch one call. Never panics on any input; every failure is an
-    /// error result.
+    /// Dispatch one call by the name it arrived with: the one place a
+    /// tool's name is parsed ([`ToolName`]). Never panics on any input;
+    /// every failure is an error result, an unknown name too.
     pub fn call(&self, name: &str, args: &Value, ctx: &CallContext) -> ToolResult {
+        match ToolName::parse(name) {
+            Some(tool) => self.call_tool(tool, args, ctx),
+            None if ctx.cancel.is_cancelled() => ToolResult::error(aborted_before_dispatch()),
+            None => {
+                let available: Vec<&str> = ToolName::ALL.iter().map(|t| t.as_str()).collect();
+                ToolResult::error(ToolError::plain(format!(
+                    "unknown tool {}; available tools: {}",
+                    serde_json::to_string(name).unwrap_or_default(),
+                    available.join(", ")
+                )))
+            }
+        }
+    }
+
+    /// [`Tools::call`] of a tool already named.
+    pub fn call_tool(&self, tool: ToolName, args: &Value, ctx: &CallContext) -> ToolResult {
         let mut answer = None;
-        let mut result = self.dispatch(name, args, ctx, &mut answer);
+        let mut result = self.dispatch(tool, args, ctx, &mut answer);
         // An indexed workspace says in every glob and grep result which
         // path answered it (`docs/index.md`, "What `meta` says"); nothing
         // else of the result changes, and an unindexed workspace adds
         // nothing.
-        if self.backend.indexed() && matches!(name, "glob" | "grep") {
+        if self.backend.indexed() && tool.is_search() {
             let said = match answer {
                 Some(a) => a.meta_value(),
                 None => NO_SEARCH.to_string(),
@@ -235,51 +250,40 @@ impl Tools {
     /// which path answered a glob or grep that asked for a search.
     fn dispatch(
         &self,
-        name: &str,
+        tool: ToolName,
         args: &Value,
         ctx: &CallContext,
         answer: &mut Option<crate::Answer>,
     ) -> ToolResult {
         if ctx.cancel.is_cancelled() {
-            return ToolResult::error(ToolError::coded(
-                "AbortError",
-                "ABORTED_BEFORE_DISPATCH",
-                "tool call aborted before dispatch",
-            ));
+            return ToolResult::error(aborted_before_dispatch());
         }
-        let def = match self.defs.iter().find(|d| d.name == name) {
-            Some(def) if IMPLEMENTED.contains(&name) => def,
-            _ => {
-                return ToolResult::error(ToolError::plain(format!(
-                    "unknown tool {}; available tools: {}",
-                    serde_json::to_string(name).unwrap_or_default(),
-                    IMPLEMENTED.join(", ")
-                )))
-            }
+        // `defs` is built from `ToolName::ALL`: every tool has its definition.
+        let Some(def) = self.defs.iter().find(|d| d.name == tool) else {
+            return ToolResult::error(ToolError::plain(format!("no definition for {tool}")));
         };
-        let unshown = self.unshown_path(name, args, ctx);
+        let unshown = self.unshown_path(tool, args, ctx);
         let args = unshown.as_ref().unwrap_or(args);
         let obj = match validate(&def.params, args) {
             Ok(obj) => obj,
             Err(e) => return ToolResult::error(e),
         };
-        let text = self.text_for(name, args, ctx);
+        let text = self.text_for(tool, args, ctx);
         let fs = &**text.filesystem();
         if let Some(guard) = &self.guard {
-            if let Some(reason) = guard.check(name, args, ctx, fs) {
+            if let Some(reason) = guard.check(tool, args, ctx, fs) {
                 return ToolResult::error(ToolError::plain(reason));
             }
         }
-        let result = match name {
-            "glob" => self.glob(obj, ctx, answer),
-            "grep" => self.grep(obj, ctx, answer),
-            "read" => self.file_tool(files::read, "read", text, args, ctx),
-            "write" => self.file_tool(files::write, "write", text, args, ctx),
-            "edit" => self.file_tool(files::edit, "edit", text, args, ctx),
-            _ => unreachable!("IMPLEMENTED lists every arm"),
+        let result = match tool {
+            ToolName::Glob => self.glob(obj, ctx, answer),
+            ToolName::Grep => self.grep(obj, ctx, answer),
+            ToolName::Read => self.file_tool(files::read, tool, text, args, ctx),
+            ToolName::Write => self.file_tool(files::write, tool, text, args, ctx),
+            ToolName::Edit => self.file_tool(files::edit, tool, text, args, ctx),
         };
         if let Some(guard) = &self.guard {
-            guard.after(name, args, ctx, fs, &result);
+            guard.after(tool, args, ctx, fs, &result);
         }
         result
     }
@@ -288,12 +292,8 @@ impl Tools {
     /// stands for, when it is the escaped form the tools show a name in
     /// (`quoting::unshown`, D6) and no file is literally named so; `None`
     /// leaves the arguments as they are.
-    fn unshown_path(&self, name: &str, args: &Value, ctx: &CallContext) -> Option<Value> {
-        let key = match name {
-            "glob" | "grep" => "path",
-            "read" | "write" | "edit" => "file_path",
-            _ => return None,
-        };
+    fn unshown_path(&self, tool: ToolName, args: &Value, ctx: &CallContext) -> Option<Value> {
+        let key = tool.path_argument();
         let raw = args.get(key)?.as_str()?;
         let unshown = crate::quoting::unshown(raw)?;
         let fs = self.text.filesystem();
@@ -310,13 +310,11 @@ impl Tools {
     /// is on the local disk. The footer of an over-cap result tells the
     /// model to read or grep its locator, and that must work in every
     /// workspace (`contract.md` §10).
-    fn text_for(&self, name: &str, args: &Value, ctx: &CallContext) -> &TextFs {
-        let arg = match name {
-            "read" => "file_path",
-            "grep" => "path",
-            _ => return &self.text,
-        };
-        match args.get(arg).and_then(Value::as_str) {
+    fn text_for(&self, tool: ToolName, args: &Value, ctx: &CallContext) -> &TextFs {
+        if !matches!(tool, ToolName::Read | ToolName::Grep) {
+            return &self.text;
+        }
+        match args.get(tool.path_argument()).and_then(Value::as_str) {
             Some(p) if self.is_spill_reference(p, ctx) => &self.spill_fs,
             _ => &self.text,
         }
@@ -330,12 +328,12 @@ impl Tools {
         }
     }
 
-    /// The engine a grep runs on: the local disk's for a spill reference
-    /// (when the backend is the native engine over another filesystem; the
-    /// rg backend is on the local disk already).
+    /// The engine a grep runs on: the local disk's for a spill reference,
+    /// unless the backend searches the local disk already (the rg backend;
+    /// [`SearchBackend::searches_local_disk`]).
     fn grep_backend(&self, path: Option<&str>, ctx: &CallContext) -> &dyn SearchBackend {
         match path {
-            Some(p) if self.backend.name() == "native" && self.is_spill_reference(p, ctx) => {
+            Some(p) if !self.backend.searches_local_disk() && self.is_spill_reference(p, ctx) => {
                 &*self.spill_backend
             }
             _ => &*self.backend,
@@ -409,20 +407,22 @@ impl Tools {
     /// `seed-reference.md` §3.9).
     fn file_tool(
         &self,
-        tool: files::FileToolFn,
-        name: &str,
+        run_tool: files::FileToolFn,
+        tool: ToolName,
         text: &TextFs,
         args: &Value,
         ctx: &CallContext,
     ) -> ToolResult {
-        let run = |ctx: &CallContext| tool(&self.config.fs, text, self.policy.as_ref(), args, ctx);
-        let out = match name {
-            "read" => run(ctx),
-            _ => self.mutation(ctx, run),
+        let run =
+            |ctx: &CallContext| run_tool(&self.config.fs, text, self.policy.as_ref(), args, ctx);
+        let read = tool == ToolName::Read;
+        let out = match read {
+            true => run(ctx),
+            false => self.mutation(ctx, run),
         };
         match out {
-            Ok((content, value)) if name == "read" => ToolResult::ok(content, value),
-            Ok((content, value)) => self.finish(name, content, value, None, ctx),
+            Ok((content, value)) if read => ToolResult::ok(content, value),
+            Ok((content, value)) => self.finish(tool, content, value, None, ctx),
             Err(e) => ToolResult::error(e),
         }
     }
@@ -442,14 +442,10 @@ impl Tools {
         ctx: &CallContext,
     ) -> ToolResult {
         if ctx.cancel.is_cancelled() {
-            return ToolResult::error(ToolError::coded(
-                "AbortError",
-                "ABORTED_BEFORE_DISPATCH",
-                "tool call aborted before dispatch",
-            ));
+            return ToolResult::error(aborted_before_dispatch());
         }
         match files::write_stream(&self.text, self.policy.as_ref(), file_path, content, ctx) {
-            Ok((text, value)) => self.finish("write", text, value, None, ctx),
+            Ok((text, value)) => self.finish(ToolName::Write, text, value, None, ctx),
             Err(e) => ToolResult::error(e),
         }
     }
@@ -485,7 +481,7 @@ impl Tools {
     /// A successful result, after the spill policy of a direct call.
     fn finish(
         &self,
-        tool: &str,
+        tool: ToolName,
         content: String,
         value: Value,
         meta: Option<Value>,
@@ -495,7 +491,7 @@ impl Tools {
             Some(max) if ctx.direct => apply_inline_cap(
                 &content,
                 max,
-                tool,
+                tool.as_str(),
                 ctx.session_id.as_deref(),
                 self.spill.as_deref(),
             )
@@ -512,7 +508,13 @@ impl Tools {
     /// text as the last one saved, for the same session and tool, is not
     /// saved again while the store still holds it: the call points at it
     /// (`docs/tools.md`, "Spill").
-    fn save(&self, ctx: &CallContext, tool: &str, name: &str, content: String) -> Option<SpillRef> {
+    fn save(
+        &self,
+        ctx: &CallContext,
+        tool: ToolName,
+        name: &str,
+        content: String,
+    ) -> Option<SpillRef> {
         let owner = ctx.session_id.as_deref()?;
         let store = self.spill.as_deref()?;
         {
@@ -532,7 +534,7 @@ impl Tools {
         let saved = store.save_text(owner, &source, name, &content).ok()?;
         *self.last_saved.lock().recover_poison() = Some(Saved {
             owner: owner.to_string(),
-            tool: tool.to_string(),
+            tool,
             name: name.to_string(),
             content,
             saved: saved.clone(),
@@ -564,4 +566,13 @@ impl Tools {
             (out, false) => out,
         }
     }
+}
+
+/// A call cancelled before it was dispatched (`contract.md` §5).
+fn aborted_before_dispatch() -> ToolError {
+    ToolError::coded(
+        "AbortError",
+        "ABORTED_BEFORE_DISPATCH",
+        "tool call aborted before dispatch",
+    )
 }

@@ -13,6 +13,7 @@ pub mod definitions;
 mod dispatch;
 mod display;
 mod files;
+mod name;
 mod render;
 mod result;
 mod search;
@@ -20,6 +21,7 @@ mod search;
 pub use context::CallContext;
 pub use definitions::ToolDefinition;
 pub use dispatch::{CallGuard, Tools};
+pub use name::{ToolName, UnknownTool};
 pub use render::call_title;
 pub use result::{ErrorInfo, ToolError, ToolResult};
 #[cfg(test)]

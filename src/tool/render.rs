@@ -11,6 +11,7 @@ use crate::quoting::shown;
 use crate::spill::SpillRef;
 use crate::tool::display::preview_line;
 use crate::tool::search::{GlobValue, GrepValue};
+use crate::tool::ToolName;
 
 /// The unsaved recovery texts (`seed-reference.md` §3.2, §3.4, literal).
 const GREP_UNSAVED: &str =
@@ -127,7 +128,7 @@ fn shown_lines<'a>(paths: impl IntoIterator<Item = &'a str> + Clone) -> String {
 /// presentation meta, hand the value on as JSON.
 pub(crate) trait Shown {
     /// The tool's name, as the spill store files it.
-    const TOOL: &'static str;
+    const TOOL: ToolName;
     /// The spilled artifact's file name.
     const ARTIFACT: &'static str;
     fn over_cap(&self, config: &SearchConfig) -> bool;
@@ -139,7 +140,7 @@ pub(crate) trait Shown {
 }
 
 impl Shown for GlobValue {
-    const TOOL: &'static str = "glob";
+    const TOOL: ToolName = ToolName::Glob;
     const ARTIFACT: &'static str = "glob-results.txt";
     fn over_cap(&self, config: &SearchConfig) -> bool {
         glob_over_cap(self, config)
@@ -162,7 +163,7 @@ impl Shown for GlobValue {
 }
 
 impl Shown for GrepValue {
-    const TOOL: &'static str = "grep";
+    const TOOL: ToolName = ToolName::Grep;
     const ARTIFACT: &'static str = "grep-results.txt";
     fn over_cap(&self, config: &SearchConfig) -> bool {
         grep_over_cap(self, config)
@@ -414,18 +415,18 @@ fn glob_meta(value: &GlobValue, config: &SearchConfig) -> Value {
 /// The call title a UI shows for a search call (§3.8):
 /// `Glob <pattern>[ in <path>]`, `Grep <pattern>[ in <path>][ (<include>)]`.
 /// `None` for other tools or arguments without a string pattern.
-pub fn call_title(tool: &str, args: &Value) -> Option<String> {
+pub fn call_title(tool: ToolName, args: &Value) -> Option<String> {
     let s = |k: &str| args.get(k).and_then(Value::as_str);
     let pattern = s("pattern")?;
     let mut title = match tool {
-        "glob" => format!("Glob {pattern}"),
-        "grep" => format!("Grep {pattern}"),
-        _ => return None,
+        ToolName::Glob => format!("Glob {pattern}"),
+        ToolName::Grep => format!("Grep {pattern}"),
+        ToolName::Read | ToolName::Write | ToolName::Edit => return None,
     };
     if let Some(path) = s("path") {
         title.push_str(&format!(" in {path}"));
     }
-    if tool == "grep" {
+    if tool == ToolName::Grep {
         if let Some(include) = s("include") {
             title.push_str(&format!(" ({include})"));
         }
@@ -559,7 +560,7 @@ mod tests {
 
     #[test]
     fn titles() {
-        let t = |tool, v: Value| call_title(tool, &v);
+        let t = |tool: &str, v: Value| call_title(tool.parse().unwrap(), &v);
         assert_eq!(t("glob", json!({"pattern": "*.ts"})).unwrap(), "Glob *.ts");
         assert_eq!(
             t("glob", json!({"pattern": "*", "path": "src"})).unwrap(),

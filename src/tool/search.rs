@@ -9,12 +9,12 @@ use crate::cancel::CancelToken;
 use crate::config::SearchConfig;
 use crate::event::Event;
 use crate::js::js_trim;
-use crate::outcome::{d2_order, Outcome, Status};
+use crate::outcome::{by_path_then_line, Outcome, Status};
 use crate::request::{GlobRequest, GrepRequest};
 use crate::tool::args::{GlobArgs, GrepArgs};
 use crate::tool::display::display_path;
 use crate::tool::result::ToolError;
-use crate::tool::CallContext;
+use crate::tool::{CallContext, ToolName};
 
 /// glob's canonical value: `{ root, paths }`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,14 +81,14 @@ pub(super) fn search_error(code: &str, message: impl Into<String>) -> ToolError 
     ToolError::coded("SearchError", code, message)
 }
 
-fn aborted(tool: &str) -> ToolError {
+fn aborted(tool: ToolName) -> ToolError {
     search_error(
         "SEARCH_ABORTED",
         format!("{tool} was aborted before completion (tool timeout or caller cancellation)"),
     )
 }
 
-fn launch_failed(tool: &str) -> ToolError {
+fn launch_failed(tool: ToolName) -> ToolError {
     search_error(
         "SEARCH_FAILED",
         format!("{tool} could not start its search command (ripgrep launch failed)"),
@@ -141,10 +141,10 @@ fn in_stable_order(lines: &[String]) -> Vec<String> {
     messages.into_iter().flatten().cloned().collect()
 }
 
-/// Steps 2–9 of the ladder for an outcome: `Ok(true)` for exit 0 (parse
+/// Steps 2–9 of the failure ladder (`contract.md` §3) for an outcome: `Ok(true)` for exit 0 (parse
 /// the results), `Ok(false)` for exit 1 (an empty value), or the error.
-fn ladder<T>(
-    tool: &str,
+fn failure_ladder<T>(
+    tool: ToolName,
     outcome: &Outcome<T>,
     tokens: &[&CancelToken],
     config: &SearchConfig,
@@ -228,7 +228,7 @@ pub(super) fn run_glob(
 ) -> Result<GlobValue, ToolError> {
     let tokens = [cancel, &ctx.cancel];
     if any_cancelled(&tokens) {
-        return Err(aborted("glob"));
+        return Err(aborted(ToolName::Glob));
     }
     let req = GlobRequest {
         pattern: args.pattern.clone(),
@@ -240,7 +240,7 @@ pub(super) fn run_glob(
     // Node's spawn refuses an argv element holding NUL before any process
     // exists: the launch failure, on both backends, without asking them.
     if req.nul_argument().is_some() {
-        return Err(launch_failed("glob"));
+        return Err(launch_failed(ToolName::Glob));
     }
     let (outcome, answered) = backend.glob_with_answer(&req);
     *answer = answered;
@@ -248,7 +248,7 @@ pub(super) fn run_glob(
         Some(p) => display_path(p, &ctx.workdir),
         None => ".".to_string(),
     };
-    if !ladder("glob", &outcome, &tokens, config)? {
+    if !failure_ladder(ToolName::Glob, &outcome, &tokens, config)? {
         return Ok(GlobValue {
             root,
             paths: Vec::new(),
@@ -292,7 +292,7 @@ pub(super) fn run_grep(
 ) -> Result<GrepValue, ToolError> {
     let tokens = [cancel, &ctx.cancel];
     if any_cancelled(&tokens) {
-        return Err(aborted("grep"));
+        return Err(aborted(ToolName::Grep));
     }
     let req = GrepRequest {
         pattern: args.pattern.clone(),
@@ -304,11 +304,11 @@ pub(super) fn run_grep(
     };
     // As for glob: no process could be started with a NUL in its argv.
     if req.nul_argument().is_some() {
-        return Err(launch_failed("grep"));
+        return Err(launch_failed(ToolName::Grep));
     }
     let (outcome, answered) = backend.grep_with_answer(&req);
     *answer = answered;
-    if !ladder("grep", &outcome, &tokens, config)? {
+    if !failure_ladder(ToolName::Grep, &outcome, &tokens, config)? {
         return Ok(GrepValue::default());
     }
     // A file's matches come one after another: its display path is worked
@@ -341,7 +341,7 @@ pub(super) fn run_grep(
         .collect();
     // Contract D2: rg's file order varies from run to run; ours does not.
     matches.sort_by(|a, b| {
-        d2_order(
+        by_path_then_line(
             (a.path.as_bytes(), a.line_number),
             (b.path.as_bytes(), b.line_number),
         )

@@ -5,8 +5,8 @@
 //! configuration and under small caps that run the over-cap paths (previews,
 //! head and sampled glob pages, spill footers, the inline cap, the meta cap).
 //! Then every path the call returned is opened with `read` in the same
-//! context (issue 4: "every path a search returns is a path `read` can open
-//! in the same context").
+//! context: every path a search returns is a path `read` can open in the
+//! same context.
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
@@ -197,6 +197,9 @@ fn raw_len_grep(r: &GrepResults) -> usize {
 impl SearchBackend for Memo {
     fn name(&self) -> &'static str {
         self.inner.name()
+    }
+    fn searches_local_disk(&self) -> bool {
+        self.inner.searches_local_disk()
     }
 
     fn indexed(&self) -> bool {

@@ -70,8 +70,8 @@ impl Ws {
         ws
     }
 
-    /// A workdir far past every cap of the tools (issue 37 item 6, the
-    /// servers' bounded results): [`LARGE_FILES`] files
+    /// A workdir far past every cap of the tools (the servers' bounded
+    /// results, `contract.md` §12): [`LARGE_FILES`] files
     /// `d<dd>/file-<fff>.txt` in 100 directories, each holding three lines
     /// with `needle`, and `wide.txt`, [`WIDE_LINES`] lines of 1,000 bytes
     /// holding `wide`: one file whose grep group alone is over

@@ -1,7 +1,7 @@
 //! `dsh-search bench --index`: the live index (docs/index.md) against the
 //! scan and rg on the same tree, in this one long-lived process, warm.
-//! Issue 31's targets are reported with the figures (met, or by how much
-//! not), never asserted: the machine is shared and times vary with its load.
+//! The index's speed targets (`docs/index.md`) are reported with the
+//! figures (met, or by how much not), never asserted: the machine is shared and times vary with its load.
 //! With a peer (`--peer-rgx`), ripgrepx runs the same greps round-robin
 //! with the other sides (`rgx.rs`).
 
@@ -39,7 +39,7 @@ enum Call {
     Grep(&'static str),
 }
 
-/// The workloads of issue 31 ("Speed"), with its targets. On a tree other
+/// The index's speed workloads, with their targets. On a tree other
 /// than Linux the common-word patterns may match nothing; the rows are
 /// still the same calls on every side.
 fn workloads() -> Vec<(String, Call, Target)> {

@@ -337,7 +337,7 @@ fn grep_request(w: &Workload) -> GrepRequest {
 }
 
 /// The tool-level call: the dispatch a harness uses (argument checks,
-/// ladder, rendering), as a nested call so that no spill file is written
+/// failure ladder, rendering), as a nested call so that no spill file is written
 /// per iteration.
 fn tool_call(tools: &Tools, w: &Workload) -> String {
     let ctx = CallContext::new(&w.tree).nested();

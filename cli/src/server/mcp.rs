@@ -291,8 +291,8 @@ mod imp {
 fn mcp_tool(def: &definitions::ToolDefinition) -> Result<Tool, String> {
     let schema: JsonObject = serde_json::from_str(&def.schema_json())
         .map_err(|e| format!("the {} schema is not a JSON object: {e}", def.name))?;
-    let mut tool = Tool::new(def.name, def.description.clone(), schema);
-    let read_only = matches!(def.name, "glob" | "grep" | "read");
+    let mut tool = Tool::new(def.name.as_str(), def.description.clone(), schema);
+    let read_only = def.name.is_read_only();
     tool.annotations = Some(
         ToolAnnotations::new()
             .read_only(read_only)

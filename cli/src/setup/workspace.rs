@@ -121,9 +121,6 @@ pub(crate) fn describe(e: WorkspaceError) -> String {
         WorkspaceError::OverlayOverSftp => "--overlay cannot be used with --fs sftp://".into(),
         WorkspaceError::IndexUnsupported("the rg backend") => "the index (--index, or the configuration's index key) is not available with --backend rg: it answers through the native engine".into(),
         WorkspaceError::IndexUnsupported(what) => format!("the index (--index, or the configuration's index key) is not available for {what}: it answers through the native engine"),
-        WorkspaceError::NoKnownHosts => {
-            "no --known-hosts and no HOME to find ~/.ssh/known_hosts in".into()
-        }
         WorkspaceError::SftpOptionsWithoutSftp => {
             "--identity and --known-hosts go with --fs sftp://".into()
         }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use crate::event::{Event, Summary};
 use crate::fs::FsHints;
-use crate::outcome::{d2_order, GrepResults, Outcome, Status};
+use crate::outcome::{by_path_then_line, GrepResults, Outcome, Status};
 use crate::request::GrepRequest;
 use crate::sync::RecoverPoison;
 
@@ -162,7 +162,7 @@ fn finish<F: FsHints>(ctx: GrepCall<'_, F>, started: Instant) -> Outcome<GrepRes
     }
     // rg's file order is nondeterministic; D2's path order makes ours
     // stable. A block holds one file's lines, in ascending order already.
-    blocks.sort_by(|a, b| d2_order((&a.path, 0), (&b.path, 0)));
+    blocks.sort_by(|a, b| by_path_then_line((&a.path, 0), (&b.path, 0)));
     let mut stats = unmatched;
     let mut matched = streamed_match;
     let mut events = Vec::with_capacity(blocks.iter().map(|b| b.events.len()).sum::<usize>() + 1);

@@ -137,7 +137,7 @@ pub(crate) fn walk_error(err: &ignore::Error, root: &Root) -> String {
 }
 
 fn show(root: &Root, p: &Path) -> String {
-    root.unwalk(p).display().to_string()
+    root.rg_path(p).display().to_string()
 }
 
 fn fmt_error(err: &ignore::Error, root: &Root, out: &mut String) {
@@ -180,7 +180,7 @@ fn fmt_error(err: &ignore::Error, root: &Root, out: &mut String) {
 /// walkdir's error for a directory it could not read (`error.rs`), wrapped
 /// by ignore's `Error::from_walkdir` (`WithPath`).
 pub(crate) fn dir_error(root: &Root, path: &Path, io: &std::io::Error) -> String {
-    let shown = root.unwalk(path).display().to_string();
+    let shown = root.rg_path(path).display().to_string();
     format!("{shown}: IO error for operation on {shown}: {io}")
 }
 

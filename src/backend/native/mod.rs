@@ -165,6 +165,11 @@ impl<F: FsHints> SearchBackend for NativeBackend<F> {
         "native"
     }
 
+    /// It searches the filesystem it was built over (`NativeBackend::on`).
+    fn searches_local_disk(&self) -> bool {
+        false
+    }
+
     fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults> {
         glob::run(&*self.fs, &self.engine, req)
     }

@@ -61,7 +61,7 @@ pub(crate) struct GlobFilter {
     user: Option<User>,
     /// The root, when rg matches the path it walks rather than what the
     /// workdir's strip leaves of ours ([`Root::matched_as_walked`]).
-    unwalk: Option<Root>,
+    rg_root: Option<Root>,
 }
 
 enum UserGlob {
@@ -90,7 +90,7 @@ impl GlobFilter {
             return Ok(GlobFilter {
                 full,
                 user: None,
-                unwalk: Some(root.clone()),
+                rg_root: Some(root.clone()),
             });
         }
         let wc_bytes = path_bytes(real_workdir);
@@ -109,7 +109,7 @@ impl GlobFilter {
         Ok(GlobFilter {
             full,
             user,
-            unwalk: None,
+            rg_root: None,
         })
     }
 
@@ -119,8 +119,8 @@ impl GlobFilter {
     /// so none of them is a VCS directory, and of the VCS excludes only the
     /// root's path and the name itself are left to look at.
     pub(crate) fn ignored(&self, path: &Path, name: &[u8], is_dir: bool) -> bool {
-        if let Some(root) = &self.unwalk {
-            return self.full.matched(root.unwalk(path), is_dir).is_ignore();
+        if let Some(root) = &self.rg_root {
+            return self.full.matched(root.rg_path(path), is_dir).is_ignore();
         }
         match &self.user {
             Some(user) => {

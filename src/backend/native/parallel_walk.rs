@@ -160,13 +160,13 @@ thread_local! {
 }
 
 /// What a directory's entries are printed under: the path rg walks for it
-/// ([`Root::unwalk`]), with the implicit path's leading `./` removed as
+/// ([`Root::rg_path`]), with the implicit path's leading `./` removed as
 /// [`Root::display`] removes it, and a `/` to join a name to. An entry's
 /// printed path is this followed by its name, which is what
 /// `Root::display` makes of the entry (`Path::join` adds a `/` unless the
 /// directory's path ends with one).
 fn printed_dir(root: &Root, dir: &Path) -> Vec<u8> {
-    let mut rg = path_bytes(&root.unwalk(dir)).to_vec();
+    let mut rg = path_bytes(&root.rg_path(dir)).to_vec();
     if join_needs_sep(&rg) {
         rg.push(JOIN_SEP);
     }
@@ -255,7 +255,7 @@ fn open_visited<F: FsHints>(
     path: &Path,
     ahead: Option<F::Dir>,
 ) -> std::io::Result<F::Dir> {
-    if super::paths::too_long_for_rg(&ctx.root.unwalk(path)) {
+    if super::paths::too_long_for_rg(&ctx.root.rg_path(path)) {
         Err(super::paths::name_too_long())
     } else if let Some(dir) = ahead {
         Ok(dir)

@@ -91,7 +91,7 @@ impl Root {
     /// `C:x`): rg's walk names its entries that way, and the workdir
     /// (`C:\w`) is no prefix of such a path component by component, so
     /// rg matches the whole path (`Gitignore::strip`); the caller then
-    /// matches the path rg walks ([`Root::unwalk`]).
+    /// matches the path rg walks ([`Root::rg_path`]).
     pub(crate) fn matched_as_walked(&self) -> bool {
         self.given.is_absolute()
             || self.given.as_os_str().is_empty()
@@ -102,7 +102,7 @@ impl Root {
     /// path), before `./` stripping: what rg puts in walk error messages.
     /// Paths outside the walk path (an ancestor's ignore file, the global
     /// excludes file) are returned unchanged.
-    pub(crate) fn unwalk(&self, walked: &Path) -> PathBuf {
+    pub(crate) fn rg_path(&self, walked: &Path) -> PathBuf {
         if self.given.is_absolute() || self.walk.as_os_str().is_empty() {
             return walked.to_path_buf();
         }
@@ -126,11 +126,11 @@ impl Root {
         }
     }
 
-    /// The path rg prints for a haystack found at `walked`: [`Root::unwalk`]
+    /// The path rg prints for a haystack found at `walked`: [`Root::rg_path`]
     /// then, for the implicit path only, a leading `./` component removed
     /// (`haystack.rs: Haystack::path`).
     pub(crate) fn display(&self, walked: &Path) -> Vec<u8> {
-        self.display_rg(&self.unwalk(walked))
+        self.display_rg(&self.rg_path(walked))
     }
 
     /// What rg prints for an entry given by `path`, in the form `form`.
@@ -142,7 +142,7 @@ impl Root {
     }
 
     /// [`Root::display`] of an entry given by the path rg walks for it
-    /// (what [`Root::unwalk`] returns).
+    /// (what [`Root::rg_path`] returns).
     pub(crate) fn display_rg(&self, rg: &Path) -> Vec<u8> {
         if self.implicit && rg.starts_with("./") {
             if let Ok(s) = rg.strip_prefix("./") {
@@ -180,12 +180,12 @@ fn windows_anchored(real_workdir: &Path, given: &Path) -> Option<PathBuf> {
 }
 
 /// Which path an entry is given by: the engine's and rg's walks name the
-/// same file differently ([`Root::unwalk`] turns one into the other).
+/// same file differently ([`Root::rg_path`] turns one into the other).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PathForm {
     /// The engine's absolute walk path.
     Walked,
-    /// The path rg walks for it (what [`Root::unwalk`] returns).
+    /// The path rg walks for it (what [`Root::rg_path`] returns).
     Rg,
 }
 
@@ -310,13 +310,13 @@ mod tests {
     #[test]
     fn errors_keep_dot_slash() {
         let r = Root::new(Path::new("/w"), None);
-        assert_eq!(r.unwalk(Path::new("/w/d")), Path::new("./d"));
+        assert_eq!(r.rg_path(Path::new("/w/d")), Path::new("./d"));
         assert_eq!(
-            r.unwalk(Path::new("/elsewhere/.gitignore")),
+            r.rg_path(Path::new("/elsewhere/.gitignore")),
             Path::new("/elsewhere/.gitignore")
         );
         let r = Root::new(Path::new("/w"), Some(OsStr::new("src")));
-        assert_eq!(r.unwalk(Path::new("/w/srcx")), Path::new("/w/srcx"));
-        assert_eq!(r.unwalk(Path::new("/w/src")), Path::new("src"));
+        assert_eq!(r.rg_path(Path::new("/w/srcx")), Path::new("/w/srcx"));
+        assert_eq!(r.rg_path(Path::new("/w/src")), Path::new("src"));
     }
 }

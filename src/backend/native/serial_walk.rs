@@ -81,7 +81,7 @@ impl<F: FsHints> Drop for Dir<F> {
 }
 
 /// A regular file to search: its directory and the path rg walks for it
-/// (`Root::unwalk` of the engine's absolute path, from which what rg
+/// (`Root::rg_path` of the engine's absolute path, from which what rg
 /// prints is made).
 pub(crate) struct Haystack<F: FsHints> {
     pub(crate) dir: Arc<Dir<F>>,
@@ -334,7 +334,7 @@ fn visit_entries<F: FsHints>(
             continue;
         }
         let rg_path = join(node.rg_dir(), name);
-        debug_assert_eq!(rg_path, ignore_rules.root().unwalk(&join(abs, name)));
+        debug_assert_eq!(rg_path, ignore_rules.root().rg_path(&join(abs, name)));
         if !ignore_rules.decide(node, &rg_path, name, is_dir, listing.is_hidden(i)) {
             continue;
         }

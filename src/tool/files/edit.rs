@@ -7,7 +7,7 @@ use super::{
     file_path_arg, fs_error, refuse_directory_path, str_arg, with_remedy, FilesConfig,
     ObservationPolicy,
 };
-use crate::fs::{LiteralEdit, TextFs};
+use crate::fs::{LiteralEdit, TextFs, Verb};
 use crate::tool::{CallContext, ToolError};
 
 /// Run `edit`.
@@ -35,9 +35,9 @@ pub(crate) fn edit(
     }
     let owner = ctx.session_id.as_deref();
     let target = fs
-        .resolve_for("edit", file_path, &ctx.workdir)
+        .resolve_for(Verb::Edit, file_path, &ctx.workdir)
         .map_err(fs_error)?;
-    refuse_directory_path("edit", file_path, &target)?;
+    refuse_directory_path(Verb::Edit, file_path, &target)?;
     let guard = match policy {
         Some(policy) => policy
             .edit_intent(owner, &target, &ctx.cancel)

@@ -24,7 +24,7 @@ pub(crate) use policy::ObservationPolicy;
 pub(crate) use read::read;
 pub(crate) use write::{write, write_stream};
 
-use crate::fs::{FsError, FsErrorCode, ResolvedPath};
+use crate::fs::{FsError, FsErrorCode, ResolvedPath, Verb};
 use crate::tool::ToolError;
 
 /// The file tools' configuration keys (`seed-reference.md` §9.2), loaded
@@ -59,7 +59,7 @@ fn file_path_arg(args: &Value) -> Result<&str, ToolError> {
 /// drops that form, and `write newdir/` must never create a file `newdir`.
 /// The message is the one an existing directory gets.
 fn refuse_directory_path(
-    verb: &str,
+    verb: Verb,
     file_path: &str,
     target: &ResolvedPath,
 ) -> Result<(), ToolError> {

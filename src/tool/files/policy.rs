@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use crate::cancel::CancelToken;
-use crate::fs::{FsError, FsErrorCode, ResolvedPath, Version, WriteGuard};
+use crate::fs::{FsError, FsErrorCode, ResolvedPath, Verb, Version, WriteGuard};
 use crate::session::{Observation, Sessions};
 
 /// The policy over a store of sessions.
@@ -34,14 +34,14 @@ impl ObservationPolicy {
         &self,
         owner: &str,
         target: &ResolvedPath,
-        verb: &str,
+        verb: Verb,
         cancel: &CancelToken,
     ) -> Result<Option<Observation>, FsError> {
         let key = target.key_str();
         self.sessions
             .with_cancel(owner, cancel, |s| s.observations.get(&key).cloned())
             .map_err(|e| match crate::cancel::is_cancelled_error(&e) {
-                true => FsError::new(FsErrorCode::Aborted, format!("{verb} aborted")),
+                true => crate::fs::aborted(verb),
                 false => self.session_error(target, &e),
             })
     }
@@ -58,7 +58,7 @@ impl ObservationPolicy {
         let Some(owner) = owner else {
             return Ok(WriteGuard::CreateIfAbsent);
         };
-        Ok(match self.get(owner, target, "write", cancel)? {
+        Ok(match self.get(owner, target, Verb::Write, cancel)? {
             Some(Observation::Present { version }) => {
                 WriteGuard::ReplaceIfVersion(Version(version))
             }
@@ -76,14 +76,14 @@ impl ObservationPolicy {
     ) -> Result<Option<Version>, FsError> {
         let p = target.display_str();
         let observed = match owner {
-            Some(owner) => self.get(owner, target, "edit", cancel)?,
+            Some(owner) => self.get(owner, target, Verb::Edit, cancel)?,
             None => None,
         };
         match observed {
             Some(Observation::Present { version }) => Ok(Some(Version(version))),
             Some(Observation::Absent) => Err(FsError::cannot(
                 FsErrorCode::NotFound,
-                "edit",
+                Verb::Edit,
                 &p,
                 "not found",
             )),

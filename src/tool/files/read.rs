@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::{envelope, file_path_arg, fs_error, FilesConfig, ObservationPolicy};
-use crate::fs::{FileKind, FsError, FsErrorCode, TextFs};
+use crate::fs::{FileKind, FsError, FsErrorCode, TextFs, Verb};
 use crate::tool::{CallContext, ToolError};
 
 /// Run `read`.
@@ -26,7 +26,7 @@ pub(crate) fn read(
     }
     let owner = ctx.session_id.as_deref();
     let target = fs
-        .resolve_for("read", file_path, &ctx.workdir)
+        .resolve_for(Verb::Read, file_path, &ctx.workdir)
         .map_err(fs_error)?;
     let p = target.display_str();
     // The one stat: existence, type, size routing and the version recorded
@@ -37,7 +37,7 @@ pub(crate) fn read(
         }
         return Err(fs_error(FsError::cannot(
             FsErrorCode::NotFound,
-            "read",
+            Verb::Read,
             &p,
             "not found",
         )));
@@ -45,7 +45,7 @@ pub(crate) fn read(
     if stat.kind != FileKind::File {
         return Err(fs_error(FsError::cannot(
             FsErrorCode::NotRegularFile,
-            "read",
+            Verb::Read,
             &p,
             "not a regular file",
         )));

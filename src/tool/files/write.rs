@@ -9,7 +9,7 @@ use super::ObservationPolicy;
 use super::{
     envelope, file_path_arg, fs_error, refuse_directory_path, str_arg, with_remedy, FilesConfig,
 };
-use crate::fs::{ResolvedPath, TextFs, Version, WriteGuard, WriteOperation};
+use crate::fs::{ResolvedPath, TextFs, Verb, Version, WriteGuard, WriteOperation};
 use crate::tool::{CallContext, ToolError};
 
 /// Run `write`.
@@ -65,9 +65,9 @@ fn prepare(
     ctx: &CallContext,
 ) -> Result<(ResolvedPath, WriteGuard), ToolError> {
     let target = fs
-        .resolve_for("write", file_path, &ctx.workdir)
+        .resolve_for(Verb::Write, file_path, &ctx.workdir)
         .map_err(fs_error)?;
-    refuse_directory_path("write", file_path, &target)?;
+    refuse_directory_path(Verb::Write, file_path, &target)?;
     let intent = match policy {
         Some(policy) => policy
             .write_intent(ctx.session_id.as_deref(), &target, &ctx.cancel)
