@@ -1022,6 +1022,50 @@ fn an_indexed_server_saves_its_index_in_the_state_directory() {
     );
 }
 
+/// A server stopped right after its index went live, at the end of its
+/// input or by a signal, lets the save in flight end before it exits: the
+/// next start finds the mirror whole, with no temporary file left beside
+/// it (`docs/index.md`, "Restart without a rebuild"). The tree is large
+/// enough that its save takes longer than the stop would.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_server_stopped_right_after_its_build_leaves_its_index_saved() {
+    use rustix::process::Signal;
+    let ws = Ws::large();
+    let store = ws.state.join("index");
+    let cases: &[(&str, Option<Signal>)] =
+        &[("end of input", None), ("SIGTERM", Some(Signal::TERM))];
+    for &(name, signal) in cases {
+        let _ = std::fs::remove_dir_all(&store);
+        let mut s = Served::spawn(ws.bin().args(["--index"]).arg("serve"));
+        let hang = std::time::Instant::now() + Duration::from_secs(300);
+        for k in 0.. {
+            s.send(&json!({"id": k, "tool": "glob", "arguments": {"pattern": "wide.txt"}}));
+            let a = s.recv();
+            if a["result"]["meta"]["index"] == "mirror" {
+                break;
+            }
+            assert!(std::time::Instant::now() < hang, "{name}: never ready");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        match signal {
+            None => s.close(),
+            Some(signal) => s.signal(signal),
+        }
+        assert!(s.wait().success(), "{name}: {}", s.stderr());
+        // Read once, right after the exit: nothing finishes it later.
+        let names: Vec<String> = std::fs::read_dir(&store)
+            .unwrap_or_else(|e| panic!("{name}: {}: {e}", store.display()))
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            names.len() == 1 && names[0].starts_with("index-"),
+            "{name}: the store holds {names:?}; {}",
+            s.stderr()
+        );
+    }
+}
+
 /// A save of the index that fails (here a store the server's user cannot
 /// write: `EACCES`) is said once on stderr, naming the file and the
 /// system's error; the index still answers from its mirror

@@ -108,6 +108,7 @@ trait Live: Send + Sync {
     fn simulate_overflow(&self);
     fn wait_ready(&self, timeout: Duration) -> bool;
     fn wait_saved(&self, timeout: Duration) -> bool;
+    fn finish_save(&self, timeout: Duration) -> bool;
     fn status(&self) -> IndexStatus;
     fn settle(&self) -> bool;
     fn glob(&self, req: &GlobRequest) -> (Outcome<GlobResults>, Answer);
@@ -402,6 +403,15 @@ impl Index {
         self.inner.wait_saved(timeout)
     }
 
+    /// Wait for a save in flight to end, at most `timeout`, without
+    /// waiting for a build; whether none is in flight then. For a process
+    /// about to exit: a mirror made just before is then on disk for the
+    /// next start, not lost half-written (`docs/index.md`, "Restart
+    /// without a rebuild").
+    pub fn finish_save(&self, timeout: Duration) -> bool {
+        self.inner.finish_save(timeout)
+    }
+
     /// What it holds and has done.
     pub fn status(&self) -> IndexStatus {
         self.inner.status()
@@ -573,6 +583,16 @@ impl<S: Source> Live for Inner<S> {
             })
             .recover_poison();
         !timed_out.timed_out() && state.save_error.is_none()
+    }
+
+    fn finish_save(&self, timeout: Duration) -> bool {
+        let state = self.state.lock().recover_poison();
+        let (state, timed_out) = self
+            .changed
+            .wait_timeout_while(state, timeout, |s| s.saving)
+            .recover_poison();
+        drop(state);
+        !timed_out.timed_out()
     }
 
     fn status(&self) -> IndexStatus {

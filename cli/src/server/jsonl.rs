@@ -102,7 +102,7 @@ pub(crate) fn run(common: &Common) -> u8 {
     let server = Arc::new(Server::new(tools, workdir, session, Box::new(io::stdout())));
     super::drain_on_signal(common, Arc::clone(&server), |s| &s.inflight, log);
     server.serve(io::stdin().lock());
-    super::log::flush(super::log::FLUSH);
+    super::finish(super::SAVE_DRAIN);
     0
 }
 

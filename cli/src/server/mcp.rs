@@ -124,7 +124,7 @@ pub(crate) fn run(common: &Common, structured: StructuredContent, page: bool) ->
     // Whatever is left is dropped, which cancels its call; the blocking
     // threads of cancelled calls end within milliseconds.
     runtime.shutdown_timeout(Duration::from_millis(500));
-    super::log::flush(super::log::FLUSH);
+    super::finish(super::SAVE_DRAIN);
     0
 }
 

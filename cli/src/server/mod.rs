@@ -280,6 +280,26 @@ impl<K: Eq + Hash> InFlight<K> {
     }
 }
 
+/// A server's last step before the process exits, at EOF or at a signal:
+/// a save of the index in flight ends (at most `save` more), then the
+/// queued log lines are written (at most [`log::FLUSH`]).
+pub(crate) fn finish(save: Duration) {
+    if !crate::setup::workspace::finish_saves(save) {
+        log::line(
+            "index",
+            format_args!(
+                "the index's save did not end in {} s; the next start builds it from the tree",
+                save.as_secs()
+            ),
+        );
+    }
+    log::flush(log::FLUSH);
+}
+
+/// How long a server that reached the end of its input waits for a save
+/// of the index in flight (the Linux tree's takes about a second).
+pub(crate) const SAVE_DRAIN: Duration = Duration::from_secs(60);
+
 /// A server's stop on a signal ([`on_signal`]): cancel the calls in
 /// flight (`inflight` of `server`), wait up to [`SIGNAL_DRAIN`] for them
 /// to answer, exit 0; each step said through `log`. A server whose signals
@@ -304,7 +324,7 @@ pub(crate) fn drain_on_signal<S, K>(
         // The queued log lines get what is left of the drain: a stderr
         // nobody reads must not hold the stop (`log`).
         calls.wait_idle(Some(SIGNAL_DRAIN.saturating_sub(log::FLUSH)));
-        log::flush(log::FLUSH);
+        finish(SIGNAL_DRAIN);
         std::process::exit(0);
     });
     if let Err(e) = armed {

@@ -8,6 +8,8 @@
 //! too.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
 
 use dsh_search::backend::rg::rg_from_env;
 use dsh_search::config::Config;
@@ -75,8 +77,30 @@ pub(crate) fn open(common: &Common, config: &Config) -> Result<Workspace, String
     workspace.connect().map_err(describe)?;
     if let Some(index) = workspace.index() {
         log_saved_index(index.clone());
+        OPENED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(index.clone());
     }
     Ok(workspace)
+}
+
+/// The indexes this process opened, for [`finish_saves`]. Process-wide:
+/// the servers stop (at EOF, at a signal) far from where the workspace was
+/// opened, and a process opens at most a few.
+static OPENED: Mutex<Vec<dsh_search::Index>> = Mutex::new(Vec::new());
+
+/// Before the process exits: let the saves of the index in flight end,
+/// at most `timeout` in all, so that a server stopped right after its
+/// build leaves the mirror for the next start instead of a half-written
+/// file (`docs/index.md`, "Restart without a rebuild"). Whether they all
+/// ended.
+pub(crate) fn finish_saves(timeout: Duration) -> bool {
+    let until = std::time::Instant::now() + timeout;
+    let opened = OPENED.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    opened
+        .iter()
+        .all(|index| index.finish_save(until.saturating_duration_since(std::time::Instant::now())))
 }
 
 /// Say on stderr, once the first build ends, that a saved index could not
