@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use crate::backend::{Engine, NativeBackend, SearchBackend};
 use crate::fs::LocalFs;
+pub use crate::outcome::Answer;
 use crate::outcome::{GlobResults, GrepResults, Outcome};
 use crate::request::{GlobRequest, GrepRequest};
 use crate::sync::RecoverPoison;
@@ -187,36 +188,6 @@ enum Phase<S: Source> {
         why: String,
         retry: bool,
     },
-}
-
-/// Which path answered a call.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Answer {
-    /// The mirror (and for grep the prefilter).
-    Index,
-    /// The scan of the disk, and why: the index is building, or cannot
-    /// vouch for its mirror.
-    Scan(String),
-}
-
-impl Answer {
-    /// The value of the `index` key of a glob or grep result's `meta`
-    /// (`docs/index.md`, "What `meta` says"): `mirror`, or `scan: <why>`.
-    pub fn meta_value(&self) -> String {
-        match self {
-            Answer::Index => "mirror".into(),
-            Answer::Scan(why) => format!("scan: {why}"),
-        }
-    }
-}
-
-impl fmt::Display for Answer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Answer::Index => f.write_str("index"),
-            Answer::Scan(why) => write!(f, "scan ({why})"),
-        }
-    }
 }
 
 /// What an index holds and has done ([`Index::status`]).

@@ -253,7 +253,7 @@ impl Tools {
         tool: ToolName,
         args: &Value,
         ctx: &CallContext,
-        answer: &mut Option<crate::Answer>,
+        answer: &mut Option<crate::outcome::Answer>,
     ) -> ToolResult {
         if ctx.cancel.is_cancelled() {
             return ToolResult::error(aborted_before_dispatch());
@@ -344,7 +344,7 @@ impl Tools {
         &self,
         obj: &serde_json::Map<String, Value>,
         ctx: &CallContext,
-        answer: &mut Option<crate::Answer>,
+        answer: &mut Option<crate::outcome::Answer>,
     ) -> ToolResult {
         let args = match GlobArgs::from_validated(obj) {
             Ok(a) => a,
@@ -364,7 +364,7 @@ impl Tools {
         &self,
         obj: &serde_json::Map<String, Value>,
         ctx: &CallContext,
-        answer: &mut Option<crate::Answer>,
+        answer: &mut Option<crate::outcome::Answer>,
     ) -> ToolResult {
         let args = match GrepArgs::from_validated(obj) {
             Ok(a) => a,
@@ -377,7 +377,7 @@ impl Tools {
         });
         // A saved result is read from the local disk, never the index.
         if answer.is_none() && !std::ptr::addr_eq(backend, &*self.backend) {
-            *answer = Some(crate::Answer::Scan(SAVED.into()));
+            *answer = Some(crate::outcome::Answer::Scan(SAVED.into()));
         }
         let value = match value {
             Ok(v) => v,

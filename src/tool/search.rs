@@ -224,7 +224,7 @@ pub(super) fn run_glob(
     ctx: &CallContext,
     cancel: &CancelToken,
     config: &SearchConfig,
-    answer: &mut Option<crate::Answer>,
+    answer: &mut Option<crate::outcome::Answer>,
 ) -> Result<GlobValue, ToolError> {
     let tokens = [cancel, &ctx.cancel];
     if any_cancelled(&tokens) {
@@ -288,7 +288,7 @@ pub(super) fn run_grep(
     ctx: &CallContext,
     cancel: &CancelToken,
     config: &SearchConfig,
-    answer: &mut Option<crate::Answer>,
+    answer: &mut Option<crate::outcome::Answer>,
 ) -> Result<GrepValue, ToolError> {
     let tokens = [cancel, &ctx.cancel];
     if any_cancelled(&tokens) {
