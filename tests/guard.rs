@@ -555,6 +555,16 @@ fn edit_resolves_file_path_like_the_file_tools() {
 
 // ---------------------------------------------------------------- zero results
 
+/// The guard's `after` for a grep of `src` that ended with `result`.
+fn after_grep_src(g: &Guard, ctx: &CallContext, result: &ToolResult) {
+    g.after(ToolName::Grep, &grep_in(Some("src")), ctx, &*DISK, result);
+}
+
+/// The guard's `check` of a grep of `src`.
+fn check_grep_src(g: &Guard, ctx: &CallContext) -> Option<String> {
+    g.check(ToolName::Grep, &grep_in(Some("src")), ctx, &*DISK)
+}
+
 fn grep_in(path: Option<&str>) -> Value {
     match path {
         Some(p) => json!({"pattern": "nothing", "path": p}),
@@ -568,31 +578,13 @@ fn five_empty_greps_block_the_sixth() {
     let g = Guard::default();
     let ctx = ws.session("s1");
     for i in 0..5 {
-        assert_eq!(
-            g.check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK),
-            None,
-            "call {i}"
-        );
-        g.after(
-            ToolName::Grep,
-            &grep_in(Some("src")),
-            &ctx,
-            &*DISK,
-            &no_matches(),
-        );
+        assert_eq!(check_grep_src(&g, &ctx), None, "call {i}");
+        after_grep_src(&g, &ctx, &no_matches());
     }
     let want = r#"grep found no matches in "src" 5 times in a row; stop searching it with new patterns: read the file directly, use another source, or report that nothing was found"#;
-    assert_eq!(
-        g.check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK)
-            .unwrap(),
-        want
-    );
+    assert_eq!(check_grep_src(&g, &ctx).unwrap(), want);
     // Still blocked: a denial does not reset the count.
-    assert_eq!(
-        g.check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK)
-            .unwrap(),
-        want
-    );
+    assert_eq!(check_grep_src(&g, &ctx).unwrap(), want);
     // glob and read on the same target are not affected.
     assert_eq!(
         g.check(
@@ -623,10 +615,7 @@ fn the_workdir_is_the_target_without_a_path() {
     assert!(g
         .check(ToolName::Grep, &grep_in(Some("src/..")), &ctx, &*DISK)
         .is_some());
-    assert_eq!(
-        g.check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK),
-        None
-    );
+    assert_eq!(check_grep_src(&g, &ctx), None);
 }
 
 #[test]
@@ -635,13 +624,7 @@ fn a_grep_with_results_resets_its_target() {
     let g = Guard::default();
     let ctx = ws.session("s1");
     for _ in 0..4 {
-        g.after(
-            ToolName::Grep,
-            &grep_in(Some("src")),
-            &ctx,
-            &*DISK,
-            &no_matches(),
-        );
+        after_grep_src(&g, &ctx, &no_matches());
     }
     g.after(
         ToolName::Grep,
@@ -651,28 +634,11 @@ fn a_grep_with_results_resets_its_target() {
         &some_matches(),
     );
     for _ in 0..4 {
-        g.after(
-            ToolName::Grep,
-            &grep_in(Some("src")),
-            &ctx,
-            &*DISK,
-            &no_matches(),
-        );
+        after_grep_src(&g, &ctx, &no_matches());
     }
-    assert_eq!(
-        g.check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK),
-        None
-    );
-    g.after(
-        ToolName::Grep,
-        &grep_in(Some("src")),
-        &ctx,
-        &*DISK,
-        &no_matches(),
-    );
-    assert!(g
-        .check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK)
-        .is_some());
+    assert_eq!(check_grep_src(&g, &ctx), None);
+    after_grep_src(&g, &ctx, &no_matches());
+    assert!(check_grep_src(&g, &ctx).is_some());
 }
 
 #[test]
@@ -684,7 +650,7 @@ fn errors_and_other_tools_do_not_count() {
     });
     let ctx = ws.session("s1");
     let err = ToolResult::error(dsh_search::tool::ToolError::plain("No matches found"));
-    g.after(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK, &err);
+    after_grep_src(&g, &ctx, &err);
     g.after(
         ToolName::Glob,
         &grep_in(Some("src")),
@@ -692,19 +658,9 @@ fn errors_and_other_tools_do_not_count() {
         &*DISK,
         &no_matches(),
     );
-    assert_eq!(
-        g.check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK),
-        None
-    );
-    g.after(
-        ToolName::Grep,
-        &grep_in(Some("src")),
-        &ctx,
-        &*DISK,
-        &no_matches(),
-    );
-    assert!(g
-        .check(ToolName::Grep, &grep_in(Some("src")), &ctx, &*DISK)
+    assert_eq!(check_grep_src(&g, &ctx), None);
+    after_grep_src(&g, &ctx, &no_matches());
+    assert!(check_grep_src(&g, &ctx)
         .unwrap()
         .contains("1 times in a row"));
 }
@@ -717,13 +673,7 @@ fn counters_are_per_session_and_per_target() {
         ..GuardConfig::default()
     });
     let (a, b) = (ws.session("a"), ws.session("b"));
-    g.after(
-        ToolName::Grep,
-        &grep_in(Some("src")),
-        &a,
-        &*DISK,
-        &no_matches(),
-    );
+    after_grep_src(&g, &a, &no_matches());
     g.after(
         ToolName::Grep,
         &grep_in(Some("docs")),
@@ -731,46 +681,21 @@ fn counters_are_per_session_and_per_target() {
         &*DISK,
         &no_matches(),
     );
-    g.after(
-        ToolName::Grep,
-        &grep_in(Some("src")),
-        &b,
-        &*DISK,
-        &no_matches(),
-    );
-    g.after(
-        ToolName::Grep,
-        &grep_in(Some("src")),
-        &a,
-        &*DISK,
-        &no_matches(),
-    );
-    assert!(g
-        .check(ToolName::Grep, &grep_in(Some("src")), &a, &*DISK)
-        .is_some());
+    after_grep_src(&g, &b, &no_matches());
+    after_grep_src(&g, &a, &no_matches());
+    assert!(check_grep_src(&g, &a).is_some());
     assert_eq!(
         g.check(ToolName::Grep, &grep_in(Some("docs")), &a, &*DISK),
         None
     );
-    assert_eq!(
-        g.check(ToolName::Grep, &grep_in(Some("src")), &b, &*DISK),
-        None
-    );
+    assert_eq!(check_grep_src(&g, &b), None);
     assert_eq!(
         g.check(ToolName::Grep, &grep_in(Some("src/main.rs")), &a, &*DISK),
         None
     );
     // A result in session b does not reset session a.
-    g.after(
-        ToolName::Grep,
-        &grep_in(Some("src")),
-        &b,
-        &*DISK,
-        &some_matches(),
-    );
-    assert!(g
-        .check(ToolName::Grep, &grep_in(Some("src")), &a, &*DISK)
-        .is_some());
+    after_grep_src(&g, &b, &some_matches());
+    assert!(check_grep_src(&g, &a).is_some());
 }
 
 #[test]

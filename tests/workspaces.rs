@@ -425,3 +425,51 @@ fn in_memory_tree_changed_during_searches() {
     let paths: Vec<_> = o.results.matches().map(|m| m.path.to_vec()).collect();
     assert_eq!(paths, vec![b"churn/last.txt".to_vec()]);
 }
+
+/// A grep of a saved result on an indexed workspace in memory: the text is
+/// on the local disk, outside the tree the index mirrors, so the tools grep
+/// it with their own engine on the disk and say so in `meta`
+/// (`docs/index.md`, "What `meta` says"); the index's backend never gets
+/// the path (`SearchBackend::searches_local_disk`).
+#[test]
+fn a_saved_result_is_grepped_on_the_disk_under_an_index() {
+    let ws = project();
+    let root = ws.root.canonicalize().unwrap();
+    let spill = tempfile::tempdir().unwrap();
+    let spill_root = spill.path().canonicalize().unwrap();
+    let mut config = Config::default();
+    config.search.glob_max_results = 5;
+    config.spill.max_inline_bytes = None;
+    config.spill.root = Some(spill_root.clone());
+    let workspace = dsh_search::WorkspaceOptions::new(dsh_search::FsSpec::Mem(None))
+        .root(&root)
+        .index(true)
+        .open()
+        .unwrap();
+    let index = workspace.index().expect("an index");
+    assert!(index.wait_ready(std::time::Duration::from_secs(60)));
+    let sessions = Arc::new(dsh_search::Sessions::in_memory());
+    let tools = workspace.tools(config, Some(sessions)).unwrap();
+    let ctx = CallContext::new(&root).session("s");
+    let glob = tools.call("glob", &json!({"pattern": "*.txt"}), &ctx);
+    assert_eq!(glob.meta.as_ref().unwrap()["index"], "mirror");
+    let locator = glob
+        .content
+        .split("Full sorted result stored at: ")
+        .nth(1)
+        .and_then(|rest| rest.split(". Use read").next())
+        .unwrap_or_else(|| panic!("no saved result: {}", glob.content));
+    assert!(
+        locator.starts_with(spill_root.to_str().unwrap()),
+        "{locator}"
+    );
+    let grep = tools.call("grep", &json!({"pattern": "f3", "path": locator}), &ctx);
+    assert_eq!(
+        grep.content,
+        format!("Found 1 match\n\n{locator}\nLine 5: many/f3.txt")
+    );
+    assert_eq!(
+        grep.meta.as_ref().unwrap()["index"],
+        "scan: a saved result is outside the index"
+    );
+}
