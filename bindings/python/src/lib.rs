@@ -18,10 +18,10 @@
 //! cancels the call, which stops at its next check, and is raised once
 //! the call has stopped.
 //!
-//! Every path parameter takes `str`, `bytes` or `os.PathLike` ([`FsPath`]),
+//! Every path parameter takes `str`, `bytes` or `os.PathLike` (`FsPath`, below),
 //! without loss: a directory whose name is not UTF-8 is the directory
 //! named. The tools' own `path` and `file_path` are text, as a model gives
-//! them ([`text_path`]).
+//! them (`text_path`, below).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
