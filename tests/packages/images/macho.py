@@ -49,3 +49,19 @@ def symbols(path: pathlib.Path) -> list[str]:
     """`llvm-nm -m` lines: each symbol with its section and whether it is
     external, undefined or looked up when loaded."""
     return run(tool("llvm-nm"), "-m", str(path)).splitlines()
+
+
+def binds(path: pathlib.Path) -> list[tuple[str, str]]:
+    """(library, symbol) of each symbol dyld binds when it loads the image,
+    from its bind and lazy-bind opcodes (`llvm-objdump --macho --bind
+    --lazy-bind`): the library is where dyld looks the symbol up, by its
+    short name (`libSystem`), or `flat-namespace` for a symbol looked up in
+    every image of the process (`-undefined dynamic_lookup`)."""
+    out = run(tool("llvm-objdump"), "--macho", "--bind", "--lazy-bind", str(path))
+    found = []
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) < 5 or fields[0] == "segment" or line.endswith(":"):
+            continue
+        found.append((fields[-2], fields[-1]))
+    return found

@@ -114,20 +114,31 @@ def test_signature_check_sees_a_changed_byte(images: Images) -> None:
         codesign.verify(bytes(data))
 
 
+def exported(path: pathlib.Path) -> set[str]:
+    return {line.split()[-1] for line in macho.symbols(path) if " external " in line and "(undefined)" not in line}
+
+
+def looked_up(path: pathlib.Path) -> dict[str, set[str]]:
+    """Where dyld looks up each library's symbols: {library: symbols}."""
+    out: dict[str, set[str]] = {}
+    for lib, sym in macho.binds(path):
+        out.setdefault(lib, set()).add(sym)
+    return out
+
+
 @pytest.mark.parametrize("key", DARWIN)
 def test_addon_exports_the_module_and_leaves_n_api_to_node(images: Images, key: str) -> None:
-    lines = macho.symbols(images(key)["npm addon"])
-    defined = {line.split()[-1] for line in lines if "external" in line and "(undefined)" not in line}
-    assert "_napi_register_module_v1" in defined
-    undefined = [line for line in lines if "(undefined)" in line]
-    napi = [line for line in undefined if re.search(r" _(napi|node_api)_\w+", line)]
+    addon = images(key)["npm addon"]
+    assert "_napi_register_module_v1" in exported(addon)
+    undefined = {line.split()[-1] for line in macho.symbols(addon) if "(undefined)" in line}
+    napi = {s for s in undefined if re.fullmatch(r"_(napi|node_api)_\w+", s)}
     # Each N-API function is found in the process that loads the addon
-    # (`-undefined dynamic_lookup`), not in a library named at link time.
+    # (napi-build's `-undefined dynamic_lookup`): bound in the flat
+    # namespace, not to a library named at link time.
     assert len(napi) > 50, napi
-    assert [line for line in napi if "dynamically looked up" not in line] == []
-    others = [line for line in undefined if line not in napi and "from libSystem" not in line
-              and "from libiconv" not in line]
-    assert others == []
+    binds = looked_up(addon)
+    assert binds.get("flat-namespace") == napi
+    assert set(binds) <= {"flat-namespace", "libSystem", "libiconv", "libcharset"}, set(binds)
 
 
 @pytest.mark.parametrize("key", DARWIN)
@@ -138,11 +149,14 @@ def test_wheel_tags_and_module_export(images: Images, key: str) -> None:
     assert wheel_of(key).name.endswith(f"-{tag}.whl")
     wheel, _meta = wheel_metadata(key)
     assert re.findall(r"^Tag: (.*)$", wheel, re.M) == [tag]
-    lines = macho.symbols(images(key)["wheel module"])
-    defined = {line.split()[-1] for line in lines if "external" in line and "(undefined)" not in line}
-    assert "_PyInit__native" in defined
-    python = [line for line in lines if "(undefined)" in line and re.search(r" _Py\w+", line)]
-    assert python and [line for line in python if "dynamically looked up" not in line] == []
+    module = images(key)["wheel module"]
+    assert "_PyInit__native" in exported(module)
+    # CPython's functions come from the interpreter that imports it.
+    binds = looked_up(module)
+    flat = binds.get("flat-namespace", set())
+    python = {s for s in flat if re.fullmatch(r"__?Py\w+", s)}
+    assert python and flat == python, flat - python
+    assert set(binds) <= {"flat-namespace", "libSystem", "libiconv", "libcharset"}, set(binds)
 
 
 @pytest.mark.parametrize("key", DARWIN)
