@@ -61,14 +61,18 @@ for (const build of builds) {
   fs.copyFileSync(addon, path.join(dir, 'dsh-search.node'))
   fs.copyFileSync(binary, path.join(dir, 'bin', exe))
   fs.chmodSync(path.join(dir, 'bin', exe), 0o755)
+  // The oldest system the build runs on (platforms.json: `macos`, the
+  // images' minimum macOS; `glibc`, the newest glibc version they need),
+  // which npm has no field for.
+  const needs = p.macos ? ` (macOS ${p.macos} or later)` : p.glibc ? ` (glibc ${p.glibc} or later)` : ''
   fs.writeFileSync(
     path.join(dir, 'README.md'),
-    `# ${name}\n\nThe ${p.target} build of dsh-search: its Node addon and its \`dsh-search\` binary. Install \`dsh-search\`, which depends on this package where it fits.\n`,
+    `# ${name}\n\nThe ${p.target} build of dsh-search${needs}: its Node addon and its \`dsh-search\` binary. Install \`dsh-search\`, which depends on this package where it fits.\n`,
   )
   const manifest = {
     name,
     version: main.version,
-    description: `The ${p.target} build of dsh-search: the Node addon and the dsh-search binary`,
+    description: `The ${p.target} build of dsh-search${needs}: the Node addon and the dsh-search binary`,
     license: main.license,
     main: 'dsh-search.node',
     files: ['dsh-search.node', `bin/${exe}`, 'README.md'],
