@@ -91,6 +91,10 @@ fn ns(t: Timestamp) -> i128 {
     i128::from(t.0) * 1_000_000_000 + i128::from(t.1)
 }
 
+/// An entry's work done: its position, its trigrams and whether they are
+/// vouched for (`Entry::unread`), or its directory's node.
+type Done = (usize, Option<Arc<Content>>, bool, Option<Arc<DirNode>>);
+
 /// What is left to do for an entry once its directory is listed and
 /// stat'ed: read a regular file, walk a directory.
 enum Work<'o> {
@@ -196,7 +200,7 @@ impl<S: Source> Walk<'_, S> {
             }
             entries.push(entry);
         }
-        let done: Vec<(usize, Option<Arc<Content>>, bool, Option<Arc<DirNode>>)> = work
+        let done: Vec<Done> = work
             .into_par_iter()
             .map(|(i, work)| {
                 let (name, meta) = (&entries[i].name, entries[i].meta);
