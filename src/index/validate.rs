@@ -70,9 +70,30 @@ pub(crate) fn validate<S: Source>(
     Ok((tree, walk.reads.into_inner()))
 }
 
+/// Whether a directory entry of this kind and name is walked into: a
+/// directory, not a VCS one (not mirrored, as the build leaves them).
+fn walked(kind: FileType, name: &[u8]) -> bool {
+    kind == FileType::Dir && !VCS.contains(&name)
+}
+
+/// Whether the mirrored entry `e` stands as it is for the entry listed now
+/// as `name`, `kind`, with `meta`: the same name, listed kind and metadata,
+/// and for a regular file, content its metadata vouches for (`unread` is
+/// read again). A directory's own entries are checked by its walk.
+fn unchanged(e: &Entry, name: &[u8], kind: FileType, meta: Option<Metadata>) -> bool {
+    *e.name == *name
+        && e.kind == kind
+        && e.meta == meta
+        && (meta.map_or(kind, |m| m.kind) != FileType::File || (meta.is_some() && !e.unread))
+}
+
 fn ns(t: Timestamp) -> i128 {
     i128::from(t.0) * 1_000_000_000 + i128::from(t.1)
 }
+
+/// An entry's work done: its position, its trigrams and whether they are
+/// vouched for (`Entry::unread`), or its directory's node.
+type Done = (usize, Option<Arc<Content>>, bool, Option<Arc<DirNode>>);
 
 /// What is left to do for an entry once its directory is listed and
 /// stat'ed: read a regular file, walk a directory.
@@ -92,13 +113,63 @@ impl<S: Source> Walk<'_, S> {
         if listing.error().is_some() {
             return None;
         }
+        let metas: Vec<Option<Metadata>> = listing
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| {
+                listing
+                    .metadata(i)
+                    .copied()
+                    .or_else(|| self.fs.metadata_at(dir, abs, &os_str(name), false).ok())
+            })
+            .collect();
+        // The common case first, with nothing allocated: the same names in
+        // the same order, each with the mirror's kind and metadata, and no
+        // file to read again; then only the subdirectories are walked, and
+        // where none changed either the directory keeps its node.
+        if let Some(old) = old.filter(|o| {
+            o.entries.len() == listing.len()
+                && listing
+                    .iter()
+                    .zip(&o.entries)
+                    .zip(&metas)
+                    .all(|(((name, kind), e), meta)| unchanged(e, name, kind, *meta))
+        }) {
+            let subs: Vec<(usize, Option<Arc<DirNode>>)> = old
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| walked(e.meta.map_or(e.kind, |m| m.kind), &e.name))
+                .collect::<Vec<_>>()
+                .into_par_iter()
+                .map(|(i, e)| {
+                    let name = os_str(&e.name);
+                    let sub = self
+                        .fs
+                        .open_dir_at(dir, abs, &name)
+                        .ok()
+                        .and_then(|d| self.dir(&d, &abs.join(&*name), e.dir.as_ref()));
+                    (i, sub)
+                })
+                .collect();
+            let same = |a: &Option<Arc<DirNode>>, b: &Option<Arc<DirNode>>| match (a, b) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            };
+            if subs.iter().all(|(i, sub)| same(sub, &old.entries[*i].dir)) {
+                return Some(old.clone());
+            }
+            let mut entries = old.entries.clone();
+            for (i, sub) in subs {
+                entries[i].dir = sub;
+            }
+            return Some(Arc::new(DirNode::from_entries(entries)));
+        }
         let mut entries = Vec::with_capacity(listing.len());
         let mut work = Vec::new();
         for (i, (name, kind)) in listing.iter().enumerate() {
-            let meta = listing
-                .metadata(i)
-                .copied()
-                .or_else(|| self.fs.metadata_at(dir, abs, &os_str(name), false).ok());
+            let meta = metas[i];
             // The mirror's entry of that name: at the same position when
             // the order is unchanged, else by name.
             let was = old.and_then(|o| {
@@ -124,12 +195,12 @@ impl<S: Source> Walk<'_, S> {
                     }
                     _ => work.push((i, Work::Read(was.and_then(|w| w.content.as_ref())))),
                 }
-            } else if real == FileType::Dir && !VCS.contains(&name) {
+            } else if walked(real, name) {
                 work.push((i, Work::Walk(was.and_then(|w| w.dir.as_ref()))));
             }
             entries.push(entry);
         }
-        let done: Vec<(usize, Option<Arc<Content>>, bool, Option<Arc<DirNode>>)> = work
+        let done: Vec<Done> = work
             .into_par_iter()
             .map(|(i, work)| {
                 let (name, meta) = (&entries[i].name, entries[i].meta);
