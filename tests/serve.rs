@@ -840,6 +840,20 @@ fn an_indexed_server_follows_a_directory_that_turns_unreadable() {
 /// `meta.index` of a call an index still being built leaves to the scan.
 const BUILDING: &str = "scan: the index is being built";
 
+/// The command line run with `args` and no input, which must refuse them
+/// (exit 2): its stderr and stdout.
+fn refused(ws: &Ws, args: &[&str]) -> (String, Vec<u8>) {
+    let out = ws
+        .bin()
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    (stderr, out.stdout)
+}
+
 #[test]
 fn index_is_refused_where_it_cannot_run() {
     let ws = Ws::needles(1);
@@ -850,14 +864,7 @@ fn index_is_refused_where_it_cannot_run() {
         &["--index", "--backend", "rg", "serve"][..],
         &["--config", config, "--backend", "rg", "serve"][..],
     ] {
-        let out = ws
-            .bin()
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let (stderr, _) = refused(&ws, args);
         assert!(
             stderr.contains(
                 "the index (--index, or the configuration's index key) is not available with --backend rg: it answers through the native engine"
@@ -888,16 +895,9 @@ fn an_unknown_index_watch_is_refused() {
             "config: indexWatch must be \"os\" or \"none\"",
         ),
     ] {
-        let out = ws
-            .bin()
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let (stderr, stdout) = refused(&ws, args);
         assert!(stderr.contains(said), "{args:?}: {stderr}");
-        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(stdout.is_empty(), "{args:?}");
     }
 }
 
