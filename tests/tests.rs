@@ -4,8 +4,8 @@
 #![allow(unreachable_pub)]
 
 // On Windows (run under Wine by scripts/test-windows, README "Platforms")
-// the binary holds the conformance suite, the random trees and the
-// Windows-only cases; the other modules drive Unix processes, signals,
+// the binary holds the conformance suite, the random trees, the live
+// index's validated differential tests and the Windows-only cases; the other modules drive Unix processes, signals,
 // permissions and descriptors, and are built for Unix only.
 
 // Shared helpers: fixture trees, running rg and the backends, comparison.
@@ -145,8 +145,9 @@ mod sftp;
 
 // The live index (`docs/index.md`): random trees changed on the
 // disk and through the tools, every call compared with rg at once; the
-// failure modes (overflow, watch limit, root replaced, checkout).
-#[cfg(target_os = "linux")]
+// failure modes (overflow, watch limit, root replaced, checkout). On
+// Windows, the tests that validate at each call (the module's doc).
+#[cfg(any(target_os = "linux", windows))]
 mod index;
 
 // The live index on the other workspaces: the differential mutation test

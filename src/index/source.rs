@@ -183,9 +183,18 @@ impl Source for LocalFs {
         }
         // A file with another name elsewhere can be written through it, and
         // inotify reports that to the other name's directory only: never
-        // ruled out by its trigrams.
+        // ruled out by its trigrams. On Windows the same for validation:
+        // NTFS updates a name's directory entry (the listing's size and
+        // times) only when the file is written through that name. See:
+        // <https://learn.microsoft.com/en-us/windows/win32/api/winbase/nf-winbase-createhardlinkw>
+        // ("updated only for the link through which the change was made");
+        // `std` has no link count there.
         #[cfg(unix)]
         if std::os::unix::fs::MetadataExt::nlink(&m) > 1 {
+            return None;
+        }
+        #[cfg(windows)]
+        if winapi_util::file::information(&file).map_or(true, |i| i.number_of_links() > 1) {
             return None;
         }
         let mut data = Vec::with_capacity(m.len() as usize);
