@@ -4,7 +4,6 @@
 //! (D2, by path then line).
 
 use std::cmp::Ordering;
-use std::fmt;
 use std::io::{self, Write};
 
 use crate::event::Event;
@@ -111,39 +110,5 @@ impl GrepResults {
             Event::Match(m) => Some(m),
             _ => None,
         })
-    }
-}
-
-/// Which path of a live index answered a call (`docs/index.md`): a fact
-/// about the outcome, which the index's backend reports
-/// ([`SearchBackend::glob_with_answer`](crate::SearchBackend::glob_with_answer)) and the tools put in
-/// `meta`. Here, below the backend and the index, so that the backend
-/// names it without importing the index.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Answer {
-    /// The mirror (and for grep the prefilter).
-    Index,
-    /// The scan of the disk, and why: the index is building, or cannot
-    /// vouch for its mirror.
-    Scan(String),
-}
-
-impl Answer {
-    /// The value of the `index` key of a glob or grep result's `meta`
-    /// (`docs/index.md`, "What `meta` says"): `mirror`, or `scan: <why>`.
-    pub fn meta_value(&self) -> String {
-        match self {
-            Answer::Index => "mirror".into(),
-            Answer::Scan(why) => format!("scan: {why}"),
-        }
-    }
-}
-
-impl fmt::Display for Answer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Answer::Index => f.write_str("index"),
-            Answer::Scan(why) => write!(f, "scan ({why})"),
-        }
     }
 }

@@ -466,7 +466,15 @@ impl Workspace {
         let store =
             LocalSpillStore::new(config.spill.root.clone()).map_err(WorkspaceError::SpillRoot)?;
         let guard = config.guard.clone();
-        let tools = Tools::new(config.clone(), self.backend(&config))
+        // Through the index when `backend` answers from it: its results
+        // then say which path answered (`docs/index.md`).
+        let tools = match &self.index {
+            Some(index) if self.backend != BackendKind::Rg => {
+                Tools::indexed(config.clone(), index.backend())
+            }
+            _ => Tools::new(config.clone(), self.backend(&config)),
+        };
+        let tools = tools
             .with_spill_store(Arc::new(store))
             .with_spill_engine(&self.engine)
             .with_filesystem(self.filesystem());

@@ -28,8 +28,7 @@ pub(crate) use native::{grep_kept, Keeper, Outside, Walked};
 pub trait SearchBackend: Send + Sync {
     /// A short name for logs and test labels: `native`, `rg` or `index`.
     /// Nothing routes on it: what a caller must know is a method of its
-    /// own ([`SearchBackend::searches_local_disk`],
-    /// [`SearchBackend::indexed`]).
+    /// own ([`SearchBackend::searches_local_disk`]).
     fn name(&self) -> &'static str;
 
     /// Whether this backend searches the local disk whatever the
@@ -47,31 +46,6 @@ pub trait SearchBackend: Send + Sync {
 
     /// Search contents as `rg --json --regexp=…` would (`contract.md` §2).
     fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults>;
-
-    /// Whether this backend answers from a live index (`docs/index.md`):
-    /// the tools then say in each glob and grep result's `meta` which path
-    /// answered it.
-    fn indexed(&self) -> bool {
-        false
-    }
-
-    /// [`SearchBackend::glob`], and which path of an index answered it
-    /// (`None` for a backend without one).
-    fn glob_with_answer(
-        &self,
-        req: &GlobRequest,
-    ) -> (Outcome<GlobResults>, Option<crate::outcome::Answer>) {
-        (self.glob(req), None)
-    }
-
-    /// [`SearchBackend::grep`], and which path of an index answered it
-    /// (`None` for a backend without one).
-    fn grep_with_answer(
-        &self,
-        req: &GrepRequest,
-    ) -> (Outcome<GrepResults>, Option<crate::outcome::Answer>) {
-        (self.grep(req), None)
-    }
 }
 
 /// The closed set of backends the CLI and the tools can be asked for.
@@ -99,18 +73,20 @@ mod tests {
     /// The index is a layer above the backend (`docs/engine.md`, the
     /// layers): it searches through the backend's engine, and the backend
     /// names nothing of it, not even the type that says which path
-    /// answered (`outcome::Answer`, below both). Until the layers are
-    /// crates, this reading of the sources keeps the arrow one way.
+    /// answered (`index::Answer`, which the tools ask the index's backend
+    /// for). Until the layers are crates, this reading of the sources
+    /// keeps the arrow one way.
     #[test]
     fn the_backend_names_nothing_of_the_index() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backend");
         let mut files = vec![dir.clone()];
         let mut read = 0;
         // Built, so that this test's own text does not hold them.
-        let names: Vec<String> = ["crate::", "super::", "dsh_search::"]
+        let mut names: Vec<String> = ["crate::", "super::", "dsh_search::"]
             .iter()
             .flat_map(|m| ["index", "Index"].map(|i| format!("{m}{i}")))
             .collect();
+        names.push(["Ans", "wer"].concat());
         while let Some(p) = files.pop() {
             if p.is_dir() {
                 files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
@@ -131,5 +107,24 @@ mod tests {
             }
         }
         assert!(read >= 3, "read {read} files under {}", dir.display());
+    }
+
+    /// The trait holds what every backend answers, and nothing that only
+    /// one layer above it needs: which path of a live index answered is
+    /// asked of the index's own backend (`IndexedBackend::glob_answered`),
+    /// not of the trait every backend implements. A method added here is
+    /// a change of the layers (`docs/engine.md`), and this list with it.
+    #[test]
+    fn the_trait_holds_only_what_every_backend_answers() {
+        let text = include_str!("mod.rs");
+        let start = text.find("pub trait SearchBackend").expect("the trait");
+        let body = &text[start..];
+        let body = &body[..body.find("\n}\n").expect("the trait's end")];
+        let methods: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("fn "))
+            .map(|l| l.split(['(', '<']).next().unwrap_or(l))
+            .collect();
+        assert_eq!(methods, ["name", "searches_local_disk", "glob", "grep"]);
     }
 }

@@ -29,7 +29,6 @@ use std::time::Duration;
 
 use crate::backend::{Engine, NativeBackend, SearchBackend};
 use crate::fs::LocalFs;
-pub use crate::outcome::Answer;
 use crate::outcome::{GlobResults, GrepResults, Outcome};
 use crate::request::{GlobRequest, GrepRequest};
 use crate::sync::RecoverPoison;
@@ -748,7 +747,44 @@ fn build<S: Source>(inner: &Inner<S>, generation: u64) {
 /// Why a grep whose pattern the prefilter cannot narrow is the scan's.
 const UNNARROWED: &str = "the pattern has no required literal the prefilter can use";
 
-/// The search backend of an indexed workspace ([`Index::backend`]).
+/// Which path of a live index answered a call: a fact about the call, not
+/// about its outcome (the outcome is the scan's, byte for byte, whichever
+/// answered). [`IndexedBackend::glob_answered`] and
+/// [`IndexedBackend::grep_answered`] report it, and the tools of an
+/// indexed workspace, a layer above, put it in each glob and grep
+/// result's `meta` (`docs/index.md`, "What `meta` says").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// The mirror (and for grep the prefilter).
+    Index,
+    /// The scan of the disk, and why: the index is building, or cannot
+    /// vouch for its mirror.
+    Scan(String),
+}
+
+impl Answer {
+    /// The value of the `index` key of a glob or grep result's `meta`
+    /// (`docs/index.md`, "What `meta` says"): `mirror`, or `scan: <why>`.
+    pub fn meta_value(&self) -> String {
+        match self {
+            Answer::Index => "mirror".into(),
+            Answer::Scan(why) => format!("scan: {why}"),
+        }
+    }
+}
+
+impl fmt::Display for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Answer::Index => f.write_str("index"),
+            Answer::Scan(why) => write!(f, "scan ({why})"),
+        }
+    }
+}
+
+/// The search backend of an indexed workspace ([`Index::backend`]). As a
+/// [`SearchBackend`] it answers like any other; which path answered is
+/// its own to say ([`IndexedBackend::glob_answered`]).
 pub struct IndexedBackend {
     index: Index,
 }
@@ -796,20 +832,6 @@ impl SearchBackend for IndexedBackend {
 
     fn grep(&self, req: &GrepRequest) -> Outcome<GrepResults> {
         self.grep_answered(req).0
-    }
-
-    fn indexed(&self) -> bool {
-        true
-    }
-
-    fn glob_with_answer(&self, req: &GlobRequest) -> (Outcome<GlobResults>, Option<Answer>) {
-        let (outcome, answer) = self.glob_answered(req);
-        (outcome, Some(answer))
-    }
-
-    fn grep_with_answer(&self, req: &GrepRequest) -> (Outcome<GrepResults>, Option<Answer>) {
-        let (outcome, answer) = self.grep_answered(req);
-        (outcome, Some(answer))
     }
 }
 

@@ -16,6 +16,7 @@ use crate::backend::SearchBackend;
 use crate::cancel::CancelToken;
 use crate::config::Config;
 use crate::fs::{DynFileSystem, LocalFs, TextFs};
+use crate::index::{Answer, IndexedBackend};
 use crate::session::Sessions;
 use crate::spill::{apply_inline_cap, SpillRef, SpillSource, SpillStore};
 use crate::tool::args::{validate, GlobArgs, GrepArgs};
@@ -24,7 +25,7 @@ use crate::tool::files::{self, ObservationPolicy};
 use crate::tool::name::ToolName;
 use crate::tool::render;
 use crate::tool::result::{ToolError, ToolResult};
-use crate::tool::search::{run_glob, run_grep};
+use crate::tool::search::{run_glob, run_grep, Searched, Searcher};
 use crate::tool::CallContext;
 
 /// A check that runs before a tool executes (the search-path guard).
@@ -69,7 +70,9 @@ const SAVED: &str = "a saved result is outside the index";
 #[derive(Clone)]
 pub struct Tools {
     config: Arc<Config>,
-    backend: Arc<dyn SearchBackend>,
+    /// The backend, or the index's: the latter also says which of its
+    /// paths answered.
+    search: Searcher,
     spill: Option<Arc<dyn SpillStore>>,
     guard: Option<Arc<dyn CallGuard>>,
     /// The workspace: the file tools' text layer over its filesystem.
@@ -77,7 +80,7 @@ pub struct Tools {
     /// The local disk, where the spill store's references are, and the
     /// engine that greps them there.
     spill_fs: TextFs,
-    spill_backend: Arc<dyn SearchBackend>,
+    spill_search: Searcher,
     policy: Option<ObservationPolicy>,
     /// The definitions, built once: they depend on the configuration only,
     /// and building them (texts, schemas) is a fixed cost per call.
@@ -101,8 +104,21 @@ impl Tools {
     /// Tools over `backend` with `config`, no spill store and no guard.
     ///
     /// The file tools work on the local disk, under the observation policy
-    /// with sessions held in memory.
+    /// with sessions held in memory. Their results say nothing of an index,
+    /// whatever `backend` is: [`Tools::indexed`] builds the tools of an
+    /// indexed workspace.
     pub fn new(config: Config, backend: Arc<dyn SearchBackend>) -> Tools {
+        Tools::searching(config, Searcher::Backend(backend))
+    }
+
+    /// [`Tools::new`] over the backend of a live index: every glob and grep
+    /// result says in its `meta` which path of the index answered it
+    /// (`docs/index.md`, "What `meta` says").
+    pub fn indexed(config: Config, backend: IndexedBackend) -> Tools {
+        Tools::searching(config, Searcher::Index(Arc::new(backend)))
+    }
+
+    fn searching(config: Config, search: Searcher) -> Tools {
         let local = |config: &Config| {
             TextFs::new(Arc::new(LocalFs::new()))
                 .with_diff_basis_max_bytes(config.fs.diff_basis_max_bytes)
@@ -111,9 +127,9 @@ impl Tools {
             defs: Arc::new(definitions::all(&config)),
             text: local(&config),
             spill_fs: local(&config),
-            spill_backend: Arc::new(crate::backend::NativeBackend::new()),
+            spill_search: Searcher::Backend(Arc::new(crate::backend::NativeBackend::new())),
             config: Arc::new(config),
-            backend,
+            search,
             spill: None,
             guard: None,
             policy: Some(ObservationPolicy::default()),
@@ -146,7 +162,7 @@ impl Tools {
     /// [`crate::WorkspaceOptions::engine`]). By default, the process's.
     pub(crate) fn with_spill_engine(mut self, engine: &crate::Engine) -> Tools {
         let backend = crate::backend::NativeBackend::new().with_engine(engine.clone());
-        self.spill_backend = Arc::new(backend);
+        self.spill_search = Searcher::Backend(Arc::new(backend));
         self
     }
 
@@ -189,7 +205,12 @@ impl Tools {
 
     /// The backend.
     pub fn backend(&self) -> &dyn SearchBackend {
-        &*self.backend
+        self.search.backend()
+    }
+
+    /// The index's backend, for tools built by [`Tools::indexed`].
+    pub fn index(&self) -> Option<&IndexedBackend> {
+        self.search.index()
     }
 
     /// The definitions of the five tools.
@@ -225,13 +246,15 @@ impl Tools {
 
     /// [`Tools::call`] of a tool already named.
     pub fn call_tool(&self, tool: ToolName, args: &Value, ctx: &CallContext) -> ToolResult {
-        let mut answer = None;
-        let mut result = self.dispatch(tool, args, ctx, &mut answer);
+        let Searched {
+            value: mut result,
+            answer,
+        } = self.dispatch(tool, args, ctx);
         // An indexed workspace says in every glob and grep result which
         // path answered it (`docs/index.md`, "What `meta` says"); nothing
         // else of the result changes, and an unindexed workspace adds
         // nothing.
-        if self.backend.indexed() && tool.is_search() {
+        if self.search.index().is_some() && tool.is_search() {
             let said = match answer {
                 Some(a) => a.meta_value(),
                 None => NO_SEARCH.to_string(),
@@ -246,46 +269,42 @@ impl Tools {
         result
     }
 
-    /// [`Tools::call`] without the index's `meta` key; `answer` is set to
-    /// which path answered a glob or grep that asked for a search.
-    fn dispatch(
-        &self,
-        tool: ToolName,
-        args: &Value,
-        ctx: &CallContext,
-        answer: &mut Option<crate::outcome::Answer>,
-    ) -> ToolResult {
+    /// [`Tools::call`] without the index's `meta` key, and which path of
+    /// the index answered a glob or grep that asked for a search.
+    fn dispatch(&self, tool: ToolName, args: &Value, ctx: &CallContext) -> Searched<ToolResult> {
+        let refused = |e| Searched::unanswered(ToolResult::error(e));
         if ctx.cancel.is_cancelled() {
-            return ToolResult::error(aborted_before_dispatch());
+            return refused(aborted_before_dispatch());
         }
         // `defs` is built from `ToolName::ALL`: every tool has its definition.
         let Some(def) = self.defs.iter().find(|d| d.name == tool) else {
-            return ToolResult::error(ToolError::plain(format!("no definition for {tool}")));
+            return refused(ToolError::plain(format!("no definition for {tool}")));
         };
         let unshown = self.unshown_path(tool, args, ctx);
         let args = unshown.as_ref().unwrap_or(args);
         let obj = match validate(&def.params, args) {
             Ok(obj) => obj,
-            Err(e) => return ToolResult::error(e),
+            Err(e) => return refused(e),
         };
         let text = self.text_for(tool, args, ctx);
         let fs = &**text.filesystem();
         if let Some(guard) = &self.guard {
             if let Some(reason) = guard.check(tool, args, ctx, fs) {
-                return ToolResult::error(ToolError::plain(reason));
+                return refused(ToolError::plain(reason));
             }
         }
-        let result = match tool {
-            ToolName::Glob => self.glob(obj, ctx, answer),
-            ToolName::Grep => self.grep(obj, ctx, answer),
-            ToolName::Read => self.file_tool(files::read, tool, text, args, ctx),
-            ToolName::Write => self.file_tool(files::write, tool, text, args, ctx),
-            ToolName::Edit => self.file_tool(files::edit, tool, text, args, ctx),
+        let file_tool = |run| Searched::unanswered(self.file_tool(run, tool, text, args, ctx));
+        let searched = match tool {
+            ToolName::Glob => self.glob(obj, ctx),
+            ToolName::Grep => self.grep(obj, ctx),
+            ToolName::Read => file_tool(files::read),
+            ToolName::Write => file_tool(files::write),
+            ToolName::Edit => file_tool(files::edit),
         };
         if let Some(guard) = &self.guard {
-            guard.after(tool, args, ctx, fs, &result);
+            guard.after(tool, args, ctx, fs, &searched.value);
         }
-        result
+        searched
     }
 
     /// The arguments with the path argument replaced by the name it
@@ -328,15 +347,15 @@ impl Tools {
         }
     }
 
-    /// The engine a grep runs on: the local disk's for a spill reference,
-    /// unless the backend searches the local disk already (the rg backend;
-    /// [`SearchBackend::searches_local_disk`]).
-    fn grep_backend(&self, path: Option<&str>, ctx: &CallContext) -> &dyn SearchBackend {
+    /// Whether a grep of `path` runs on the local disk's engine: a spill
+    /// reference, unless the backend searches the local disk already (the
+    /// rg backend; [`SearchBackend::searches_local_disk`]).
+    fn greps_saved(&self, path: Option<&str>, ctx: &CallContext) -> bool {
         match path {
-            Some(p) if !self.backend.searches_local_disk() && self.is_spill_reference(p, ctx) => {
-                &*self.spill_backend
+            Some(p) => {
+                !self.search.backend().searches_local_disk() && self.is_spill_reference(p, ctx)
             }
-            _ => &*self.backend,
+            None => false,
         }
     }
 
@@ -344,51 +363,55 @@ impl Tools {
         &self,
         obj: &serde_json::Map<String, Value>,
         ctx: &CallContext,
-        answer: &mut Option<crate::outcome::Answer>,
-    ) -> ToolResult {
+    ) -> Searched<ToolResult> {
         let args = match GlobArgs::from_validated(obj) {
             Ok(a) => a,
-            Err(e) => return ToolResult::error(e),
+            Err(e) => return Searched::unanswered(ToolResult::error(e)),
         };
         let cfg = &self.config.search;
-        let value = match self.under_deadline(ctx, |cancel| {
-            run_glob(&*self.backend, &args, ctx, cancel, cfg, answer)
-        }) {
-            Ok(v) => v,
-            Err(e) => return ToolResult::error(e),
-        };
-        self.present(value, ctx)
+        self.search_under_deadline(ctx, |cancel| {
+            run_glob(&self.search, &args, ctx, cancel, cfg)
+        })
+        .map(|value| self.present(value, ctx))
     }
 
     fn grep(
         &self,
         obj: &serde_json::Map<String, Value>,
         ctx: &CallContext,
-        answer: &mut Option<crate::outcome::Answer>,
-    ) -> ToolResult {
+    ) -> Searched<ToolResult> {
         let args = match GrepArgs::from_validated(obj) {
             Ok(a) => a,
-            Err(e) => return ToolResult::error(e),
+            Err(e) => return Searched::unanswered(ToolResult::error(e)),
         };
         let cfg = &self.config.search;
-        let backend = self.grep_backend(args.path.as_deref(), ctx);
-        let value = self.under_deadline(ctx, |cancel| {
-            run_grep(backend, &args, ctx, cancel, cfg, answer)
-        });
+        let saved = self.greps_saved(args.path.as_deref(), ctx);
+        let search = if saved {
+            &self.spill_search
+        } else {
+            &self.search
+        };
+        let mut searched =
+            self.search_under_deadline(ctx, |cancel| run_grep(search, &args, ctx, cancel, cfg));
         // A saved result is read from the local disk, never the index.
-        if answer.is_none() && !std::ptr::addr_eq(backend, &*self.backend) {
-            *answer = Some(crate::outcome::Answer::Scan(SAVED.into()));
+        if saved {
+            searched.answer = Some(Answer::Scan(SAVED.into()));
         }
+        searched.map(|value| self.present(value, ctx))
+    }
+
+    /// A search's value as its tool result: spilled when a direct call is
+    /// over the inline cap, rendered, with the direct call's meta; or its
+    /// error.
+    fn present<V: render::Shown>(
+        &self,
+        value: Result<V, ToolError>,
+        ctx: &CallContext,
+    ) -> ToolResult {
         let value = match value {
             Ok(v) => v,
             Err(e) => return ToolResult::error(e),
         };
-        self.present(value, ctx)
-    }
-
-    /// A search's value as its tool result: spilled when a direct call is
-    /// over the inline cap, rendered, with the direct call's meta.
-    fn present<V: render::Shown>(&self, value: V, ctx: &CallContext) -> ToolResult {
         let cfg = &self.config.search;
         let spilled = if ctx.direct && value.over_cap(cfg) {
             self.save(ctx, V::TOOL, V::ARTIFACT, value.artifact(cfg))
@@ -551,20 +574,48 @@ impl Tools {
         ctx: &CallContext,
         work: impl FnOnce(&CancelToken) -> Result<T, ToolError>,
     ) -> Result<T, ToolError> {
+        match self.deadline(ctx, work) {
+            (_, Some(timeout)) => Err(timeout),
+            (out, None) => out,
+        }
+    }
+
+    /// [`Tools::under_deadline`] for a search: the value is the timeout
+    /// error when the deadline fired first, and the answer is the
+    /// search's whatever the value (the index answered, even if too late).
+    fn search_under_deadline<V>(
+        &self,
+        ctx: &CallContext,
+        work: impl FnOnce(&CancelToken) -> Searched<Result<V, ToolError>>,
+    ) -> Searched<Result<V, ToolError>> {
+        let (searched, timed_out) = self.deadline(ctx, work);
+        searched.map(|value| match timed_out {
+            Some(timeout) => Err(timeout),
+            None => value,
+        })
+    }
+
+    /// Run `work` with the call's own token, and the timeout error when
+    /// the deadline fired before it returned.
+    fn deadline<R>(
+        &self,
+        ctx: &CallContext,
+        work: impl FnOnce(&CancelToken) -> R,
+    ) -> (R, Option<ToolError>) {
         let timeout_ms = self.config.search.timeout_ms;
         let deadline = Instant::now().checked_add(Duration::from_millis(timeout_ms));
         // The call's own token: the caller's cancellation and the deadline
         // reach the work through it, with no thread watching either.
         let token = CancelToken::child(&ctx.cancel, deadline);
         let out = work(&token);
-        match (out, token.timed_out()) {
-            (_, true) => Err(ToolError::coded(
+        let timed_out = token.timed_out().then(|| {
+            ToolError::coded(
                 "ToolTimeoutError",
                 "TOOL_TIMEOUT",
                 format!("tool call timed out after {timeout_ms}ms"),
-            )),
-            (out, false) => out,
-        }
+            )
+        });
+        (out, timed_out)
     }
 }
 

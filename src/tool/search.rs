@@ -1,6 +1,9 @@
 //! From a backend's [`Outcome`] to a canonical value or a `SearchError`:
 //! the failure ladder of `contract.md` §3 (`seed-reference.md` §2.4, HEAD),
-//! the same for both backends.
+//! the same for both backends; and, for an indexed workspace, which path
+//! of the index answered ([`Searched`]).
+
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -8,13 +11,100 @@ use crate::backend::SearchBackend;
 use crate::cancel::CancelToken;
 use crate::config::SearchConfig;
 use crate::event::Event;
+use crate::index::{Answer, IndexedBackend};
 use crate::js::js_trim;
-use crate::outcome::{by_path_then_line, Outcome, Status};
+use crate::outcome::{by_path_then_line, GlobResults, GrepResults, Outcome, Status};
 use crate::request::{GlobRequest, GrepRequest};
 use crate::tool::args::{GlobArgs, GrepArgs};
 use crate::tool::display::display_path;
 use crate::tool::result::ToolError;
 use crate::tool::{CallContext, ToolName};
+
+/// What the tools search through: any backend, or the backend of a live
+/// index, which also says which of its paths answered each call
+/// (`docs/index.md`, "What `meta` says"). The index is a layer below the
+/// tools and above the backend: the tools name its backend here, and the
+/// [`SearchBackend`] trait knows nothing of it.
+#[derive(Clone)]
+pub(super) enum Searcher {
+    /// A backend without an index: no answer to report.
+    Backend(Arc<dyn SearchBackend>),
+    /// An indexed workspace's backend.
+    Index(Arc<IndexedBackend>),
+}
+
+impl Searcher {
+    /// The backend, whichever it is.
+    pub(super) fn backend(&self) -> &dyn SearchBackend {
+        match self {
+            Searcher::Backend(b) => &**b,
+            Searcher::Index(b) => &**b,
+        }
+    }
+
+    /// The index's backend, when the searches go through one.
+    pub(super) fn index(&self) -> Option<&IndexedBackend> {
+        match self {
+            Searcher::Backend(_) => None,
+            Searcher::Index(b) => Some(b),
+        }
+    }
+
+    /// [`SearchBackend::glob`], and which path of the index answered.
+    fn glob(&self, req: &GlobRequest) -> Searched<Outcome<GlobResults>> {
+        match self {
+            Searcher::Backend(b) => Searched::unanswered(b.glob(req)),
+            Searcher::Index(b) => Searched::from(b.glob_answered(req)),
+        }
+    }
+
+    /// [`SearchBackend::grep`], and which path of the index answered.
+    fn grep(&self, req: &GrepRequest) -> Searched<Outcome<GrepResults>> {
+        match self {
+            Searcher::Backend(b) => Searched::unanswered(b.grep(req)),
+            Searcher::Index(b) => Searched::from(b.grep_answered(req)),
+        }
+    }
+}
+
+/// What a search at the tool level gives: its value (an outcome, a
+/// canonical value or the failure ladder's error, a tool result), and
+/// which path of the workspace's index answered it: `None` without an
+/// index, or when the call ended before a search was asked for.
+#[derive(Debug)]
+pub(super) struct Searched<T> {
+    /// The value.
+    pub(super) value: T,
+    /// Which path of the index answered.
+    pub(super) answer: Option<Answer>,
+}
+
+impl<T> Searched<T> {
+    /// A value no index answered for.
+    pub(super) fn unanswered(value: T) -> Searched<T> {
+        Searched {
+            value,
+            answer: None,
+        }
+    }
+
+    /// The same answer for another value (the next step of the call).
+    pub(super) fn map<U>(self, f: impl FnOnce(T) -> U) -> Searched<U> {
+        Searched {
+            value: f(self.value),
+            answer: self.answer,
+        }
+    }
+}
+
+impl<T> From<(T, Answer)> for Searched<T> {
+    fn from((value, answer): (T, Answer)) -> Searched<T> {
+        Searched {
+            value,
+            answer: Some(answer),
+        }
+    }
+}
 
 /// glob's canonical value: `{ root, paths }`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -216,19 +306,18 @@ fn failure_ladder<T>(
     }
 }
 
-/// Run glob on `backend`. `cancel` is the call's own token (handed to the
-/// backend); `ctx.cancel` is the caller's.
+/// Run glob through `searcher`. `cancel` is the call's own token (handed
+/// to the backend); `ctx.cancel` is the caller's.
 pub(super) fn run_glob(
-    backend: &dyn SearchBackend,
+    searcher: &Searcher,
     args: &GlobArgs,
     ctx: &CallContext,
     cancel: &CancelToken,
     config: &SearchConfig,
-    answer: &mut Option<crate::outcome::Answer>,
-) -> Result<GlobValue, ToolError> {
+) -> Searched<Result<GlobValue, ToolError>> {
     let tokens = [cancel, &ctx.cancel];
     if any_cancelled(&tokens) {
-        return Err(aborted(ToolName::Glob));
+        return Searched::unanswered(Err(aborted(ToolName::Glob)));
     }
     let req = GlobRequest {
         pattern: args.pattern.clone(),
@@ -240,15 +329,26 @@ pub(super) fn run_glob(
     // Node's spawn refuses an argv element holding NUL before any process
     // exists: the launch failure, on both backends, without asking them.
     if req.nul_argument().is_some() {
-        return Err(launch_failed(ToolName::Glob));
+        return Searched::unanswered(Err(launch_failed(ToolName::Glob)));
     }
-    let (outcome, answered) = backend.glob_with_answer(&req);
-    *answer = answered;
+    searcher
+        .glob(&req)
+        .map(|outcome| glob_value(outcome, args, ctx, &tokens, config))
+}
+
+/// glob's value from its outcome, or the failure ladder's error.
+fn glob_value(
+    outcome: Outcome<GlobResults>,
+    args: &GlobArgs,
+    ctx: &CallContext,
+    tokens: &[&CancelToken],
+    config: &SearchConfig,
+) -> Result<GlobValue, ToolError> {
     let root = match &args.path {
         Some(p) => display_path(p, &ctx.workdir),
         None => ".".to_string(),
     };
-    if !failure_ladder(ToolName::Glob, &outcome, &tokens, config)? {
+    if !failure_ladder(ToolName::Glob, &outcome, tokens, config)? {
         return Ok(GlobValue {
             root,
             paths: Vec::new(),
@@ -281,18 +381,17 @@ pub(super) fn run_glob(
     Ok(GlobValue { root, paths })
 }
 
-/// Run grep on `backend`.
+/// Run grep through `searcher`.
 pub(super) fn run_grep(
-    backend: &dyn SearchBackend,
+    searcher: &Searcher,
     args: &GrepArgs,
     ctx: &CallContext,
     cancel: &CancelToken,
     config: &SearchConfig,
-    answer: &mut Option<crate::outcome::Answer>,
-) -> Result<GrepValue, ToolError> {
+) -> Searched<Result<GrepValue, ToolError>> {
     let tokens = [cancel, &ctx.cancel];
     if any_cancelled(&tokens) {
-        return Err(aborted(ToolName::Grep));
+        return Searched::unanswered(Err(aborted(ToolName::Grep)));
     }
     let req = GrepRequest {
         pattern: args.pattern.clone(),
@@ -304,11 +403,21 @@ pub(super) fn run_grep(
     };
     // As for glob: no process could be started with a NUL in its argv.
     if req.nul_argument().is_some() {
-        return Err(launch_failed(ToolName::Grep));
+        return Searched::unanswered(Err(launch_failed(ToolName::Grep)));
     }
-    let (outcome, answered) = backend.grep_with_answer(&req);
-    *answer = answered;
-    if !failure_ladder(ToolName::Grep, &outcome, &tokens, config)? {
+    searcher
+        .grep(&req)
+        .map(|outcome| grep_value(outcome, ctx, &tokens, config))
+}
+
+/// grep's value from its outcome, or the failure ladder's error.
+fn grep_value(
+    outcome: Outcome<GrepResults>,
+    ctx: &CallContext,
+    tokens: &[&CancelToken],
+    config: &SearchConfig,
+) -> Result<GrepValue, ToolError> {
+    if !failure_ladder(ToolName::Grep, &outcome, tokens, config)? {
         return Ok(GrepValue::default());
     }
     // A file's matches come one after another: its display path is worked

@@ -88,9 +88,6 @@ pub struct Memo {
     inner: Arc<dyn SearchBackend>,
     globs: Mutex<HashMap<String, Outcome<GlobResults>>>,
     greps: Mutex<HashMap<String, Outcome<GrepResults>>>,
-    /// Which path of an index answered each request run (the key is the
-    /// tool's name and the request's).
-    answers: Mutex<HashMap<String, dsh_search::Answer>>,
     /// Whether a request with a budget may replay the same request's
     /// outcome without one ([`Memo::unbudgeted`]).
     share: bool,
@@ -104,7 +101,6 @@ impl Memo {
             inner,
             globs: Mutex::default(),
             greps: Mutex::default(),
-            answers: Mutex::default(),
             share: false,
             shared: Default::default(),
         })
@@ -122,7 +118,6 @@ impl Memo {
             inner: Arc::new(super::rg::reference_backend()),
             globs: Mutex::default(),
             greps: Mutex::default(),
-            answers: Mutex::default(),
             share: cfg!(windows),
             shared: Default::default(),
         })
@@ -134,23 +129,9 @@ impl Memo {
             inner,
             globs: Mutex::default(),
             greps: Mutex::default(),
-            answers: Mutex::default(),
             share: true,
             shared: Default::default(),
         }
-    }
-
-    fn answered(&self, tool: &str, key: String, answer: Option<dsh_search::Answer>) {
-        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
-        match answer {
-            Some(a) => answers.insert(format!("{tool} {key}"), a),
-            None => answers.remove(&format!("{tool} {key}")),
-        };
-    }
-
-    fn answer(&self, tool: &str, key: String) -> Option<dsh_search::Answer> {
-        let answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
-        answers.get(&format!("{tool} {key}")).cloned()
     }
 
     /// How many requests replayed a run without a budget.
@@ -202,42 +183,6 @@ impl SearchBackend for Memo {
         self.inner.searches_local_disk()
     }
 
-    fn indexed(&self) -> bool {
-        self.inner.indexed()
-    }
-
-    // The replayed outcome's answer is the run's: the tools put it in
-    // `meta.index` of an indexed workspace's results (`docs/index.md`).
-    fn glob_with_answer(
-        &self,
-        req: &GlobRequest,
-    ) -> (Outcome<GlobResults>, Option<dsh_search::Answer>) {
-        let o = self.glob(req);
-        let key = format!(
-            "{:?}",
-            (&req.pattern, &req.path, &req.workdir, req.raw_budget)
-        );
-        (o, self.answer("glob", key))
-    }
-
-    fn grep_with_answer(
-        &self,
-        req: &GrepRequest,
-    ) -> (Outcome<GrepResults>, Option<dsh_search::Answer>) {
-        let o = self.grep(req);
-        let key = format!(
-            "{:?}",
-            (
-                &req.pattern,
-                &req.path,
-                &req.include,
-                &req.workdir,
-                req.raw_budget
-            )
-        );
-        (o, self.answer("grep", key))
-    }
-
     fn glob(&self, req: &GlobRequest) -> Outcome<GlobResults> {
         let key =
             |budget: Option<u64>| format!("{:?}", (&req.pattern, &req.path, &req.workdir, budget));
@@ -252,13 +197,7 @@ impl SearchBackend for Memo {
             return o;
         }
         seen.entry(key(req.raw_budget))
-            .or_insert_with(|| {
-                retried(|| {
-                    let (o, answer) = self.inner.glob_with_answer(req);
-                    self.answered("glob", key(req.raw_budget), answer);
-                    o
-                })
-            })
+            .or_insert_with(|| retried(|| self.inner.glob(req)))
             .clone()
     }
 
@@ -280,13 +219,7 @@ impl SearchBackend for Memo {
             return o;
         }
         seen.entry(key(req.raw_budget))
-            .or_insert_with(|| {
-                retried(|| {
-                    let (o, answer) = self.inner.grep_with_answer(req);
-                    self.answered("grep", key(req.raw_budget), answer);
-                    o
-                })
-            })
+            .or_insert_with(|| retried(|| self.inner.grep(req)))
             .clone()
     }
 }
@@ -323,12 +256,15 @@ struct Pair {
 }
 
 /// Fresh tools for one case (fresh memos; the rg backend's is `rg`).
+/// The tools of an indexed way ask its index which path answered, so
+/// they search through it, not through a memo: a call repeated over an
+/// unchanged mirror is answered from its kept walks and costs little.
 fn pairs(ways: Vec<workspaces::Way>, rg: Arc<Memo>) -> Vec<Pair> {
     let natives: Vec<_> = ways
         .into_iter()
         .map(|w| {
             let backend: Arc<dyn SearchBackend> = Memo::new(w.backend);
-            (w.label, backend, w.fs)
+            (w.label, backend, w.index, w.fs)
         })
         .collect();
     let rg: Arc<dyn SearchBackend> = rg;
@@ -338,8 +274,12 @@ fn pairs(ways: Vec<workspaces::Way>, rg: Arc<Memo>) -> Vec<Pair> {
             name,
             natives: natives
                 .iter()
-                .map(|(label, backend, fs)| {
-                    let tools = Tools::new(config.clone(), backend.clone())
+                .map(|(label, backend, index, fs)| {
+                    let tools = match index {
+                        Some(index) => Tools::indexed(config.clone(), index.backend()),
+                        None => Tools::new(config.clone(), backend.clone()),
+                    };
+                    let tools = tools
                         .with_filesystem(fs.clone())
                         .with_spill_store(Arc::new(DigestStore));
                     (*label, tools)
@@ -474,7 +414,7 @@ pub fn check_case_on(
                 // An indexed workspace's results add `meta.index` (which
                 // path answered, `docs/index.md`); the rest is the rg
                 // backend's.
-                let a = match without_index_key(a, native.backend().indexed()) {
+                let a = match without_index_key(a, native.index().is_some()) {
                     Ok(a) => a,
                     Err(why) => {
                         failures.push(format!("[tools {} {way}] {label}\n  {why}\n", pair.name));

@@ -16,6 +16,9 @@ pub struct Way {
     pub label: &'static str,
     pub backend: Arc<NativeBackendDyn>,
     pub fs: Arc<dyn DynFileSystem>,
+    /// The live index `backend` answers from, if any: the tools over it
+    /// are [`dsh_search::Tools::indexed`], which say which path answered.
+    pub index: Option<dsh_search::Index>,
 }
 
 /// The native engine over any of the filesystems, as a trait object.
@@ -26,6 +29,7 @@ fn way<F: FsHints + FsWrite>(label: &'static str, fs: Arc<F>) -> Way {
         label,
         backend: Arc::new(NativeBackend::on(fs.clone())),
         fs,
+        index: None,
     }
 }
 
@@ -85,6 +89,7 @@ fn indexed(root: &Path, disk: Arc<LocalFs>) -> Way {
         label: "native (indexed)",
         backend: Arc::new(index.backend()),
         fs: disk,
+        index: Some(index),
     }
 }
 

@@ -162,14 +162,14 @@ pub(crate) fn run(
     // The tool level, as a harness calls it: a direct call of a session,
     // over-cap results written to a spill store (one per side), no guard.
     let spill = std::env::temp_dir().join(format!("dsh-search-bench-spill-{}", std::process::id()));
-    let tools = |b: Arc<dyn SearchBackend>| -> std::io::Result<Tools> {
+    let stored = |t: Tools| -> std::io::Result<Tools> {
         let store = LocalSpillStore::new(Some(spill.clone()))?;
-        Ok(Tools::new(Config::default(), b).with_spill_store(Arc::new(store)))
+        Ok(t.with_spill_store(Arc::new(store)))
     };
     let tool_sides = [
-        tools(Arc::new(index.backend()))?,
-        tools(scan.clone())?,
-        tools(rg.clone())?,
+        stored(Tools::indexed(Config::default(), index.backend()))?,
+        stored(Tools::new(Config::default(), scan.clone()))?,
+        stored(Tools::new(Config::default(), rg.clone()))?,
     ];
     let ctx = CallContext::new(tree).session("bench");
 
