@@ -147,24 +147,31 @@
 extern crate self as dsh_search;
 
 pub mod backend;
-mod cancel;
+// Cancellation, from the crate under the filesystems (`dsh-search-base`).
+use dsh_search_base::cancel;
 pub mod config;
 pub mod event;
-pub mod fs;
+/// The filesystems: the crate `dsh-search-fs`, under the engine, the index
+/// and the tools.
+#[doc(inline)]
+pub use dsh_search_fs as fs;
 mod guard;
 mod index;
 mod invocation;
-mod js;
+// JavaScript's `trim`, shared with the filesystem's path resolution.
+use dsh_search_base::js;
 mod outcome;
 // Directories private to the user, checked before anything is read from
 // them or written to them (the index's store, the spill's sessions).
 mod private;
-mod quoting;
+// How names are shown to the model, shared with an overlay's diff.
+use dsh_search_base::quoting;
 mod request;
 mod session;
 mod spill;
-// Locks that outlive a panic (the crate, its binary and its Node binding).
-pub mod sync;
+// Locks that outlive a panic (the crate, its binary and its Node binding),
+// from `dsh-search-base`.
+pub use dsh_search_base::sync;
 pub mod tool;
 
 mod workspace;

@@ -610,13 +610,15 @@ pub fn hints<F: FsHints>(s: &Subject<F>) {
         let entries: Vec<(Vec<u8>, FileType)> =
             listing.iter().map(|(n, k)| (n.to_vec(), k)).collect();
         // Every hint first, as a walk gives them ahead of its work; a third
-        // of the files hinted are never opened.
+        // of the files hinted are never opened. A tree's listing ahead
+        // leaves out what glob's walk leaves out.
+        const LEFT_OUT: &[&[u8]] = &[b".git", b".svn", b".hg", b".bzr", b".jj", b".sl"];
         for (i, (name, kind)) in entries.iter().enumerate() {
             let name = OsStr::from_bytes(name);
             match kind {
                 FileType::Dir => {
                     fs.will_list(&handle, &path, name);
-                    fs.will_list_tree(&handle, &path, name);
+                    fs.will_list_tree(&handle, &path, name, LEFT_OUT);
                 }
                 FileType::File => fs.will_open(&handle, &path, name, listing.metadata(i)),
                 _ => {}

@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::fs::count_occurrences;
 use crate::fs::decode_whole;
-use crate::fs::literal::count_occurrences;
 use crate::fs::DynFileSystem;
 use crate::tool::{CallContext, CallGuard, ToolName, ToolResult};
 

@@ -299,7 +299,7 @@ impl<'a, S: Source> Scanner<'a, S> {
             // Their listings start now and travel together (SFTP).
             for (name, kind, _) in &listed {
                 if *kind == FileType::Dir && !VCS.contains(&&name[..]) {
-                    self.fs.will_list_tree(&dir, &abs, &os_str(name));
+                    self.fs.will_list_tree(&dir, &abs, &os_str(name), &VCS);
                 }
             }
         }

@@ -448,9 +448,15 @@ impl<S: Source> FsHints for View<S> {
         true
     }
 
-    fn will_list_tree(&self, dir: &ViewDir<S>, dir_path: &Path, name: &OsStr) {
+    fn will_list_tree(
+        &self,
+        dir: &ViewDir<S>,
+        dir_path: &Path,
+        name: &OsStr,
+        left_out: &'static [&'static [u8]],
+    ) {
         if let ViewDir::Disk(d) = dir {
-            self.disk.will_list_tree(d, dir_path, name);
+            self.disk.will_list_tree(d, dir_path, name, left_out);
         }
     }
 

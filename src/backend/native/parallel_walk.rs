@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex};
 use super::overrides::GlobFilter;
 use crate::fs::names::{join_needs_sep, os_str, path, path_buf, path_bytes, JOIN_SEP};
 use crate::fs::{FileType, FsHints, Listing, Metadata};
+use crate::request::VCS_DIR_NAMES;
 
 use super::messages::dir_error;
 use super::paths::Root;
@@ -355,7 +356,8 @@ impl<'s, 'v, F: FsHints> DirVisit<'s, 'v, F> {
         // it: glob lists every directory but the VCS ones.
         let ahead = if ctx.fs.lists_ahead() {
             let name = os_str(name);
-            ctx.fs.will_list_tree(self.handle, self.path, &name);
+            ctx.fs
+                .will_list_tree(self.handle, self.path, &name, &VCS_DIR_NAMES);
             ctx.fs.open_dir_at(self.handle, self.path, &name).ok()
         } else {
             None
