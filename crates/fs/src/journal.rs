@@ -1,12 +1,18 @@
-//! The changes made through a filesystem, for the live index
-//! (`docs/index.md`, "How it stays current"): a tree in memory changes
-//! only through its own methods, so each of them says here what it
-//! touched, as inotify says it of the disk, and an index of the tree
-//! drains what was said before each call. SFTP records the paths its
-//! writes published, which a comparison of sizes and mtimes may miss.
+//! The seam's change feed: the changes made through a filesystem, for a
+//! reader that keeps something derived from the tree (the live index,
+//! `docs/index.md`, "How it stays current").
 //!
-//! Nothing is recorded while nobody listens: a filesystem without an
-//! index pays one relaxed atomic load per change.
+//! A filesystem keeps a [`Journal`] and records each change in it; a
+//! reader subscribes ([`MemFs::subscribe`](crate::MemFs::subscribe),
+//! `SftpFs::subscribe`) and drains its [`Queue`] of [`Record`]s when it
+//! wants to be current. A tree in memory changes only through its own
+//! methods, so each of them records what it touched, as inotify says it
+//! of the disk; SFTP records the paths its writes published, which a
+//! comparison of sizes and mtimes may miss. The local disk keeps none:
+//! its changes come from the operating system.
+//!
+//! Nothing is recorded while nobody listens: a filesystem without a
+//! reader pays one relaxed atomic load per change.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,15 +31,24 @@ pub enum Record {
     /// An entry `name` of the directory whose inode is `dir` was added,
     /// removed or replaced by another node (inotify's `IN_CREATE`,
     /// `IN_DELETE`, `IN_MOVED_*`).
-    Entries { dir: u64, name: Box<[u8]> },
+    Entries {
+        /// The directory's inode ([`Metadata::ino`](crate::Metadata::ino)).
+        dir: u64,
+        /// The entry's name.
+        name: Box<[u8]>,
+    },
     /// The content or metadata of the node at the entry `name` of the
     /// directory `dir` changed (`IN_MODIFY`, `IN_ATTRIB`).
-    Node { dir: u64, name: Box<[u8]> },
+    Node {
+        /// The directory's inode ([`Metadata::ino`](crate::Metadata::ino)).
+        dir: u64,
+        /// The entry's name.
+        name: Box<[u8]>,
+    },
     /// Something changed that could not be placed (a path that no longer
     /// resolves once changed): the reader must rebuild what it keeps.
     Unplaced,
     /// A write published the file at this path (as the caller named it).
-    #[cfg_attr(not(feature = "sftp"), allow(dead_code))]
     Wrote(PathBuf),
 }
 

@@ -17,6 +17,12 @@
 //!   the seed's messages and codes ([`FsError`]). It lives once, here: a
 //!   new filesystem implements the seam and gets the tools' semantics.
 //!
+//! Beside them, what the layers above share with the filesystems: [`names`]
+//! (names and paths as bytes, as the seam gives them), [`resolve`] (the
+//! file tools' path rules, which the guard and the spill store follow too),
+//! and the [`journal`], the feed of changes a live index drains from a
+//! filesystem that changes only through itself.
+//!
 //! Cancellation ([`CancelToken`](dsh_search_base::CancelToken)) and the
 //! locks taken past a panic come from the crate below, `dsh-search-base`.
 
@@ -29,7 +35,6 @@ pub use sftp::{fuzz_known_hosts, fuzz_sftp_reply, fuzz_sftp_stream};
 mod decode;
 mod dynfs;
 mod error;
-#[doc(hidden)]
 pub mod journal;
 pub(crate) mod literal;
 pub(crate) mod local;
