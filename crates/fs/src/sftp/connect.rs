@@ -1,12 +1,13 @@
 //! The SSH connection under a workspace's SFTP sessions: TCP, the host key
-//! checked strictly against `known_hosts` ([`known_hosts`]), the login
-//! with a key file or the agent, and the sessions opened on it together
-//! (again after one of them ends).
+//! checked strictly against `known_hosts` ([`known_hosts`]), and the login
+//! with a key file or the agent. It knows nothing of the sessions it
+//! carries (`session`), which the filesystem opens on it together (again
+//! after one of them ends: `SftpFs::session`).
 
 use dsh_search_base::sync::RecoverPoison;
 use std::io;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,11 +15,9 @@ use russh::client::{self, Handle};
 use russh::keys::{self, PrivateKeyWithHashAlg, PublicKeyOrCertificate};
 
 use super::known_hosts::{self, Verdict};
-use super::session::{Counters, Session};
-use super::SftpFs;
 
 /// How long connecting (TCP, key exchange, authentication) may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// An SSH connection, which carries the SFTP sessions.
 pub(crate) type Ssh = Handle<HostKeyCheck>;
@@ -104,9 +103,9 @@ impl client::Handler for HostKeyCheck {
     }
 }
 
-/// Connect and authenticate: a connection that carries the sessions of
-/// [`Session::start`].
-async fn ssh(target: &Target, counters: &Counters) -> io::Result<Arc<Ssh>> {
+/// Connect and authenticate, counting the connection in `connects`: a
+/// connection that carries the SFTP sessions (`Session::start`).
+pub(super) async fn ssh(target: &Target, connects: &AtomicU64) -> io::Result<Arc<Ssh>> {
     let url = target.url();
     let fail = |what: String| io::Error::other(format!("{url}: {what}"));
     let config = Arc::new(client::Config {
@@ -155,7 +154,7 @@ async fn ssh(target: &Target, counters: &Counters) -> io::Result<Arc<Ssh>> {
         }
     };
     authenticate(&mut ssh, target, &url).await?;
-    counters.connects.fetch_add(1, Ordering::Relaxed);
+    connects.fetch_add(1, Ordering::Relaxed);
     Ok(Arc::new(ssh))
 }
 
@@ -249,74 +248,6 @@ async fn connect_agent() -> Result<
         AgentClient::connect_named_pipe(pipe).await?
     };
     Ok(AgentClient::connect(client.into_inner()))
-}
-
-impl SftpFs {
-    /// The first session, connecting first when the connection is not
-    /// open or one of its sessions has ended.
-    pub(super) fn session(&self) -> io::Result<Arc<Session>> {
-        let mut slot = self.link.lock().recover_poison();
-        if let Some(s) = alive(&slot) {
-            return Ok(s[0].clone());
-        }
-        // One session ended: the others' connection ends too (work ahead
-        // on it is abandoned), and a new one starts them all.
-        if let Some(old) = slot.take() {
-            self.rt.spawn(async move { old[0].disconnect().await });
-        }
-        let url = self.target.url();
-        let open = async {
-            let ssh = ssh(&self.target, &self.counters).await?;
-            // Started together: each is a few round trips (any can be
-            // the first).
-            let mut starts = tokio::task::JoinSet::new();
-            for _ in 0..self.sessions {
-                let (ssh, url, counters) = (ssh.clone(), url.clone(), self.counters.clone());
-                starts.spawn(async move { Session::start(&ssh, &url, counters).await });
-            }
-            let mut sessions = Vec::with_capacity(self.sessions);
-            while let Some(started) = starts.join_next().await {
-                sessions.push(started.map_err(io::Error::other)??);
-            }
-            Ok(sessions)
-        };
-        let sessions = self.rt.block_on(async {
-            match tokio::time::timeout(CONNECT_TIMEOUT, open).await {
-                Ok(r) => r,
-                Err(_) => Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!(
-                        "{url}: cannot connect: no answer within {} s",
-                        CONNECT_TIMEOUT.as_secs()
-                    ),
-                )),
-            }
-        });
-        // Whatever failed (the host, its key, the login), it fails every
-        // file alike: one error of the whole workspace.
-        let sessions = sessions.map_err(|e| crate::unavailable(e.kind(), e.to_string()))?;
-        let first = sessions[0].clone();
-        *slot = Some(sessions);
-        Ok(first)
-    }
-
-    /// A session for work ahead, if the connection is open and alive
-    /// (never connects): the next in turn when `spread`, else the first.
-    pub(super) fn live_session(&self, spread: bool) -> Option<Arc<Session>> {
-        let slot = self.link.lock().recover_poison();
-        let sessions = alive(&slot)?;
-        let turn = if spread {
-            self.spread.fetch_add(1, Ordering::Relaxed)
-        } else {
-            0
-        };
-        Some(sessions[turn % sessions.len()].clone())
-    }
-}
-
-/// The connection's sessions, if it is open and none of them has ended.
-fn alive(link: &Option<Vec<Arc<Session>>>) -> Option<&[Arc<Session>]> {
-    link.as_deref().filter(|s| s.iter().all(|c| !c.is_dead()))
 }
 
 /// An OS error's text without Rust's ` (os error N)` tail.

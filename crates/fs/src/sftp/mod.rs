@@ -64,7 +64,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use self::connect::Target;
+use self::connect::{Target, CONNECT_TIMEOUT};
 use self::ops::{list_dir, open_file, read_whole, stat, Opened};
 use self::proto::Reply;
 use self::readahead::{DirAhead, FileAhead, FileWindow, Spec, FILE_MAX};
@@ -622,6 +622,74 @@ impl FsWrite for SftpFs {
         self.journal.record(Record::Wrote(path.to_path_buf()));
         Ok(written)
     }
+}
+
+impl SftpFs {
+    /// The first session, connecting first when the connection is not
+    /// open or one of its sessions has ended.
+    fn session(&self) -> io::Result<Arc<Session>> {
+        let mut slot = self.link.lock().recover_poison();
+        if let Some(s) = alive(&slot) {
+            return Ok(s[0].clone());
+        }
+        // One session ended: the others' connection ends too (work ahead
+        // on it is abandoned), and a new one starts them all.
+        if let Some(old) = slot.take() {
+            self.rt.spawn(async move { old[0].disconnect().await });
+        }
+        let url = self.target.url();
+        let open = async {
+            let ssh = connect::ssh(&self.target, &self.counters.connects).await?;
+            // Started together: each is a few round trips (any can be
+            // the first).
+            let mut starts = tokio::task::JoinSet::new();
+            for _ in 0..self.sessions {
+                let (ssh, url, counters) = (ssh.clone(), url.clone(), self.counters.clone());
+                starts.spawn(async move { Session::start(&ssh, &url, counters).await });
+            }
+            let mut sessions = Vec::with_capacity(self.sessions);
+            while let Some(started) = starts.join_next().await {
+                sessions.push(started.map_err(io::Error::other)??);
+            }
+            Ok(sessions)
+        };
+        let sessions = self.rt.block_on(async {
+            match tokio::time::timeout(CONNECT_TIMEOUT, open).await {
+                Ok(r) => r,
+                Err(_) => Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "{url}: cannot connect: no answer within {} s",
+                        CONNECT_TIMEOUT.as_secs()
+                    ),
+                )),
+            }
+        });
+        // Whatever failed (the host, its key, the login), it fails every
+        // file alike: one error of the whole workspace.
+        let sessions = sessions.map_err(|e| crate::unavailable(e.kind(), e.to_string()))?;
+        let first = sessions[0].clone();
+        *slot = Some(sessions);
+        Ok(first)
+    }
+
+    /// A session for work ahead, if the connection is open and alive
+    /// (never connects): the next in turn when `spread`, else the first.
+    fn live_session(&self, spread: bool) -> Option<Arc<Session>> {
+        let slot = self.link.lock().recover_poison();
+        let sessions = alive(&slot)?;
+        let turn = if spread {
+            self.spread.fetch_add(1, Ordering::Relaxed)
+        } else {
+            0
+        };
+        Some(sessions[turn % sessions.len()].clone())
+    }
+}
+
+/// The connection's sessions, if it is open and none of them has ended.
+fn alive(link: &Option<Vec<Arc<Session>>>) -> Option<&[Arc<Session>]> {
+    link.as_deref().filter(|s| s.iter().all(|c| !c.is_dead()))
 }
 
 /// The fuzz target's entry into `known_hosts` parsing.

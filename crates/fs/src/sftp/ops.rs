@@ -13,9 +13,8 @@ use std::task::Poll;
 use bytes::Bytes;
 
 use super::proto::{self, Reply};
-use super::readahead::FILE_MAX;
 use super::runtime::cancelled;
-use super::session::Session;
+use super::session::{Closing, Session};
 use super::staging;
 use crate::seam::{errno, FileType, Listing, Metadata};
 use dsh_search_base::cancel::CancelToken;
@@ -267,7 +266,7 @@ pub(super) enum Opened {
 /// memory (the engine checks them in place); larger ones are streamed
 /// ([`Stream`](super::stream::Stream)), so a search or a read holds a
 /// bounded part of any file.
-const WHOLE_MAX: u64 = FILE_MAX;
+pub(super) const WHOLE_MAX: u64 = 1 << 20;
 
 /// [`read_whole`], or, when `stream` and the file is larger than
 /// [`WHOLE_MAX`], its open handle for a [`Stream`](super::stream::Stream).
@@ -374,21 +373,4 @@ pub(super) async fn list_dir(
     };
     drop(handle);
     result
-}
-
-/// An open handle, closed when dropped: also when the listing is abandoned
-/// (a listing ahead given up, a timeout), or the server keeps it open for
-/// the session's life.
-pub(super) struct Closing<'c> {
-    pub(super) session: &'c Arc<Session>,
-    pub(super) handle: Vec<u8>,
-}
-
-impl Drop for Closing<'_> {
-    fn drop(&mut self) {
-        // Empty: handed on (a stream closes it).
-        if !self.handle.is_empty() {
-            self.session.close_later(std::mem::take(&mut self.handle));
-        }
-    }
 }

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::ops::{list_dir, read_listed};
+use super::ops::{list_dir, read_listed, WHOLE_MAX};
 use super::proto::{self, Reply};
 use super::session::Session;
 use super::{join_name, SftpDir, SftpFs};
@@ -45,8 +45,9 @@ use crate::FileSystem;
 const FILES: usize = 128;
 /// The bytes those files may hold, in KiB.
 const KIB: u64 = 16 * 1024;
-/// The largest file read ahead; a larger one is read when it is opened.
-pub(crate) const FILE_MAX: u64 = 1 << 20;
+/// The largest file read ahead: one the operations read whole when it is
+/// opened ([`WHOLE_MAX`]); a larger one is read when it is opened.
+pub(super) const FILE_MAX: u64 = WHOLE_MAX;
 
 enum State {
     /// Waiting for a place in the window: the engine may claim it and read

@@ -434,3 +434,20 @@ fn dispatch(session: &Arc<Session>, replies: Vec<Bytes>) {
         }
     }
 }
+
+/// An open handle, closed when dropped: also when the listing is abandoned
+/// (a listing ahead given up, a timeout), or the server keeps it open for
+/// the session's life.
+pub(super) struct Closing<'c> {
+    pub(super) session: &'c Arc<Session>,
+    pub(super) handle: Vec<u8>,
+}
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        // Empty: handed on (a stream closes it).
+        if !self.handle.is_empty() {
+            self.session.close_later(std::mem::take(&mut self.handle));
+        }
+    }
+}

@@ -14,9 +14,8 @@
 
 use std::sync::Arc;
 
-use super::ops::Closing;
 use super::proto::{self, Attrs, Reply};
-use super::session::Session;
+use super::session::{Closing, Session};
 
 /// The suffix of a staged file's name.
 const SUFFIX: &[u8] = b".dsh-staged";
