@@ -115,7 +115,7 @@ fn shown(root: &Path, typed: &str) -> String {
 /// The names in `dir`, sorted. A write's staging directory
 /// (`.dsh-search-staging.*`, `contract.md` §6) is left out: under Wine one
 /// is left behind after a successful write, which is the atomic write's
-/// matter (`src/fs/local/publish.rs`), not these tests'.
+/// matter (`crates/fs/src/local/publish.rs`), not these tests'.
 fn listing(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
