@@ -6,11 +6,12 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use dsh_search_base::cancel::CancelToken;
+
 use super::names;
 use super::seam::{
     FileSystem, FileType, FsWrite, Listing, Metadata, WriteError, WriteGuard, Written,
 };
-use dsh_search_base::cancel::CancelToken;
 
 /// The object-safe face of a writable [`FileSystem`] ([`FsWrite`]): every
 /// path-taking operation of the seam.

@@ -26,21 +26,17 @@
 //! Cancellation ([`CancelToken`](dsh_search_base::CancelToken)) and the
 //! locks taken past a panic come from the crate below, `dsh-search-base`.
 
+pub mod journal;
 pub mod names;
-// The fuzz targets' entry points into the SFTP parsers (`dsh_search`'s
-// `fuzzing` module calls them), built by `cargo fuzz` alone.
-#[cfg(all(fuzzing, feature = "sftp"))]
-#[doc(hidden)]
-pub use sftp::{fuzz_known_hosts, fuzz_sftp_reply, fuzz_sftp_stream};
+pub mod resolve;
+
 mod decode;
 mod dynfs;
 mod error;
-pub mod journal;
-pub(crate) mod literal;
-pub(crate) mod local;
+mod literal;
+mod local;
 mod mem;
 mod overlay;
-pub mod resolve;
 mod seam;
 #[cfg(feature = "sftp")]
 mod sftp;
@@ -65,8 +61,17 @@ pub use overlay::{Change, ChangeKind, OverlayDir, OverlayFile, OverlayFs};
 pub use resolve::ResolvedPath;
 #[cfg(feature = "sftp")]
 pub use sftp::{SftpBuilder, SftpDir, SftpFile, SftpFs, SftpStats};
-#[doc(hidden)]
-pub use text::ATTEMPTS;
 pub use text::{
     DirEntry, EditOutcome, FileKind, Stat, StreamedWrite, TextFs, WriteOperation, WriteOutcome,
 };
+
+// The retry bound of a write with no observed version, which the file
+// tools' tests (`dsh_search`'s `tool::files`) drive to its end.
+#[doc(hidden)]
+pub use text::ATTEMPTS;
+
+// The fuzz targets' entry points into the SFTP parsers (`dsh_search`'s
+// `fuzzing` module calls them), built by `cargo fuzz` alone.
+#[cfg(all(fuzzing, feature = "sftp"))]
+#[doc(hidden)]
+pub use sftp::{fuzz_known_hosts, fuzz_sftp_reply, fuzz_sftp_stream};

@@ -9,11 +9,11 @@
 
 use std::borrow::Cow;
 
+use dsh_search_base::cancel::CancelToken;
 use memchr::memmem;
 
 use super::error::aborted;
 use super::{FsError, FsErrorCode, Verb};
-use dsh_search_base::cancel::CancelToken;
 
 /// A literal replacement (`seed-reference.md` §6.3).
 #[derive(Clone, Debug, PartialEq, Eq)]

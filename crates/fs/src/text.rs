@@ -24,13 +24,14 @@ use std::io::{self, Read};
 use std::path::Path;
 use std::sync::Arc;
 
+use dsh_search_base::cancel::CancelToken;
+
 use super::decode::{decode_strict, decode_whole, NotText, TextDecoder};
 use super::error::aborted;
 use super::literal::{self, normalize_crlf, LiteralEdit};
 use super::resolve::{self, ResolvedPath};
 use super::seam::{errno, FileType, Version, WriteError, WriteGuard, Written};
 use super::{io_message, DynFileSystem, FsError, FsErrorCode, Verb};
-use dsh_search_base::cancel::CancelToken;
 
 /// `diffBasisMaxBytes`' default (`seed-reference.md` §9.3): 10 MiB.
 pub(crate) const DEFAULT_DIFF_BASIS_MAX_BYTES: u64 = 10 * 1024 * 1024;

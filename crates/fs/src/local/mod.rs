@@ -17,16 +17,16 @@ pub(crate) use os::from_std;
 pub use os::{LocalDir, LocalFile};
 pub(crate) use publish::is_staging;
 
-use dsh_search_base::sync::RecoverPoison;
 use std::collections::HashSet;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
 
+use dsh_search_base::cancel::CancelToken;
+use dsh_search_base::sync::RecoverPoison;
 use publish::{DirLock, LockError, ReplaceError, StageError, Staging};
 
 use crate::{WriteError, WriteGuard, Written};
-use dsh_search_base::cancel::CancelToken;
 
 /// The local disk.
 #[derive(Debug)]

@@ -13,11 +13,12 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use dsh_search_base::cancel::CancelToken;
+
 use super::LocalFs;
 use crate::seam::{
     FileSystem, FileType, FsHints, FsWrite, Listing, Metadata, WriteError, WriteGuard, Written,
 };
-use dsh_search_base::cancel::CancelToken;
 
 /// An open directory of the local disk.
 #[derive(Debug)]

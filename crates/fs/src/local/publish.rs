@@ -58,8 +58,9 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsE
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::FileType;
 use dsh_search_base::cancel::CancelToken;
+
+use crate::FileType;
 
 /// The prefix of staging directories.
 pub(crate) const STAGING_PREFIX: &str = ".dsh-search-staging.";

@@ -12,7 +12,6 @@ mod load;
 mod parity;
 mod tree;
 
-use dsh_search_base::sync::RecoverPoison;
 use std::ffi::OsStr;
 use std::fmt;
 use std::io::{self, Read};
@@ -20,6 +19,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use dsh_search_base::cancel::CancelToken;
+use dsh_search_base::sync::RecoverPoison;
 
 use self::tree::{
     lookup, os_error, Body, DirBody, FileBody, Node, State, Walk, DIR_LEN, NAME_MAX, PATH_MAX,
@@ -30,7 +32,6 @@ use crate::seam::{
     errno, FileSystem, FileType, FsHints, FsWrite, Listing, Metadata, Timestamp, WriteError,
     WriteGuard, Written,
 };
-use dsh_search_base::cancel::CancelToken;
 
 /// How often a FIFO's reader looks at its cancellation token.
 const FIFO_TICK: Duration = Duration::from_millis(10);

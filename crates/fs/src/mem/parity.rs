@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, UNIX_EPOCH};
 
+use dsh_search_base::cancel::CancelToken;
+
 use super::MemFs;
 use crate::seam::{FileSystem, FileType, Listing, Metadata};
 use crate::LocalFs;
-use dsh_search_base::cancel::CancelToken;
 
 /// A temporary directory others can enter (tempfile makes them 0700).
 fn tempdir() -> tempfile::TempDir {

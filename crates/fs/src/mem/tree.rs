@@ -15,9 +15,10 @@
 //! one node's lock at a time. A handle is an `Arc` of its node, so it stays
 //! valid whatever happens to the tree.
 
-use dsh_search_base::sync::RecoverPoison;
 use std::io;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
+
+use dsh_search_base::sync::RecoverPoison;
 
 use crate::seam::{errno, FileType, Metadata, Timestamp};
 

@@ -19,14 +19,14 @@
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use dsh_search_base::cancel::CancelToken;
+use dsh_search_base::quoting;
 use similar::TextDiff;
 
 use super::{absent, is_staging, OverlayFs};
 use crate::names::{os_str, path_bytes};
 use crate::seam::{FileSystem, FileType, FsWrite, Listing};
 use crate::BINARY_SNIFF_BYTES;
-use dsh_search_base::cancel::CancelToken;
-use dsh_search_base::quoting;
 
 /// One file an overlay changed.
 #[derive(Clone, Debug, PartialEq, Eq)]

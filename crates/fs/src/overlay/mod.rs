@@ -50,7 +50,6 @@ mod walk;
 
 pub use changes::{Change, ChangeKind};
 
-use dsh_search_base::sync::RecoverPoison;
 use std::any::Any;
 use std::ffi::OsStr;
 use std::fmt;
@@ -59,6 +58,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use dsh_search_base::cancel::CancelToken;
+use dsh_search_base::sync::RecoverPoison;
 use walk::{Failed, Found, Last};
 
 use crate::local::is_staging;
@@ -67,7 +68,6 @@ use crate::seam::{
     Written,
 };
 use crate::LocalFs;
-use dsh_search_base::cancel::CancelToken;
 
 /// A writable upper layer over a read-only lower filesystem.
 ///

@@ -4,13 +4,13 @@
 //! carries (`session`), which the filesystem opens on it together (again
 //! after one of them ends: `SftpFs::session`).
 
-use dsh_search_base::sync::RecoverPoison;
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use dsh_search_base::sync::RecoverPoison;
 use russh::client::{self, Handle};
 use russh::keys::{self, PrivateKeyWithHashAlg, PublicKeyOrCertificate};
 

@@ -53,7 +53,6 @@ mod staging;
 mod stream;
 mod write;
 
-use dsh_search_base::sync::RecoverPoison;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read};
@@ -63,6 +62,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
+use dsh_search_base::cancel::CancelToken;
+use dsh_search_base::sync::RecoverPoison;
 
 use self::connect::{Target, CONNECT_TIMEOUT};
 use self::ops::{list_dir, open_file, read_whole, stat, Opened};
@@ -75,7 +76,6 @@ use super::seam::{
     errno, FileSystem, FileType, FsHints, FsWrite, Listing, Metadata, WriteError, WriteGuard,
     Written,
 };
-use dsh_search_base::cancel::CancelToken;
 
 /// How long one operation may wait for the server before it fails with a
 /// timeout (the tools' own timeout and cancellation stop it sooner).

@@ -11,13 +11,13 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use bytes::Bytes;
+use dsh_search_base::cancel::CancelToken;
 
 use super::proto::{self, Reply};
 use super::runtime::cancelled;
 use super::session::{Closing, Session};
 use super::staging;
 use crate::seam::{errno, FileType, Listing, Metadata};
-use dsh_search_base::cancel::CancelToken;
 
 /// `READDIR`s in flight per listing: OpenSSH answers each with up to 100
 /// names, in order, and an `EOF` status once the directory is read. The

@@ -17,7 +17,6 @@
 //! What failed or never started, the engine reads or lists itself, and
 //! reports what that finds, exactly as without the work ahead.
 
-use dsh_search_base::sync::RecoverPoison;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::future::Future;
@@ -30,6 +29,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use dsh_search_base::sync::RecoverPoison;
 
 use super::ops::{list_dir, read_listed, WHOLE_MAX};
 use super::proto::{self, Reply};

@@ -8,9 +8,10 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
+use dsh_search_base::cancel::CancelToken;
+
 use super::session::Session;
 use super::SftpFs;
-use dsh_search_base::cancel::CancelToken;
 
 impl SftpFs {
     /// Run `work` on the first session, waiting at most the timeout, and

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use dsh_search_base::sync::RecoverPoison;
 use russh::client::Msg;
 use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
 use tokio::sync::{oneshot, Notify};
@@ -18,7 +19,6 @@ use tokio::sync::{oneshot, Notify};
 use super::connect::Ssh;
 use super::frame::{Framer, TooLong};
 use super::proto::{self, Out, Reply};
-use dsh_search_base::sync::RecoverPoison;
 
 /// The largest read and write every server serves whole
 /// (draft-ietf-secsh-filexfer-02 §3: servers serve at least 32 KiB).

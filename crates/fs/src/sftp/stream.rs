@@ -15,11 +15,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use dsh_search_base::cancel::CancelToken;
 
 use super::proto::{self, Reply};
 use super::runtime::cancelled;
 use super::session::Session;
-use dsh_search_base::cancel::CancelToken;
 
 /// `READ`s in flight per streamed file: with OpenSSH's 255 KiB reads, about
 /// 4 MiB ahead of the reader (enough to keep a loopback or LAN link busy,

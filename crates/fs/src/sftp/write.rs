@@ -4,11 +4,13 @@
 //! `RENAME` (OpenSSH links the staged file, so it never replaces) for a
 //! create, `posix-rename@openssh.com` (`rename(2)`, atomic) for a replace.
 
-use dsh_search_base::sync::RecoverPoison;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+use dsh_search_base::cancel::CancelToken;
+use dsh_search_base::sync::RecoverPoison;
 
 use super::ops::{join_all, stat};
 use super::proto::{self, Reply};
@@ -16,7 +18,6 @@ use super::session::Session;
 use super::{staging, SftpFs};
 use crate::names::path_bytes;
 use crate::seam::{errno, FileSystem, FileType, Metadata, WriteError, WriteGuard, Written};
-use dsh_search_base::cancel::CancelToken;
 
 pub(super) fn write(
     fs: &SftpFs,
