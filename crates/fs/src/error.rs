@@ -162,7 +162,6 @@ pub fn aborted(verb: Verb) -> FsError {
 }
 
 /// An OS error's text without Rust's ` (os error N)` tail.
-
 pub fn io_message(err: &std::io::Error) -> String {
     let text = err.to_string();
     match text.rfind(" (os error ") {

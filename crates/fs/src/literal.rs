@@ -224,9 +224,10 @@ fn each_occurrence(
     Ok(())
 }
 
-/// The occurrences of `old` in a file's `text` as [`apply`] counts them
-/// (both CRLF-normalized), shared with the guard so that both count alike;
-/// `None` once `cancel` is set.
+/// The occurrences of `old` in a file's `text` as an edit counts them
+/// ([`TextFs::edit_text`](crate::TextFs::edit_text): both CRLF-normalized, not
+/// overlapping), shared with the guard so that both count alike; `None`
+/// once `cancel` is set.
 pub fn count_occurrences(text: &str, old: &str, cancel: &CancelToken) -> Option<usize> {
     let content = replace_all(text, "\r\n", "\n", cancel).ok()?;
     let old = replace_all(old, "\r\n", "\n", cancel).ok()?;
