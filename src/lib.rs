@@ -26,7 +26,8 @@
 //!    ([`fs::LocalFs`]), a tree in memory ([`fs::MemFs`]) and an overlay
 //!    ([`fs::OverlayFs`]); the tools' text semantics over it once
 //!    ([`fs::TextFs`]), and a host over SFTP (`fs::SftpFs`, the `sftp`
-//!    feature).
+//!    feature): a crate of its own (`dsh-search-fs`), which names nothing
+//!    above it.
 //! 6. A workspace described as the command line and the Node binding
 //!    describe it ([`FsSpec`]: `local`, `mem[:ROOT]`,
 //!    `sftp://[USER@]HOST[:PORT]`; an overlay directory; the backend; the
