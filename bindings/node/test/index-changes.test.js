@@ -1,5 +1,5 @@
 'use strict'
-// new Tools({ index: true }) under the changes of issue 28, compared call
+// new Tools({ index: true }) under hard links and permission changes, compared call
 // by call with the unindexed Tools on the same tree: a hard link made and
 // written through its new name, a directory made readable but not
 // searchable and back, the root made unreadable, then readable but not
@@ -75,7 +75,7 @@ const steps = [
 `
 
 if (process.platform === 'linux') {
-  test('index: true follows hard links and permission changes as the scan answers (issue 28)', () => {
+  test('index: true follows hard links and permission changes as the scan answers', () => {
     const tree = h.buildTree([
       h.file('d/a.txt', 'old token\n'),
       h.file('d/x.txt', 'token\n'),

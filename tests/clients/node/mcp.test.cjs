@@ -233,7 +233,7 @@ const largeCalls = [
   ["grep", { pattern: "needle" }, { shape: "matches", total: 3 * LARGE_FILES, truncated: true }],
 ];
 
-/** Issue 37 item 6, the bound of contract.md §12: beside its text, a result
+/** The bound of contract.md §12 on structuredContent and _meta: beside its text, a result
  * carries at most 1 KiB (every field serialized), plus `page` bytes
  * (searchMetaMaxBytes with --meta-page). */
 function assertBounded(tool, result, page = 0) {

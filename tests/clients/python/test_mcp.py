@@ -233,7 +233,7 @@ LARGE_CALLS = [
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_result_is_its_text_and_little_else(large: pathlib.Path, mode: str) -> None:
-    """Issue 37 item 6, the bound of contract.md §12: beside its text, a
+    """The bound of contract.md §12 on structuredContent and _meta: beside its text, a
     result carries at most 1 KiB (every field counted); its `_meta` has the
     presentation meta's counts."""
     async with connect(mode, ["--cwd", str(large)], large) as conn:

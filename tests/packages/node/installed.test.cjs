@@ -286,7 +286,7 @@ function launch(app, args, env = {}) {
   return spawnSync(cmd, argv, { cwd: tempdir("dsh-pkg-cwd-"), env: { ...process.env, ...env }, encoding: "utf8" });
 }
 
-// See: issue 37 item 8 (a child killed by SIGUSR1 made node start its
+// The launcher passes signals on (a child killed by SIGUSR1 made node start its
 // inspector and exit 2). The platform binary is replaced by a script that
 // kills itself with the signal it is given.
 test(
@@ -322,7 +322,7 @@ function runBytes(cmd, args) {
   return { stdout: r.stdout.toString("latin1"), stderr: r.stderr.toString("latin1"), status: r.status };
 }
 
-// See: issue 37 item 7 (node decodes its arguments with U+FFFD in place of
+// The launcher passes argument bytes on (node decodes its arguments with U+FFFD in place of
 // bytes that are not UTF-8: `glob $'\xe9*'` answered "No files found"
 // where the binary refuses the argument).
 test(

@@ -227,7 +227,7 @@ def test_python_m_dsh_search_runs_the_cli(tree: pathlib.Path) -> None:
 
 
 
-# See: issue 37 item 9 (a root whose name is not UTF-8 was decoded lossily
+# Paths that are not UTF-8 (a root whose name is not UTF-8 was decoded lossily
 # and refused; a bytes path was refused).
 def path_forms(path: bytes) -> list[tuple[str, str | bytes | pathlib.Path]]:
     """`path` as each kind of path a parameter takes: os.fsdecode's str
