@@ -466,13 +466,12 @@ impl Workspace {
         let store =
             LocalSpillStore::new(config.spill.root.clone()).map_err(WorkspaceError::SpillRoot)?;
         let guard = config.guard.clone();
-        // Through the index when `backend` answers from it: its results
-        // then say which path answered (`docs/index.md`).
+        // Through the index when there is one (`open` refuses one with the
+        // rg backend): its results then say which path answered
+        // (`docs/index.md`).
         let tools = match &self.index {
-            Some(index) if self.backend != BackendKind::Rg => {
-                Tools::indexed(config.clone(), index.backend())
-            }
-            _ => Tools::new(config.clone(), self.backend(&config)),
+            Some(index) => Tools::indexed(config.clone(), index.backend()),
+            None => Tools::new(config.clone(), self.backend(&config)),
         };
         let tools = tools
             .with_spill_store(Arc::new(store))

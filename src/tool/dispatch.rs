@@ -351,12 +351,9 @@ impl Tools {
     /// reference, unless the backend searches the local disk already (the
     /// rg backend; [`SearchBackend::searches_local_disk`]).
     fn greps_saved(&self, path: Option<&str>, ctx: &CallContext) -> bool {
-        match path {
-            Some(p) => {
-                !self.search.backend().searches_local_disk() && self.is_spill_reference(p, ctx)
-            }
-            None => false,
-        }
+        path.is_some_and(|p| {
+            !self.search.backend().searches_local_disk() && self.is_spill_reference(p, ctx)
+        })
     }
 
     fn glob(
